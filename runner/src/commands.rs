@@ -1,0 +1,435 @@
+//! What each CLI command does (cli -> **commands** -> manifest/plan/exec/store/report).
+//! The CLI only parses arguments; everything testable lives here.
+
+use crate::error::{CommandError, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::exec::{
+    self, ConsoleReporter, JsonReporter, Outcome, Reporter, RunSpec, Services, StoreReporter, TrialRecord,
+};
+use crate::manifest::{self, Experiment};
+use crate::measure::Fingerprint;
+use crate::plan;
+use crate::store::{self, Db};
+use anyhow::Context;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Where results go; shared by every command that touches the database.
+#[derive(Debug, Clone)]
+pub struct Globals {
+    pub database: String,
+    /// Stock data; the results database when `None`.
+    pub stock_database: Option<String>,
+    pub quiet: bool,
+}
+
+impl Globals {
+    pub fn stock_url(&self) -> String {
+        self.stock_database.clone().unwrap_or_else(|| self.database.clone())
+    }
+}
+
+pub fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+        .map_err(CommandError::Runtime)
+}
+
+/// `measured check`: validates manifests; prints each file's verdict.
+pub fn check(files: &[PathBuf], smoke: bool) -> u8 {
+    let mut code = EXIT_OK;
+    for f in files {
+        match manifest::parse_file(f, smoke) {
+            Ok(exp) => {
+                let trials = exp.configs.len() as u32 * (exp.schedule.warmup + exp.schedule.repetitions);
+                println!(
+                    "ok: {} ({} configs, {} stages, {} trials)",
+                    f.display(),
+                    exp.configs.len(),
+                    exp.stages.len(),
+                    trials
+                );
+            }
+            Err(e) => {
+                eprint!("{}", e.render());
+                code = EXIT_BAD_INPUT;
+            }
+        }
+    }
+    code
+}
+
+/// `measured plan`: prints configs, stage order, and every trial in time order.
+pub fn plan(file: &Path, seed: Option<u64>, smoke: bool) -> Result<String, CommandError> {
+    let exp = manifest::parse_file(file, smoke)?;
+    let (seed, random) = match seed.or(exp.schedule.seed) {
+        Some(s) => (s, false),
+        None => (rand::random::<u64>() >> 11, true),
+    };
+    let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
+    Ok(plan::describe(&exp, seed, random, &trials))
+}
+
+/// Options of `measured run`.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub file: Option<PathBuf>,
+    pub resume: Option<String>,
+    pub seed: Option<u64>,
+    pub smoke: bool,
+    pub json_events: Option<PathBuf>,
+    pub report: bool,
+    pub fail_on_regression: bool,
+    pub results_dir: PathBuf,
+}
+
+/// The cancel flag, set by Ctrl-C. One per process: signal handlers are process-wide.
+pub fn cancel_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        let _ = ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                // Second Ctrl-C: the user does not want to wait for the current trial.
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
+            }
+            eprintln!("\ninterrupted: stopping after cancelling the current trial (Ctrl-C again to quit now)");
+        });
+        flag
+    })
+    .clone()
+}
+
+fn new_run_id() -> String {
+    format!(
+        "{}-{:04x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        rand::random::<u16>()
+    )
+}
+
+fn worker_id(env: &Fingerprint) -> String {
+    format!("{}:{}", env.host, std::process::id())
+}
+
+/// `measured run`: executes (or resumes) a run, stores it, prints a summary.
+pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
+    // Validate before touching any database: bad input writes nothing.
+    let fresh = match (&o.file, &o.resume) {
+        (Some(f), None) => Some(manifest::parse_file(f, o.smoke)?),
+        (None, Some(_)) => None,
+        (Some(_), Some(_)) => {
+            return Err(CommandError::BadInput(
+                "give either a manifest or --resume RUN, not both".into(),
+            ))
+        }
+        (None, None) => return Err(CommandError::BadInput("give a manifest to run, or --resume RUN".into())),
+    };
+    let rt = runtime()?;
+    let db = rt.block_on(Db::connect(&g.database))?;
+    let result = run_with(g, o, fresh, &rt, &db);
+    rt.block_on(db.close());
+    result
+}
+
+fn run_with(
+    g: &Globals,
+    o: &RunOptions,
+    fresh: Option<Experiment>,
+    rt: &tokio::runtime::Runtime,
+    db: &Db,
+) -> Result<u8, CommandError> {
+    let (exp, run_id, seed, skip, env) = match fresh {
+        Some(exp) => {
+            let seed = o
+                .seed
+                .or(exp.schedule.seed)
+                .unwrap_or_else(|| rand::random::<u64>() >> 11);
+            let env = Fingerprint::collect(exp.path.parent().unwrap_or(Path::new(".")));
+            let run_id = new_run_id();
+            let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
+            let command = reproduce_command(&exp, seed);
+            rt.block_on(store::insert_run(
+                db,
+                &store::NewRun {
+                    id: &run_id,
+                    experiment: &exp,
+                    seed,
+                    planned_trials: trials.len() as u32,
+                    env: &env,
+                    command: &command,
+                    started_at: chrono::Utc::now(),
+                },
+            ))?;
+            (exp, run_id, seed, HashSet::new(), env)
+        }
+        None => {
+            let id = o.resume.as_deref().unwrap_or_default();
+            let row = rt.block_on(store::load_run(db, id))?;
+            let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
+            let env = Fingerprint::collect(exp.path.parent().unwrap_or(Path::new(".")));
+            let skip: HashSet<u32> = rt
+                .block_on(store::stored_trial_indices(db, &row.id))?
+                .into_iter()
+                .collect();
+            rt.block_on(store::set_run_status(db, &row.id, "running", None))?;
+            (exp, row.id, row.seed, skip, env)
+        }
+    };
+    let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
+    let services = Services::new(rt.handle().clone(), g.stock_url());
+    let cancel = cancel_flag();
+    let spec = RunSpec {
+        run_id: &run_id,
+        exp: &exp,
+        trials: &trials,
+        seed,
+        skip: &skip,
+        env: &env,
+        worker: worker_id(&env),
+    };
+    if !g.quiet {
+        eprintln!(
+            "run {run_id}: {} ({} configs, {} trials, seed {seed}) -> {}",
+            exp.name,
+            exp.configs.len(),
+            trials.len(),
+            store::redact_url(&g.database)
+        );
+    }
+    let mut console = ConsoleReporter::new(g.quiet);
+    let mut storer = StoreReporter::new(db, rt.handle().clone(), &env);
+    let mut json = o
+        .json_events
+        .as_deref()
+        .map(JsonReporter::create)
+        .transpose()
+        .context("cannot create the events file")?;
+    let mut reporters: Vec<&mut dyn Reporter> = vec![&mut console, &mut storer];
+    if let Some(j) = json.as_mut() {
+        reporters.push(j);
+    }
+    let summary =
+        exec::execute(&spec, &services, &cancel, &mut reporters).map_err(|e| CommandError::Runtime(e.into()))?;
+    let stored = rt.block_on(store::load_trials(db, &run_id))?;
+    println!("{}", summary_table(&exp, &stored));
+    let failed = stored.iter().filter(|t| !t.ok).count();
+    println!(
+        "run {run_id} {}: {} of {} trials stored, {failed} failed",
+        summary.outcome.as_str(),
+        stored.len(),
+        trials.len()
+    );
+    if summary.outcome == Outcome::Interrupted {
+        eprintln!("resume with: measured run --resume {run_id}");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    Ok(if failed > 0 { EXIT_FAILED } else { EXIT_OK })
+}
+
+/// The command that reproduces a run exactly (same manifest, same seed).
+fn reproduce_command(exp: &Experiment, seed: u64) -> String {
+    format!(
+        "measured run {} --seed {seed}{}",
+        exp.path.display(),
+        if exp.smoke { " --smoke" } else { "" }
+    )
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Median seconds per config and stage over measured (non-warm-up), successful trials.
+pub fn summary_table(exp: &Experiment, trials: &[TrialRecord]) -> String {
+    let stage_names: Vec<&str> = exp.order.iter().map(|&i| exp.stages[i].name.as_str()).collect();
+    let mut out = String::new();
+    let width = exp.configs.iter().map(|c| c.name.len()).max().unwrap_or(6).max(6);
+    let _ = write!(out, "{:<width$}  {:>3}  {:>12}", "config", "n", "trial");
+    for s in &stage_names {
+        let _ = write!(out, "  {:>12}", truncate(s, 12));
+    }
+    out.push('\n');
+    for c in &exp.configs {
+        let ok: Vec<&TrialRecord> = trials
+            .iter()
+            .filter(|t| t.config == c.name && !t.warmup && t.ok)
+            .collect();
+        let mut totals: Vec<f64> = ok.iter().map(|t| t.seconds).collect();
+        let _ = write!(
+            out,
+            "{:<width$}  {:>3}  {:>12}",
+            c.name,
+            ok.len(),
+            fmt_secs(median(&mut totals))
+        );
+        for s in &stage_names {
+            let mut v: Vec<f64> = ok
+                .iter()
+                .filter_map(|t| {
+                    t.stages
+                        .iter()
+                        .find(|r| r.name == *s && !r.cache_hit)
+                        .map(|r| r.seconds)
+                })
+                .collect();
+            let _ = write!(out, "  {:>12}", fmt_secs(median(&mut v)));
+        }
+        out.push('\n');
+    }
+    out.push_str("(median wall time per config and stage over measured trials)");
+    out
+}
+
+fn truncate(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Seconds with a unit that keeps 3-4 significant digits.
+pub fn fmt_secs(s: Option<f64>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s >= 100.0 => format!("{s:.1} s"),
+        Some(s) if s >= 1.0 => format!("{s:.3} s"),
+        Some(s) if s >= 1e-3 => format!("{:.3} ms", s * 1e3),
+        Some(s) => format!("{:.1} µs", s * 1e6),
+    }
+}
+
+/// `measured runs`: stored runs, newest first.
+pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String, CommandError> {
+    let rt = runtime()?;
+    let db = rt.block_on(Db::connect(&g.database))?;
+    let rows = rt.block_on(store::list_runs(&db, experiment, limit))?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<22}  {:<24}  {:<11}  {:>13}  {:<19}  commit",
+        "run", "experiment", "status", "trials (fail)", "started (UTC)"
+    );
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            "{:<22}  {:<24}  {:<11}  {:>13}  {:<19}  {}{}",
+            r.id,
+            truncate(&r.experiment, 24),
+            r.status,
+            format!("{}/{} ({})", r.stored_trials, r.planned_trials, r.failed_trials),
+            r.started_at.format("%Y-%m-%d %H:%M:%S"),
+            truncate(&r.git_commit, 10),
+            if r.git_dirty { "+dirty" } else { "" }
+        );
+    }
+    if rows.is_empty() {
+        out.push_str("(no runs stored yet: try `measured run experiments/quickstart.toml`)\n");
+    }
+    rt.block_on(db.close());
+    Ok(out)
+}
+
+/// `measured show`: one run's trials with stage timings.
+pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
+    let rt = runtime()?;
+    let db = rt.block_on(Db::connect(&g.database))?;
+    let row = rt.block_on(store::load_run(&db, run))?;
+    let trials = rt.block_on(store::load_trials(&db, &row.id))?;
+    let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
+    rt.block_on(db.close());
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "run {}  experiment {}  status {}",
+        row.id, row.experiment, row.status
+    );
+    let _ = writeln!(
+        out,
+        "manifest {} (sha256 {})",
+        row.manifest_path,
+        &row.manifest_hash[..12.min(row.manifest_hash.len())]
+    );
+    let _ = writeln!(
+        out,
+        "started {}  seed {}  commit {}{}",
+        row.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        row.seed,
+        row.git_commit,
+        if row.git_dirty { " (dirty)" } else { "" }
+    );
+    if let Some(e) = env {
+        let _ = writeln!(
+            out,
+            "host {}  cpu {} ({} cores)  os {}  gpu {}",
+            e.host, e.cpu, e.cores, e.os, e.gpu
+        );
+    }
+    let _ = writeln!(out, "reproduce: {}", row.command);
+    let _ = writeln!(out, "trials: {} of {} stored\n", trials.len(), row.planned_trials);
+    let mut by_stage: BTreeMap<u32, ()> = BTreeMap::new();
+    for t in &trials {
+        for s in &t.stages {
+            by_stage.insert(s.position, ());
+        }
+    }
+    for t in &trials {
+        let _ = write!(
+            out,
+            "{:>4}  {:<24} {:<8} {:<6} {:>11}",
+            t.index,
+            truncate(&t.config, 24),
+            if t.warmup {
+                "warm-up".to_owned()
+            } else {
+                format!("rep {}", t.repetition)
+            },
+            if t.ok { "ok" } else { "FAILED" },
+            fmt_secs(Some(t.seconds))
+        );
+        for s in &t.stages {
+            let mark = match (s.status, s.cache_hit) {
+                (exec::StageStatus::Ok, true) => " (cached)".to_owned(),
+                (exec::StageStatus::Ok, false) => String::new(),
+                (st, _) => format!(" ({})", st.as_str()),
+            };
+            let _ = write!(out, "  {}={}{}", s.name, fmt_secs(Some(s.seconds)), mark);
+        }
+        out.push('\n');
+        if let Some(e) = &t.error {
+            for line in e.lines() {
+                let _ = writeln!(out, "        {line}");
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Maps a command result to the process exit code, printing the error.
+pub fn finish(result: Result<u8, CommandError>) -> u8 {
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            match &e {
+                CommandError::Manifest(m) => eprint!("{}", m.render()),
+                other => eprintln!("error: {other:#}"),
+            }
+            e.exit_code()
+        }
+    }
+}

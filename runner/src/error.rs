@@ -1,0 +1,54 @@
+//! Exit codes, decided in one place (library errors -> CLI exit status).
+
+use crate::manifest::ManifestErrors;
+
+/// 0: success. 1: the run finished with failed trials, a regression under
+/// `--fail-on-regression`, or a runtime error. 2: bad input (manifest, arguments).
+/// 130: interrupted by Ctrl-C (finished trials are stored).
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// An error that ends a command, with the exit code it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("{0}")]
+    Manifest(ManifestErrors),
+    #[error("{0}")]
+    BadInput(String),
+    #[error(transparent)]
+    Runtime(#[from] anyhow::Error),
+}
+
+impl CommandError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CommandError::Manifest(_) | CommandError::BadInput(_) => EXIT_BAD_INPUT,
+            CommandError::Runtime(_) => EXIT_FAILED,
+        }
+    }
+}
+
+impl From<ManifestErrors> for CommandError {
+    fn from(e: ManifestErrors) -> Self {
+        CommandError::Manifest(e)
+    }
+}
+
+impl From<crate::store::StoreError> for CommandError {
+    fn from(e: crate::store::StoreError) -> Self {
+        match e {
+            crate::store::StoreError::NoSuchRun(_) | crate::store::StoreError::Ambiguous(..) => {
+                CommandError::BadInput(e.to_string())
+            }
+            other => CommandError::Runtime(other.into()),
+        }
+    }
+}
+
+impl From<crate::store::DbError> for CommandError {
+    fn from(e: crate::store::DbError) -> Self {
+        CommandError::Runtime(e.into())
+    }
+}

@@ -1,0 +1,335 @@
+//! The executor (plan -> **exec** -> events -> reporters): runs each trial's stages in
+//! topological order, passes artifacts along edges, times every stage, and emits events.
+//!
+//! A failing stage fails its trial (downstream stages are skipped) and the run goes on. A
+//! cancelled trial (Ctrl-C) is dropped whole, so the store only ever holds finished trials.
+
+mod record;
+mod reporters;
+mod services;
+
+pub use record::{StageRecord, StageStatus, TrialRecord};
+pub use reporters::{ConsoleReporter, JsonReporter, StoreReporter};
+pub use services::Services;
+
+use crate::artifact::Artifact;
+use crate::manifest::Experiment;
+use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint};
+use crate::plan::{stage_seed, ScheduledTrial};
+use crate::stage::{Inputs, StageCtx, TrialInfo};
+use chrono::Utc;
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// What happens during a run, in order; reporters consume these.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RunEvent<'a> {
+    RunStarted {
+        run_id: &'a str,
+        experiment: &'a str,
+        planned: usize,
+        to_run: usize,
+        seed: u64,
+    },
+    TrialStarted {
+        run_id: &'a str,
+        trial: &'a ScheduledTrial,
+        config: &'a str,
+    },
+    StageFinished {
+        run_id: &'a str,
+        trial_index: u32,
+        stage: &'a StageRecord,
+    },
+    TrialFinished {
+        run_id: &'a str,
+        trial: &'a TrialRecord,
+    },
+    RunFinished {
+        run_id: &'a str,
+        status: &'a str,
+        trials_run: usize,
+        failed: usize,
+    },
+}
+
+/// A consumer of run events (console, store, JSON lines).
+pub trait Reporter {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<(), ExecError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("cannot write events: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Finished,
+    Interrupted,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Finished => "finished",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ExecSummary {
+    pub outcome: Outcome,
+    pub ran: usize,
+    pub failed: usize,
+}
+
+/// Everything fixed for one run.
+pub struct RunSpec<'a> {
+    pub run_id: &'a str,
+    pub exp: &'a Experiment,
+    pub trials: &'a [ScheduledTrial],
+    pub seed: u64,
+    /// Trials already stored (resume): not run again.
+    pub skip: &'a HashSet<u32>,
+    pub env: &'a Fingerprint,
+    pub worker: String,
+}
+
+/// Artifacts of `cache = true` stages, reused within a run.
+#[derive(Default)]
+pub struct StageCache {
+    entries: HashMap<String, Artifact>,
+}
+
+/// Runs every trial of `spec` not in `spec.skip`, in plan order.
+pub fn execute(
+    spec: &RunSpec<'_>,
+    services: &Services,
+    cancel: &AtomicBool,
+    reporters: &mut [&mut dyn Reporter],
+) -> Result<ExecSummary, ExecError> {
+    let to_run: Vec<&ScheduledTrial> = spec.trials.iter().filter(|t| !spec.skip.contains(&t.index)).collect();
+    emit(
+        reporters,
+        &RunEvent::RunStarted {
+            run_id: spec.run_id,
+            experiment: &spec.exp.name,
+            planned: spec.trials.len(),
+            to_run: to_run.len(),
+            seed: spec.seed,
+        },
+    )?;
+    let mut cache = StageCache::default();
+    let mut summary = ExecSummary {
+        outcome: Outcome::Finished,
+        ran: 0,
+        failed: 0,
+    };
+    for trial in to_run {
+        if cancel.load(Ordering::SeqCst) {
+            summary.outcome = Outcome::Interrupted;
+            break;
+        }
+        let config = &spec.exp.configs[trial.config].name;
+        emit(
+            reporters,
+            &RunEvent::TrialStarted {
+                run_id: spec.run_id,
+                trial,
+                config,
+            },
+        )?;
+        let Some(record) = run_trial(spec, trial, services, cancel, &mut cache, reporters)? else {
+            summary.outcome = Outcome::Interrupted;
+            break;
+        };
+        summary.ran += 1;
+        if !record.ok {
+            summary.failed += 1;
+        }
+        emit(
+            reporters,
+            &RunEvent::TrialFinished {
+                run_id: spec.run_id,
+                trial: &record,
+            },
+        )?;
+    }
+    emit(
+        reporters,
+        &RunEvent::RunFinished {
+            run_id: spec.run_id,
+            status: summary.outcome.as_str(),
+            trials_run: summary.ran,
+            failed: summary.failed,
+        },
+    )?;
+    Ok(summary)
+}
+
+fn emit(reporters: &mut [&mut dyn Reporter], event: &RunEvent<'_>) -> Result<(), ExecError> {
+    for r in reporters.iter_mut() {
+        r.on_event(event)?;
+    }
+    Ok(())
+}
+
+/// Runs one trial; `None` when it was cancelled (nothing of it is kept).
+pub fn run_trial(
+    spec: &RunSpec<'_>,
+    trial: &ScheduledTrial,
+    services: &Services,
+    cancel: &AtomicBool,
+    cache: &mut StageCache,
+    reporters: &mut [&mut dyn Reporter],
+) -> Result<Option<TrialRecord>, ExecError> {
+    let exp = spec.exp;
+    let config = &exp.configs[trial.config];
+    let info = TrialInfo {
+        run_id: spec.run_id.to_owned(),
+        trial_index: trial.index,
+        config: config.name.clone(),
+        variant: config.variant.clone(),
+        repetition: trial.repetition,
+        warmup: trial.warmup,
+    };
+    let started_at = Utc::now();
+    let n = exp.stages.len();
+    let mut artifacts: Vec<Option<Artifact>> = vec![None; n];
+    let mut cache_keys: Vec<String> = vec![String::new(); n];
+    let mut records: Vec<StageRecord> = Vec::with_capacity(n);
+    let mut first_error: Option<String> = None;
+    for (position, &si) in exp.order.iter().enumerate() {
+        let def = &exp.stages[si];
+        let resolved = &config.stages[si];
+        let mut record = StageRecord {
+            name: def.name.clone(),
+            kind: def.kind.clone(),
+            position: position as u32,
+            status: StageStatus::Ok,
+            cache_hit: false,
+            seconds: 0.0,
+            peak_rss_bytes: None,
+            error: None,
+            metrics: Vec::new(),
+        };
+        let blocked: Vec<&str> = def
+            .needs
+            .iter()
+            .filter(|&&d| artifacts[d].is_none())
+            .map(|&d| exp.stages[d].name.as_str())
+            .collect();
+        if !blocked.is_empty() {
+            record.status = StageStatus::Skipped;
+            record.error = Some(format!("skipped: needs {} which did not finish", blocked.join(", ")));
+        } else {
+            let inputs = Inputs {
+                artifacts: def
+                    .needs
+                    .iter()
+                    .map(|&d| (exp.stages[d].name.clone(), artifacts[d].clone().unwrap_or_default()))
+                    .collect(),
+            };
+            // Cache identity: this stage's resolved parameters plus its inputs' identities.
+            let key = {
+                let mut k = format!("{}|{}", def.name, toml::Value::Table(resolved.params.clone()));
+                for &d in &def.needs {
+                    k.push('|');
+                    k.push_str(&cache_keys[d]);
+                }
+                k
+            };
+            cache_keys[si] = key.clone();
+            if def.cache {
+                if let Some(a) = cache.entries.get(&key) {
+                    record.cache_hit = true;
+                    artifacts[si] = Some(a.clone());
+                    emit_stage(reporters, spec.run_id, trial.index, &record)?;
+                    records.push(record);
+                    continue;
+                }
+            }
+            let mut ctx = StageCtx {
+                rec: crate::metrics::Recorder::new(),
+                seed: stage_seed(spec.seed, trial, &def.name),
+                cancel,
+                services,
+                trial: &info,
+                stage: &def.name,
+                peak_rss_child: None,
+            };
+            reset_peak_rss();
+            let start = Instant::now();
+            let result = resolved.stage.run(&mut ctx, &inputs);
+            record.seconds = start.elapsed().as_secs_f64();
+            record.peak_rss_bytes = match (peak_rss_bytes(), ctx.peak_rss_child) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            record.metrics = ctx.rec.into_metrics();
+            match result {
+                Ok(artifact) => {
+                    if def.cache {
+                        cache.entries.insert(key, artifact.clone());
+                    }
+                    artifacts[si] = Some(artifact);
+                }
+                Err(e) if e.cancelled || cancel.load(Ordering::SeqCst) => return Ok(None),
+                Err(e) => {
+                    record.status = StageStatus::Failed;
+                    first_error.get_or_insert_with(|| format!("stage `{}` failed: {}", def.name, e.message));
+                    record.error = Some(e.message);
+                }
+            }
+        }
+        emit_stage(reporters, spec.run_id, trial.index, &record)?;
+        records.push(record);
+    }
+    let seconds = records
+        .iter()
+        .filter(|r| r.status != StageStatus::Skipped && !exp.stages.iter().any(|s| s.name == r.name && s.cache))
+        .map(|r| r.seconds)
+        .sum();
+    Ok(Some(TrialRecord {
+        index: trial.index,
+        config: config.name.clone(),
+        variant: config.variant.clone(),
+        sweep: config.sweep_point.clone(),
+        repetition: trial.repetition,
+        block: trial.block,
+        warmup: trial.warmup,
+        ok: first_error.is_none(),
+        error: first_error,
+        seconds,
+        started_at,
+        finished_at: Utc::now(),
+        environment_hash: spec.env.hash.clone(),
+        worker: spec.worker.clone(),
+        stages: records,
+    }))
+}
+
+fn emit_stage(
+    reporters: &mut [&mut dyn Reporter],
+    run_id: &str,
+    trial_index: u32,
+    stage: &StageRecord,
+) -> Result<(), ExecError> {
+    emit(
+        reporters,
+        &RunEvent::StageFinished {
+            run_id,
+            trial_index,
+            stage,
+        },
+    )
+}

@@ -1,0 +1,71 @@
+//! What a finished trial looks like (exec -> reporters -> store), and read back for reports.
+
+use crate::metrics::Metric;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageStatus {
+    Ok,
+    Failed,
+    /// Not run because a stage it needs failed.
+    Skipped,
+}
+
+impl StageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageStatus::Ok => "ok",
+            StageStatus::Failed => "failed",
+            StageStatus::Skipped => "skipped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "ok" => StageStatus::Ok,
+            "failed" => StageStatus::Failed,
+            _ => StageStatus::Skipped,
+        }
+    }
+}
+
+/// One stage of one trial.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageRecord {
+    pub name: String,
+    pub kind: String,
+    /// Position in execution order.
+    pub position: u32,
+    pub status: StageStatus,
+    /// The artifact came from the run's cache (`cache = true`); its time is not the stage's.
+    pub cache_hit: bool,
+    pub seconds: f64,
+    pub peak_rss_bytes: Option<u64>,
+    pub error: Option<String>,
+    pub metrics: Vec<Metric>,
+}
+
+/// One finished trial, stored in one transaction.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialRecord {
+    pub index: u32,
+    pub config: String,
+    pub variant: String,
+    pub sweep: Vec<(String, String)>,
+    pub repetition: u32,
+    pub block: u32,
+    pub warmup: bool,
+    pub ok: bool,
+    pub error: Option<String>,
+    /// Sum of the wall times of the stages that ran (cached stages excluded).
+    pub seconds: f64,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    /// Host fingerprint hash of the machine that ran it.
+    pub environment_hash: String,
+    /// Which process ran it (`host:pid`).
+    pub worker: String,
+    pub stages: Vec<StageRecord>,
+}

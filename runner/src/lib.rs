@@ -1,0 +1,17 @@
+//! measured: turns performance claims into measurements.
+//!
+//! Data flow: manifest (parse, validate) -> plan (configs, DAG, trial schedule) -> exec (stages,
+//! timing, events) -> reporters (console, store, JSON) -> stats -> report. See README.md.
+
+pub mod artifact;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod exec;
+pub mod manifest;
+pub mod measure;
+pub mod metrics;
+pub mod params;
+pub mod plan;
+pub mod stage;
+pub mod store;

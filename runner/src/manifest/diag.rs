@@ -1,0 +1,110 @@
+//! Located manifest errors and their rendering (validate -> CLI, exit code 2).
+//!
+//! Every error carries the byte span it is about, what is wrong, and a hint; rendering shows
+//! `file:line:col`, the source line and a caret, like a compiler.
+
+use codespan_reporting::diagnostic::{Diagnostic, Label};
+use codespan_reporting::files::SimpleFile;
+use codespan_reporting::term::{self, Config};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// One problem in a manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestError {
+    pub message: String,
+    pub span: Option<Range<usize>>,
+    /// Short text under the caret.
+    pub label: String,
+    pub hint: Option<String>,
+}
+
+impl ManifestError {
+    pub fn new(message: impl Into<String>, span: Option<Range<usize>>) -> Self {
+        Self {
+            message: message.into(),
+            span,
+            label: String::new(),
+            hint: None,
+        }
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+}
+
+/// All problems found in one manifest file.
+#[derive(Debug, Clone)]
+pub struct ManifestErrors {
+    pub path: PathBuf,
+    pub text: String,
+    pub errors: Vec<ManifestError>,
+}
+
+impl ManifestErrors {
+    pub fn single(path: &Path, text: &str, error: ManifestError) -> Self {
+        Self {
+            path: path.to_owned(),
+            text: text.to_owned(),
+            errors: vec![error],
+        }
+    }
+
+    /// Renders every error as plain text (no colour), the form used in snapshots and logs.
+    pub fn render(&self) -> String {
+        let file = SimpleFile::new(self.path.display().to_string(), self.text.as_str());
+        let config = Config::default();
+        let mut out = term::termcolor::NoColor::new(Vec::new());
+        for e in &self.errors {
+            let mut diag = Diagnostic::error().with_message(&e.message);
+            if let Some(span) = &e.span {
+                let span = clamp(span.clone(), self.text.len());
+                diag = diag.with_labels(vec![Label::primary((), span).with_message(&e.label)]);
+            } else {
+                diag = diag.with_notes(vec![format!("in {}", self.path.display())]);
+            }
+            if let Some(h) = &e.hint {
+                diag = diag.with_notes(vec![format!("hint: {h}")]);
+            }
+            // Writing into a Vec cannot fail; an error here would only lose the message text.
+            let _ = term::emit(&mut out, &config, &file, &diag);
+        }
+        String::from_utf8_lossy(&out.into_inner()).into_owned()
+    }
+}
+
+fn clamp(span: Range<usize>, len: usize) -> Range<usize> {
+    let start = span.start.min(len);
+    let end = span.end.clamp(start, len);
+    start..end
+}
+
+impl std::fmt::Display for ManifestErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.render())
+    }
+}
+
+impl std::error::Error for ManifestErrors {}
+
+/// The closest candidate to `name`, for "did you mean" hints.
+pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(name, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| format!("did you mean `{c}`?"))
+}

@@ -1,0 +1,116 @@
+//! Experiment manifests: TOML text -> raw serde structs -> a validated [`Experiment`]
+//! (the first step of the data flow; nothing runs before this succeeds).
+
+mod diag;
+mod raw;
+mod spans;
+mod validate;
+
+pub(crate) use diag::did_you_mean;
+pub use diag::{ManifestError, ManifestErrors};
+pub use raw::Order;
+pub use validate::{hex_sha256, parse_file, parse_str};
+
+use crate::stage::Stage;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A validated experiment: every config is resolved and every stage built.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    pub path: PathBuf,
+    pub text: String,
+    /// sha256 of the manifest text.
+    pub hash: String,
+    pub schedule: Schedule,
+    /// Stage definitions in manifest order.
+    pub stages: Vec<StageDef>,
+    /// Stage indices, every stage after the stages it needs.
+    pub order: Vec<usize>,
+    pub variants: Vec<String>,
+    pub sweep: Vec<SweepAxis>,
+    pub compare: CompareDef,
+    /// Variants x sweep points, variant-major.
+    pub configs: Vec<Config>,
+    /// Whether `[smoke]` overrides were applied.
+    pub smoke: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    pub warmup: u32,
+    pub repetitions: u32,
+    pub order: Order,
+    /// `None`: a fresh seed is drawn per run (and stored with it).
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StageDef {
+    pub name: String,
+    pub kind: String,
+    /// Indices of the stages this one needs.
+    pub needs: Vec<usize>,
+    pub cache: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SweepAxis {
+    /// Dotted path, e.g. `stages.train.batch_size`.
+    pub path: String,
+    pub values: Vec<toml::Value>,
+}
+
+/// One point of the experiment: a variant at one sweep point, with its stages built.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub name: String,
+    pub variant: String,
+    /// Axis path -> value, rendered as TOML.
+    pub sweep_point: Vec<(String, String)>,
+    /// Per stage (manifest order): resolved parameters and the built stage.
+    pub stages: Vec<ResolvedStage>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResolvedStage {
+    pub params: toml::Table,
+    pub stage: Arc<dyn Stage>,
+}
+
+/// The comparison settings from `[compare]`, with defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareDef {
+    pub baseline: String,
+    /// `<stage>.<metric>`, `<stage>.seconds` or `trial.seconds`.
+    pub primary: String,
+    /// `Some(true)` when higher is better, `None` to infer from the unit.
+    pub higher_is_better: Option<bool>,
+    pub alpha: f64,
+    pub band: f64,
+    pub resamples: usize,
+    pub guards: Vec<GuardDef>,
+    pub claims: Vec<ClaimDef>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardDef {
+    pub metric: String,
+    pub within: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimDef {
+    pub metric: String,
+    pub variant: String,
+    pub speedup: String,
+    pub source: Option<String>,
+}
+
+impl Experiment {
+    pub fn config_index(&self, name: &str) -> Option<usize> {
+        self.configs.iter().position(|c| c.name == name)
+    }
+}

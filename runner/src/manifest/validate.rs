@@ -1,0 +1,1056 @@
+//! Manifest validation: raw structs -> [`Experiment`] (file -> raw -> **validate** -> plan).
+//!
+//! Every check runs here, and every error is located in the file. Stages of every config are
+//! built (their parameters checked) so that nothing fails at run time for a reason the
+//! manifest already showed.
+
+use super::diag::{did_you_mean, ManifestError, ManifestErrors};
+use super::raw::{RawCompare, RawManifest};
+use super::spans::{Located, Seg, SpanIndex};
+use super::{ClaimDef, CompareDef, Config, Experiment, GuardDef, ResolvedStage, Schedule, StageDef, SweepAxis};
+use crate::artifact::ArtifactKind;
+use crate::stage::{find_kind, registry};
+use indexmap::IndexMap;
+use sha2::{Digest, Sha256};
+use std::ops::Range;
+use std::path::Path;
+
+/// Keys of a stage table that belong to the DAG rather than to the stage kind.
+const STAGE_KEYS: [&str; 3] = ["kind", "needs", "cache"];
+
+/// Reads and validates a manifest file. `smoke` applies its `[smoke]` overrides.
+pub fn parse_file(path: &Path, smoke: bool) -> Result<Experiment, ManifestErrors> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ManifestErrors::single(
+            path,
+            "",
+            ManifestError::new(format!("cannot read {}: {e}", path.display()), None)
+                .hint("check the path; manifests usually live under experiments/"),
+        )
+    })?;
+    parse_str(path, &text, smoke)
+}
+
+/// Validates manifest `text` (`path` is used for messages and stored with the run).
+pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, ManifestErrors> {
+    let raw: RawManifest =
+        toml::from_str(text).map_err(|e| ManifestErrors::single(path, text, serde_error(e.message(), e.span())))?;
+    let mut v = Validator {
+        spans: SpanIndex::new(text),
+        errors: Vec::new(),
+    };
+    let exp = v.experiment(path, text, raw, smoke);
+    match exp {
+        Some(exp) if v.errors.is_empty() => Ok(exp),
+        _ => {
+            let mut errors = v.errors;
+            let mut seen = Vec::new();
+            errors.retain(|e| {
+                let key = (e.message.clone(), e.span.clone());
+                let fresh = !seen.contains(&key);
+                seen.push(key);
+                fresh
+            });
+            Err(ManifestErrors {
+                path: path.to_owned(),
+                text: text.to_owned(),
+                errors,
+            })
+        }
+    }
+}
+
+fn serde_error(message: &str, span: Option<Range<usize>>) -> ManifestError {
+    let message = message.trim();
+    let hint = if let Some(rest) = message.strip_prefix("unknown field `") {
+        let name = &rest[..rest.find('`').unwrap_or(rest.len())];
+        message
+            .split_once("expected one of ")
+            .map(|(_, list)| {
+                list.split(", ")
+                    .map(|s| s.trim_matches(|c| c == '`' || c == '.'))
+                    .collect::<Vec<_>>()
+            })
+            .and_then(|known| {
+                did_you_mean(name, known.iter().copied()).or_else(|| Some(format!("known keys: {}", known.join(", "))))
+            })
+    } else if message.starts_with("missing field") {
+        Some("see the manifest reference in README.md".to_owned())
+    } else if message.contains("expected u32") || message.contains("expected u64") || message.contains("expected usize")
+    {
+        Some("this value must be a whole number, 0 or more".to_owned())
+    } else {
+        None
+    };
+    ManifestError::new(message.to_owned(), span).maybe_hint(hint)
+}
+
+/// One `dotted.path = value` override, from a variant, a sweep axis or `[smoke]`.
+#[derive(Debug, Clone)]
+struct Override {
+    /// `stages.<stage>.<param>[.<sub>...]`
+    path: String,
+    value: toml::Value,
+    /// Where the key sits in the manifest (for locating errors).
+    at: Vec<String>,
+}
+
+struct Validator {
+    spans: SpanIndex,
+    errors: Vec<ManifestError>,
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn toml_type(v: &toml::Value) -> &'static str {
+    v.type_str()
+}
+
+impl Validator {
+    fn loc(&self, path: &[&str]) -> Located {
+        let segs: Vec<Seg<'_>> = path
+            .iter()
+            .map(|p| match p.parse::<usize>() {
+                Ok(i) => Seg::Index(i),
+                Err(_) => Seg::Key(p),
+            })
+            .collect();
+        self.spans.locate(&segs)
+    }
+
+    fn key_span(&self, path: &[&str]) -> Option<Range<usize>> {
+        let l = self.loc(path);
+        l.key.or(l.value)
+    }
+
+    fn value_span(&self, path: &[&str]) -> Option<Range<usize>> {
+        let l = self.loc(path);
+        l.value.or(l.key)
+    }
+
+    fn err(&mut self, e: ManifestError) {
+        self.errors.push(e);
+    }
+
+    fn experiment(&mut self, path: &Path, text: &str, raw: RawManifest, smoke: bool) -> Option<Experiment> {
+        let name = raw.experiment.name.clone();
+        if !is_ident(&name) {
+            let span = self.value_span(&["experiment", "name"]);
+            self.err(
+                ManifestError::new(format!("experiment name `{name}` is not a valid name"), span)
+                    .label("used in result paths")
+                    .hint("use 1-64 letters, digits, `_` or `-`, e.g. \"buffer-reuse\""),
+            );
+        }
+        let mut schedule = Schedule {
+            warmup: raw.schedule.warmup,
+            repetitions: raw.schedule.repetitions,
+            order: raw.schedule.order,
+            seed: raw.schedule.seed,
+        };
+        if schedule.repetitions == 0 {
+            let span = self.value_span(&["schedule", "repetitions"]);
+            self.err(
+                ManifestError::new("`repetitions` must be at least 1", span)
+                    .label("no trial would be measured")
+                    .hint("use 5 or more repetitions to get a useful confidence interval"),
+            );
+        }
+
+        let stages = self.stages(&raw.stages)?;
+        let order = self.dag(&stages)?;
+
+        // Overrides of [smoke] apply to the base parameters, before variants and sweeps.
+        let mut base: Vec<toml::Table> = raw.stages.values().map(strip_stage_keys).collect();
+        let mut sweep_raw = raw.sweep.clone();
+        if smoke {
+            schedule.warmup = 0;
+            schedule.repetitions = schedule.repetitions.min(2);
+            if let Some(table) = &raw.smoke {
+                self.apply_smoke(table, &stages, &mut base, &mut schedule, &mut sweep_raw);
+            }
+        } else if let Some(table) = &raw.smoke {
+            // Check [smoke] even when not used, so a broken smoke mode is caught by `check`.
+            let mut b = base.clone();
+            let mut s = schedule;
+            let mut sw = sweep_raw.clone();
+            self.apply_smoke(table, &stages, &mut b, &mut s, &mut sw);
+        }
+
+        let variants = self.variants(raw.variants.as_ref(), &stages);
+        let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants);
+        let variant_names: Vec<String> = variants.iter().map(|(n, _)| n.clone()).collect();
+        let compare = self.compare(raw.compare.as_ref(), &stages, &variant_names);
+        if !self.errors.is_empty() {
+            return None;
+        }
+        let configs = self.configs(&stages, &base, &variants, &sweep);
+        if !self.errors.is_empty() {
+            return None;
+        }
+        Some(Experiment {
+            name,
+            description: raw.experiment.description,
+            path: path.to_owned(),
+            text: text.to_owned(),
+            hash: hex_sha256(text.as_bytes()),
+            schedule,
+            stages,
+            order,
+            variants: variant_names,
+            sweep: sweep
+                .into_iter()
+                .map(|(path, values, _)| SweepAxis { path, values })
+                .collect(),
+            compare: compare?,
+            configs,
+            smoke,
+        })
+    }
+
+    fn stages(&mut self, raw: &IndexMap<String, toml::Table>) -> Option<Vec<StageDef>> {
+        if raw.is_empty() {
+            self.err(
+                ManifestError::new("the experiment has no stages", Some(0..0))
+                    .hint("add at least one stage, e.g.\n[stages.bench]\nkind = \"command\"\nargv = [\"./bench\"]"),
+            );
+            return None;
+        }
+        let names: Vec<&str> = raw.keys().map(String::as_str).collect();
+        let mut out = Vec::with_capacity(raw.len());
+        for (name, table) in raw {
+            if !is_ident(name) {
+                let span = self.key_span(&["stages", name]);
+                self.err(
+                    ManifestError::new(format!("stage name `{name}` is not a valid name"), span)
+                        .label("stage names appear in metric names such as `<stage>.seconds`")
+                        .hint("use 1-64 letters, digits, `_` or `-` (no dots)"),
+                );
+            }
+            let kind = match table.get("kind") {
+                Some(toml::Value::String(k)) => k.clone(),
+                Some(other) => {
+                    let span = self.value_span(&["stages", name, "kind"]);
+                    self.err(ManifestError::new(
+                        format!("`kind` must be a string, found {}", toml_type(other)),
+                        span,
+                    ));
+                    String::new()
+                }
+                None => {
+                    let span = self.key_span(&["stages", name]);
+                    self.err(
+                        ManifestError::new(format!("stage `{name}` has no `kind`"), span)
+                            .hint(format!("add e.g. kind = \"command\"; known kinds: {}", known_kinds())),
+                    );
+                    String::new()
+                }
+            };
+            if !kind.is_empty() && find_kind(&kind).is_none() {
+                let span = self.value_span(&["stages", name, "kind"]);
+                let hint = did_you_mean(&kind, registry().iter().map(|k| k.kind))
+                    .unwrap_or_else(|| format!("known kinds: {}", known_kinds()));
+                self.err(
+                    ManifestError::new(format!("unknown stage kind `{kind}`"), span)
+                        .label("not a stage kind")
+                        .hint(hint),
+                );
+            }
+            let mut needs = Vec::new();
+            match table.get("needs") {
+                None => {}
+                Some(toml::Value::Array(items)) => {
+                    for (i, item) in items.iter().enumerate() {
+                        let idx = i.to_string();
+                        let span = self.value_span(&["stages", name, "needs", &idx]);
+                        let Some(dep) = item.as_str() else {
+                            self.err(ManifestError::new(
+                                format!("`needs` entries must be stage names, found {}", toml_type(item)),
+                                span,
+                            ));
+                            continue;
+                        };
+                        match raw.get_index_of(dep) {
+                            Some(_) if dep == name => self.err(
+                                ManifestError::new(format!("stage `{name}` needs itself"), span)
+                                    .label("a stage cannot depend on itself")
+                                    .hint("remove it from `needs`"),
+                            ),
+                            Some(_) if needs.contains(&raw.get_index_of(dep).unwrap_or(usize::MAX)) => self.err(
+                                ManifestError::new(format!("stage `{name}` lists `{dep}` twice in `needs`"), span)
+                                    .label("duplicate")
+                                    .hint("list each stage once"),
+                            ),
+                            Some(j) => needs.push(j),
+                            None => {
+                                let hint = did_you_mean(dep, names.iter().copied())
+                                    .unwrap_or_else(|| format!("defined stages: {}", names.join(", ")));
+                                self.err(
+                                    ManifestError::new(
+                                        format!("stage `{name}` needs `{dep}`, which is not defined"),
+                                        span,
+                                    )
+                                    .label("no such stage")
+                                    .hint(hint),
+                                );
+                            }
+                        }
+                    }
+                }
+                Some(other) => {
+                    let span = self.value_span(&["stages", name, "needs"]);
+                    self.err(
+                        ManifestError::new(
+                            format!("`needs` must be a list of stage names, found {}", toml_type(other)),
+                            span,
+                        )
+                        .hint("write needs = [\"load\"]"),
+                    );
+                }
+            }
+            let cache = match table.get("cache") {
+                None => false,
+                Some(toml::Value::Boolean(b)) => *b,
+                Some(other) => {
+                    let span = self.value_span(&["stages", name, "cache"]);
+                    self.err(ManifestError::new(
+                        format!("`cache` must be true or false, found {}", toml_type(other)),
+                        span,
+                    ));
+                    false
+                }
+            };
+            out.push(StageDef {
+                name: name.clone(),
+                kind,
+                needs,
+                cache,
+            });
+        }
+        self.errors.is_empty().then_some(out)
+    }
+
+    fn dag(&mut self, stages: &[StageDef]) -> Option<Vec<usize>> {
+        let needs: Vec<Vec<usize>> = stages.iter().map(|s| s.needs.clone()).collect();
+        let order = match crate::plan::topo_order(stages.len(), &needs) {
+            Ok(o) => o,
+            Err(cycle) => {
+                let names: Vec<&str> = cycle.iter().map(|&i| stages[i].name.as_str()).collect();
+                let first = names.first().copied().unwrap_or_default();
+                let span = self.value_span(&["stages", first, "needs"]);
+                self.err(
+                    ManifestError::new(
+                        format!("stages depend on each other in a cycle: {}", names.join(" -> ")),
+                        span,
+                    )
+                    .label("part of the cycle")
+                    .hint("remove one of these `needs` so the stages form a DAG"),
+                );
+                return None;
+            }
+        };
+        // Typed edges: a stage that takes an artifact must need exactly one producer of it.
+        for s in stages {
+            let Some(spec) = find_kind(&s.kind) else { continue };
+            let Some(input) = spec.input else { continue };
+            let producers: Vec<&StageDef> = s
+                .needs
+                .iter()
+                .map(|&j| &stages[j])
+                .filter(|d| find_kind(&d.kind).is_some_and(|k| k.output == input))
+                .collect();
+            if producers.len() != 1 {
+                let span = if s.needs.is_empty() {
+                    self.key_span(&["stages", &s.name])
+                } else {
+                    self.value_span(&["stages", &s.name, "needs"])
+                };
+                let producer_kinds: Vec<&str> = registry()
+                    .iter()
+                    .filter(|k| k.output == input)
+                    .map(|k| k.kind)
+                    .collect();
+                let message = if producers.is_empty() {
+                    format!(
+                        "stage `{}` (kind {}) takes {input}, but no stage it needs produces {input}",
+                        s.name, s.kind
+                    )
+                } else {
+                    format!(
+                        "stage `{}` (kind {}) needs {} stages that produce {input}; it takes exactly one",
+                        s.name,
+                        s.kind,
+                        producers.len()
+                    )
+                };
+                self.err(
+                    ManifestError::new(message, span)
+                        .label("input not satisfied")
+                        .hint(format!(
+                            "{input} come from a stage of kind {}",
+                            producer_kinds.join(" or ")
+                        )),
+                );
+            }
+        }
+        // A stage that takes nothing may still order itself after others (e.g. a command
+        // after a load), which is fine; producers feeding a kind that ignores them are too.
+        let _ = ArtifactKind::None;
+        self.errors.is_empty().then_some(order)
+    }
+
+    /// Checks an override path and returns (stage index, parameter segments).
+    fn check_path(&mut self, ov: &Override, stages: &[StageDef], what: &str) -> Option<(usize, Vec<String>)> {
+        let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
+        let span = self.key_span(&at);
+        let segs: Vec<&str> = ov.path.split('.').collect();
+        if segs.len() < 3 || segs[0] != "stages" || segs.iter().any(|s| s.is_empty()) {
+            self.err(
+                ManifestError::new(format!("{what} `{}` is not a parameter path", ov.path), span)
+                    .label("expected stages.<stage>.<parameter>")
+                    .hint("write e.g. \"stages.train.batch_size\""),
+            );
+            return None;
+        }
+        let stage = segs[1];
+        let Some(si) = stages.iter().position(|s| s.name == stage) else {
+            let hint = did_you_mean(stage, stages.iter().map(|s| s.name.as_str())).unwrap_or_else(|| {
+                format!(
+                    "defined stages: {}",
+                    stages.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                )
+            });
+            self.err(
+                ManifestError::new(
+                    format!("{what} `{}` names stage `{stage}`, which is not defined", ov.path),
+                    span,
+                )
+                .label("no such stage")
+                .hint(hint),
+            );
+            return None;
+        };
+        let param = segs[2];
+        if STAGE_KEYS.contains(&param) {
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "{what} `{}` changes `{param}`, which shapes the DAG and cannot vary",
+                        ov.path
+                    ),
+                    span,
+                )
+                .label("not overridable")
+                .hint("define a separate stage instead"),
+            );
+            return None;
+        }
+        if let Some(spec) = find_kind(&stages[si].kind) {
+            let fields = (spec.fields)();
+            if !fields.contains(&param) {
+                let hint = did_you_mean(param, fields.iter().copied())
+                    .unwrap_or_else(|| format!("parameters of kind {}: {}", spec.kind, fields.join(", ")));
+                self.err(
+                    ManifestError::new(
+                        format!(
+                            "{what} `{}`: stage `{stage}` (kind {}) has no parameter `{param}`",
+                            ov.path, spec.kind
+                        ),
+                        span,
+                    )
+                    .label("unknown parameter")
+                    .hint(hint),
+                );
+                return None;
+            }
+        }
+        Some((si, segs[2..].iter().map(|s| s.to_string()).collect()))
+    }
+
+    fn apply_smoke(
+        &mut self,
+        table: &toml::Table,
+        stages: &[StageDef],
+        base: &mut [toml::Table],
+        schedule: &mut super::Schedule,
+        sweep: &mut Option<IndexMap<String, toml::Value>>,
+    ) {
+        for ov in flatten(table, &["smoke".to_owned()]) {
+            let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
+            if let Some(field) = ov.path.strip_prefix("schedule.") {
+                let n = ov.value.as_integer().filter(|n| *n >= 0 && *n <= u32::MAX as i64);
+                match (field, n) {
+                    ("warmup", Some(n)) => schedule.warmup = n as u32,
+                    ("repetitions", Some(n)) if n >= 1 => schedule.repetitions = n as u32,
+                    ("warmup" | "repetitions", _) => {
+                        let span = self.value_span(&at);
+                        self.err(ManifestError::new(
+                            format!("`{}` must be a whole number (repetitions at least 1)", ov.path),
+                            span,
+                        ));
+                    }
+                    _ => {
+                        let span = self.key_span(&at);
+                        self.err(ManifestError::new(format!("[smoke] cannot change `{}`", ov.path), span).hint("[smoke] may set schedule.warmup, schedule.repetitions, sweep.<axis> and stage parameters"));
+                    }
+                }
+                continue;
+            }
+            if let Some(axis) = ov.path.strip_prefix("sweep.") {
+                match sweep.as_mut().and_then(|s| s.get_mut(axis)) {
+                    Some(slot) => *slot = ov.value.clone(),
+                    None => {
+                        let span = self.key_span(&at);
+                        self.err(
+                            ManifestError::new(
+                                format!("[smoke] sets sweep axis `{axis}`, which is not in [sweep]"),
+                                span,
+                            )
+                            .hint("name an axis defined in [sweep]"),
+                        );
+                    }
+                }
+                continue;
+            }
+            if let Some((si, segs)) = self.check_path(&ov, stages, "smoke override") {
+                if let Err(msg) = set_path(&mut base[si], &segs, ov.value.clone()) {
+                    let span = self.key_span(&at);
+                    self.err(ManifestError::new(msg, span));
+                }
+            }
+        }
+    }
+
+    fn variants(
+        &mut self,
+        raw: Option<&IndexMap<String, toml::Table>>,
+        stages: &[StageDef],
+    ) -> Vec<(String, Vec<Override>)> {
+        let Some(raw) = raw else {
+            return vec![("baseline".to_owned(), Vec::new())];
+        };
+        if raw.is_empty() {
+            let span = self.key_span(&["variants"]);
+            self.err(
+                ManifestError::new("[variants] is empty", span)
+                    .hint("define at least one variant, e.g. [variants.baseline], or remove [variants] to get a single `baseline`"),
+            );
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (name, table) in raw {
+            if !is_ident(name) {
+                let span = self.key_span(&["variants", name]);
+                self.err(
+                    ManifestError::new(format!("variant name `{name}` is not a valid name"), span)
+                        .hint("use 1-64 letters, digits, `_` or `-`"),
+                );
+            }
+            let mut ovs = Vec::new();
+            for ov in flatten(table, &["variants".to_owned(), name.clone()]) {
+                if self.check_path(&ov, stages, "override").is_some() {
+                    ovs.push(ov);
+                }
+            }
+            out.push((name.clone(), ovs));
+        }
+        out
+    }
+
+    fn sweep(
+        &mut self,
+        raw: Option<&IndexMap<String, toml::Value>>,
+        stages: &[StageDef],
+        variants: &[(String, Vec<Override>)],
+    ) -> Vec<(String, Vec<toml::Value>, Vec<String>)> {
+        let Some(raw) = raw else { return Vec::new() };
+        if raw.is_empty() {
+            let span = self.key_span(&["sweep"]);
+            self.err(
+                ManifestError::new("[sweep] is empty", span)
+                    .hint("add an axis, e.g. \"stages.train.batch_size\" = [64, 256], or remove [sweep]"),
+            );
+            return Vec::new();
+        }
+        let mut table = toml::Table::new();
+        for (k, v) in raw {
+            table.insert(k.clone(), v.clone());
+        }
+        let mut out = Vec::new();
+        for ov in flatten_until_array(&table, &["sweep".to_owned()]) {
+            let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
+            if self.check_path(&ov, stages, "sweep axis").is_none() {
+                continue;
+            }
+            let values = match &ov.value {
+                toml::Value::Array(a) if a.is_empty() => {
+                    let span = self.value_span(&at);
+                    self.err(
+                        ManifestError::new(format!("sweep axis `{}` has no values", ov.path), span)
+                            .label("empty list")
+                            .hint("list at least one value, e.g. [64, 256]"),
+                    );
+                    continue;
+                }
+                toml::Value::Array(a) => a.clone(),
+                other => {
+                    let span = self.value_span(&at);
+                    self.err(
+                        ManifestError::new(
+                            format!(
+                                "sweep axis `{}` must be a list of values, found {}",
+                                ov.path,
+                                toml_type(other)
+                            ),
+                            span,
+                        )
+                        .hint(format!("write \"{}\" = [{}]", ov.path, other)),
+                    );
+                    continue;
+                }
+            };
+            for (i, v) in values.iter().enumerate() {
+                if values[..i].contains(v) {
+                    let idx = i.to_string();
+                    let mut p = at.clone();
+                    p.push(&idx);
+                    let span = self.value_span(&p);
+                    self.err(
+                        ManifestError::new(format!("sweep axis `{}` lists {v} twice", ov.path), span)
+                            .label("duplicate value")
+                            .hint("list each value once"),
+                    );
+                }
+            }
+            for (vname, ovs) in variants {
+                if let Some(clash) = ovs.iter().find(|o| o.path == ov.path) {
+                    let cat: Vec<&str> = clash.at.iter().map(String::as_str).collect();
+                    let span = self.key_span(&cat);
+                    self.err(
+                        ManifestError::new(
+                            format!("variant `{vname}` overrides `{}`, which is also a sweep axis", ov.path),
+                            span,
+                        )
+                        .label("set by the sweep too")
+                        .hint("a parameter is either swept or set per variant, not both"),
+                    );
+                }
+            }
+            out.push((ov.path.clone(), values, ov.at.clone()));
+        }
+        out
+    }
+
+    fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[StageDef]) -> bool {
+        let span = self.value_span(at);
+        let Some((stage, name)) = metric.split_once('.').filter(|(s, n)| !s.is_empty() && !n.is_empty()) else {
+            self.err(
+                ManifestError::new(format!("metric `{metric}` must be written `<stage>.<metric>`"), span)
+                    .hint("e.g. \"train.epoch_seconds\", \"train.seconds\" (stage wall time) or \"trial.seconds\""),
+            );
+            return false;
+        };
+        if stage == "trial" {
+            if name != "seconds" {
+                self.err(
+                    ManifestError::new(format!("unknown trial metric `{metric}`"), span)
+                        .hint("the only trial metric is `trial.seconds`"),
+                );
+                return false;
+            }
+            return true;
+        }
+        if !stages.iter().any(|s| s.name == stage) {
+            let hint = did_you_mean(stage, stages.iter().map(|s| s.name.as_str())).unwrap_or_else(|| {
+                format!(
+                    "defined stages: {}",
+                    stages.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                )
+            });
+            self.err(
+                ManifestError::new(
+                    format!("metric `{metric}` names stage `{stage}`, which is not defined"),
+                    span,
+                )
+                .label("no such stage")
+                .hint(hint),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn compare(&mut self, raw: Option<&RawCompare>, stages: &[StageDef], variants: &[String]) -> Option<CompareDef> {
+        let first = variants.first().cloned().unwrap_or_else(|| "baseline".into());
+        let Some(raw) = raw else {
+            return Some(CompareDef {
+                baseline: first,
+                primary: "trial.seconds".into(),
+                higher_is_better: None,
+                alpha: 0.01,
+                band: 0.02,
+                resamples: 10_000,
+                guards: Vec::new(),
+                claims: Vec::new(),
+            });
+        };
+        let baseline = raw.baseline.clone().unwrap_or(first);
+        if !variants.is_empty() && !variants.contains(&baseline) {
+            let span = self.value_span(&["compare", "baseline"]);
+            let hint = did_you_mean(&baseline, variants.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("variants: {}", variants.join(", ")));
+            self.err(
+                ManifestError::new(format!("baseline `{baseline}` is not a variant"), span)
+                    .label("no such variant")
+                    .hint(hint),
+            );
+        }
+        let primary = raw.primary.clone().unwrap_or_else(|| "trial.seconds".into());
+        self.metric_ref(&primary, &["compare", "primary"], stages);
+        let higher_is_better = match raw.direction.as_deref() {
+            None => None,
+            Some("lower") => Some(false),
+            Some("higher") => Some(true),
+            Some(other) => {
+                let span = self.value_span(&["compare", "direction"]);
+                self.err(
+                    ManifestError::new(
+                        format!("direction must be \"lower\" or \"higher\", got \"{other}\""),
+                        span,
+                    )
+                    .hint("\"lower\" for times, \"higher\" for throughput and accuracy"),
+                );
+                None
+            }
+        };
+        let alpha = raw.alpha.unwrap_or(0.01);
+        if !(alpha > 0.0 && alpha < 0.5) {
+            let span = self.value_span(&["compare", "alpha"]);
+            self.err(
+                ManifestError::new(format!("alpha must be between 0 and 0.5, got {alpha}"), span)
+                    .hint("0.01 is the default; 0.05 is the usual looser level"),
+            );
+        }
+        let band = match raw.band.as_deref() {
+            None => 0.02,
+            Some(b) => match parse_percent(b) {
+                Some(x) if (0.0..1.0).contains(&x) => x,
+                _ => {
+                    let span = self.value_span(&["compare", "band"]);
+                    self.err(
+                        ManifestError::new(format!("band `{b}` is not a percentage between 0% and 100%"), span)
+                            .hint("write e.g. band = \"2%\""),
+                    );
+                    0.02
+                }
+            },
+        };
+        let resamples = raw.resamples.unwrap_or(10_000);
+        if resamples < 10_000 {
+            let span = self.value_span(&["compare", "resamples"]);
+            self.err(
+                ManifestError::new(format!("resamples must be at least 10000, got {resamples}"), span)
+                    .hint("fewer bootstrap resamples make the confidence interval itself noisy"),
+            );
+        }
+        let mut guards = Vec::new();
+        for (i, g) in raw.guards.iter().enumerate() {
+            let idx = i.to_string();
+            self.metric_ref(&g.metric, &["compare", "guards", &idx, "metric"], stages);
+            if let Err((msg, hint)) = check_tolerance(&g.within) {
+                let span = self.value_span(&["compare", "guards", &idx, "within"]);
+                self.err(ManifestError::new(msg, span).maybe_hint(hint));
+            }
+            guards.push(GuardDef {
+                metric: g.metric.clone(),
+                within: g.within.clone(),
+            });
+        }
+        let mut claims = Vec::new();
+        for (i, c) in raw.claims.iter().enumerate() {
+            let idx = i.to_string();
+            self.metric_ref(&c.metric, &["compare", "claims", &idx, "metric"], stages);
+            if !variants.contains(&c.variant) {
+                let span = self.value_span(&["compare", "claims", &idx, "variant"]);
+                let hint = did_you_mean(&c.variant, variants.iter().map(String::as_str))
+                    .unwrap_or_else(|| format!("variants: {}", variants.join(", ")));
+                self.err(
+                    ManifestError::new(
+                        format!("claim names variant `{}`, which is not defined", c.variant),
+                        span,
+                    )
+                    .label("no such variant")
+                    .hint(hint),
+                );
+            } else if c.variant == baseline {
+                let span = self.value_span(&["compare", "claims", &idx, "variant"]);
+                self.err(
+                    ManifestError::new(format!("claim is about `{}`, the baseline itself", c.variant), span)
+                        .hint("a claim compares a variant against the baseline; name the optimized variant"),
+                );
+            }
+            if let Err((msg, hint)) = check_claim(&c.speedup) {
+                let span = self.value_span(&["compare", "claims", &idx, "speedup"]);
+                self.err(ManifestError::new(msg, span).maybe_hint(hint));
+            }
+            claims.push(ClaimDef {
+                metric: c.metric.clone(),
+                variant: c.variant.clone(),
+                speedup: c.speedup.clone(),
+                source: c.source.clone(),
+            });
+        }
+        Some(CompareDef {
+            baseline,
+            primary,
+            higher_is_better,
+            alpha,
+            band,
+            resamples,
+            guards,
+            claims,
+        })
+    }
+
+    fn configs(
+        &mut self,
+        stages: &[StageDef],
+        base: &[toml::Table],
+        variants: &[(String, Vec<Override>)],
+        sweep: &[(String, Vec<toml::Value>, Vec<String>)],
+    ) -> Vec<Config> {
+        // Cartesian product of sweep axes, first axis varying slowest.
+        let mut points: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+        for (a, (_, values, _)) in sweep.iter().enumerate() {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    (0..values.len()).map(move |v| {
+                        let mut q = p.clone();
+                        q.push((a, v));
+                        q
+                    })
+                })
+                .collect();
+        }
+        let mut configs = Vec::new();
+        for (vname, ovs) in variants {
+            for point in &points {
+                let mut tables: Vec<toml::Table> = base.to_vec();
+                // Where each (stage, top-level parameter) got its value from, to locate errors.
+                let mut origin: Vec<(usize, String, Vec<String>)> = Vec::new();
+                let mut all: Vec<Override> = ovs.clone();
+                let mut sweep_point = Vec::new();
+                for &(a, v) in point {
+                    let (path, values, at) = &sweep[a];
+                    let mut at = at.clone();
+                    at.push(v.to_string());
+                    all.push(Override {
+                        path: path.clone(),
+                        value: values[v].clone(),
+                        at,
+                    });
+                    sweep_point.push((path.clone(), values[v].to_string()));
+                }
+                for ov in &all {
+                    let segs: Vec<String> = ov.path.split('.').skip(2).map(str::to_owned).collect();
+                    let Some(si) = stages
+                        .iter()
+                        .position(|s| Some(s.name.as_str()) == ov.path.split('.').nth(1))
+                    else {
+                        continue;
+                    };
+                    if let Err(msg) = set_path(&mut tables[si], &segs, ov.value.clone()) {
+                        let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
+                        let span = self.key_span(&at);
+                        self.err(ManifestError::new(msg, span));
+                        continue;
+                    }
+                    origin.push((si, segs[0].clone(), ov.at.clone()));
+                }
+                let name = config_name(vname, &sweep_point, variants.len());
+                let mut resolved = Vec::new();
+                for (si, s) in stages.iter().enumerate() {
+                    let Some(spec) = find_kind(&s.kind) else { continue };
+                    match (spec.build)(&tables[si]) {
+                        Ok(stage) => resolved.push(ResolvedStage {
+                            params: tables[si].clone(),
+                            stage,
+                        }),
+                        Err(e) => {
+                            let from_override = e
+                                .field
+                                .as_ref()
+                                .and_then(|f| origin.iter().rev().find(|(i, p, _)| *i == si && p == f));
+                            let unknown = e.message.starts_with("unknown field");
+                            let span = match (from_override, &e.field) {
+                                (Some((_, _, at)), _) => {
+                                    let at: Vec<&str> = at.iter().map(String::as_str).collect();
+                                    if unknown {
+                                        self.key_span(&at)
+                                    } else {
+                                        self.value_span(&at)
+                                    }
+                                }
+                                (None, Some(f)) => {
+                                    if unknown {
+                                        self.key_span(&["stages", &s.name, f])
+                                    } else {
+                                        self.value_span(&["stages", &s.name, f])
+                                    }
+                                }
+                                (None, None) => self.key_span(&["stages", &s.name]),
+                            };
+                            let field = e.field.clone().unwrap_or_default();
+                            let context = if from_override.is_some() {
+                                format!(" (in config `{name}`)")
+                            } else {
+                                String::new()
+                            };
+                            let message = if e.message.contains(&format!("`{field}`")) || field.is_empty() {
+                                format!("stage `{}`{context}: {}", s.name, e.message)
+                            } else {
+                                format!("stage `{}`{context}: `{field}`: {}", s.name, e.message)
+                            };
+                            self.err(
+                                ManifestError::new(message, span)
+                                    .label("invalid parameter")
+                                    .maybe_hint(e.hint.clone()),
+                            );
+                        }
+                    }
+                }
+                configs.push(Config {
+                    name,
+                    variant: vname.clone(),
+                    sweep_point,
+                    stages: resolved,
+                });
+            }
+        }
+        configs
+    }
+}
+
+fn known_kinds() -> String {
+    registry().iter().map(|k| k.kind).collect::<Vec<_>>().join(", ")
+}
+
+fn config_name(variant: &str, point: &[(String, String)], _n_variants: usize) -> String {
+    if point.is_empty() {
+        return variant.to_owned();
+    }
+    let parts: Vec<String> = point
+        .iter()
+        .map(|(path, v)| format!("{}={}", path.rsplit('.').next().unwrap_or(path), v.trim_matches('"')))
+        .collect();
+    format!("{variant}[{}]", parts.join(","))
+}
+
+fn strip_stage_keys(table: &toml::Table) -> toml::Table {
+    table
+        .iter()
+        .filter(|(k, _)| !STAGE_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Turns `{"stages.a.b" = 1}` and nested `stages.a.b = 1` alike into dotted overrides.
+fn flatten(table: &toml::Table, at: &[String]) -> Vec<Override> {
+    let mut out = Vec::new();
+    flatten_into(table, "", at, &mut out, false);
+    out
+}
+
+/// Like [`flatten`], but stops at arrays only (sweep values are arrays; tables nest).
+fn flatten_until_array(table: &toml::Table, at: &[String]) -> Vec<Override> {
+    let mut out = Vec::new();
+    flatten_into(table, "", at, &mut out, true);
+    out
+}
+
+fn flatten_into(table: &toml::Table, prefix: &str, at: &[String], out: &mut Vec<Override>, _sweep: bool) {
+    for (k, v) in table {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let mut here = at.to_vec();
+        here.push(k.clone());
+        // Recurse into a table only while the path has not yet reached a parameter
+        // (stages.<stage>.<param>): a table-valued parameter is a value of its own.
+        let depth = path.split('.').count();
+        match v {
+            toml::Value::Table(t)
+                if depth < 3
+                    || !path.starts_with("stages.")
+                        && !path.starts_with("sweep.")
+                        && !path.starts_with("schedule.") =>
+            {
+                flatten_into(t, &path, &here, out, _sweep)
+            }
+            _ => out.push(Override {
+                path,
+                value: v.clone(),
+                at: here,
+            }),
+        }
+    }
+}
+
+/// Sets `segs` (parameter path inside a stage table) to `value`, creating nested tables.
+fn set_path(table: &mut toml::Table, segs: &[String], value: toml::Value) -> Result<(), String> {
+    let (last, parents) = segs.split_last().ok_or("empty parameter path")?;
+    let mut t = table;
+    for p in parents {
+        let entry = t
+            .entry(p.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = match entry {
+            toml::Value::Table(inner) => inner,
+            other => {
+                return Err(format!(
+                    "cannot override inside `{p}`: it is a {}, not a table",
+                    other.type_str()
+                ))
+            }
+        };
+    }
+    t.insert(last.clone(), value);
+    Ok(())
+}
+
+fn parse_percent(s: &str) -> Option<f64> {
+    let s = s.trim();
+    match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|x| x / 100.0),
+        None => s.parse::<f64>().ok(),
+    }
+}
+
+fn check_tolerance(s: &str) -> Result<(), (String, Option<String>)> {
+    // INTEGRATE: stats::Tolerance::parse
+    parse_percent(s).filter(|x| *x >= 0.0).map(|_| ()).ok_or_else(|| {
+        (
+            format!("guard tolerance `{s}` is not a number or percentage"),
+            Some("write a relative tolerance like \"0.5%\" or an absolute one like \"0.001\"".into()),
+        )
+    })
+}
+
+fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
+    // INTEGRATE: stats::Claim::parse
+    if s.trim().is_empty() {
+        Err((format!("claim `{s}` is empty"), None))
+    } else {
+        Ok(())
+    }
+}
+
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}

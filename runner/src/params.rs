@@ -1,0 +1,38 @@
+//! Errors from checking one stage's parameters (manifest::validate -> stage registry).
+//!
+//! A stage's parameter struct reports which field is wrong; validation turns the field into a
+//! `file:line:col` location in the manifest.
+
+/// A parameter value a stage cannot accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamError {
+    /// The parameter's key in the stage table, e.g. `batch_size` (or `sizes` for a list element).
+    pub field: String,
+    /// What is wrong, e.g. "must be at least 1, got 0".
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+}
+
+impl ParamError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl std::fmt::Display for ParamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ParamError {}

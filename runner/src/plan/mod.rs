@@ -1,0 +1,66 @@
+//! Planning: a validated experiment -> the ordered list of trials to run (validate -> **plan**
+//! -> exec).
+
+mod dag;
+mod schedule;
+
+pub use dag::topo_order;
+pub use schedule::{schedule, stage_seed, ScheduledTrial};
+
+use crate::manifest::{Experiment, Order};
+use std::fmt::Write;
+
+/// Renders what `measured plan` prints: configs, stage order, and every trial in time order.
+pub fn describe(exp: &Experiment, seed: u64, seed_is_random: bool, trials: &[ScheduledTrial]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "experiment: {}", exp.name);
+    if !exp.description.is_empty() {
+        let _ = writeln!(out, "  {}", exp.description);
+    }
+    let order: Vec<&str> = exp.order.iter().map(|&i| exp.stages[i].name.as_str()).collect();
+    let _ = writeln!(out, "stages (in order): {}", order.join(" -> "));
+    let _ = writeln!(out, "configs ({}):", exp.configs.len());
+    for (i, c) in exp.configs.iter().enumerate() {
+        let _ = writeln!(out, "  [{i}] {}", c.name);
+    }
+    let measured = trials.iter().filter(|t| !t.warmup).count();
+    let warm = trials.len() - measured;
+    let _ = writeln!(
+        out,
+        "schedule: {} order, {} warm-up + {} repetitions per config, seed {}{}",
+        match exp.schedule.order {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        },
+        exp.schedule.warmup,
+        exp.schedule.repetitions,
+        seed,
+        if seed_is_random {
+            " (drawn for this plan; set [schedule] seed or --seed to fix it)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "trials: {} ({} warm-up, not counted; {} measured)",
+        trials.len(),
+        warm,
+        measured
+    );
+    for t in trials {
+        let _ = writeln!(
+            out,
+            "  {:>4}  block {:>3}  {:<9} {}",
+            t.index,
+            t.block,
+            if t.warmup {
+                "warm-up".to_owned()
+            } else {
+                format!("rep {}", t.repetition)
+            },
+            exp.configs[t.config].name
+        );
+    }
+    out
+}

@@ -1,0 +1,344 @@
+//! The `command` stage: runs an external program as one stage of a trial (exec -> stage).
+//!
+//! The argv is rendered with minijinja from the resolved config (`{{ batch_size }}` reads
+//! `vars.batch_size`, plus `variant`, `config`, `repetition`, `trial`, `seed`, `run_id`,
+//! `stage`). No shell is involved unless `shell = true`. Lines the program prints on stdout as
+//! `{"metric": "name", "value": 1.0, "unit": "s", "step": 3}` become metrics.
+
+use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use crate::artifact::Artifact;
+use indexmap::IndexMap;
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Deserialize;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Parameters of a `command` stage.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandParams {
+    /// Program and arguments, each a minijinja template.
+    pub argv: Vec<String>,
+    /// Run `argv[0]` with `sh -c` (then argv must hold exactly one string).
+    #[serde(default)]
+    pub shell: bool,
+    /// Extra environment variables (values are templates).
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// Working directory (a template), relative to where measured runs.
+    pub cwd: Option<String>,
+    /// Seconds after which the program is killed and the stage fails.
+    pub timeout: Option<f64>,
+    /// Values available to the templates; variants and sweeps override them
+    /// (`"stages.bench.vars.batch_size" = [64, 256]`).
+    #[serde(default)]
+    pub vars: toml::Table,
+    /// Read metrics from JSON lines on stdout.
+    #[serde(default = "yes")]
+    pub metrics: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How many stderr lines a failure message carries.
+const STDERR_TAIL_LINES: usize = 20;
+
+#[derive(Debug)]
+struct CommandStage {
+    params: CommandParams,
+}
+
+pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+    let params: CommandParams = super::params_from_table(table)?;
+    if params.argv.is_empty() || params.argv[0].trim().is_empty() {
+        return Err(BuildError {
+            field: Some("argv".into()),
+            message: "`argv` must name a program".into(),
+            hint: Some("e.g. argv = [\"python3\", \"bench.py\", \"--batch\", \"{{ batch_size }}\"]".into()),
+        });
+    }
+    if params.shell && params.argv.len() != 1 {
+        return Err(BuildError {
+            field: Some("argv".into()),
+            message: format!(
+                "with `shell = true`, `argv` must hold exactly one command line, got {}",
+                params.argv.len()
+            ),
+            hint: Some("write the whole command as one string: argv = [\"make bench && ./bench\"]".into()),
+        });
+    }
+    if let Some(t) = params.timeout {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(BuildError {
+                field: Some("timeout".into()),
+                message: format!("`timeout` must be a positive number of seconds, got {t}"),
+                hint: None,
+            });
+        }
+    }
+    // Render every template once with a sample trial, so a typo or an undefined variable is a
+    // manifest error now rather than a failed trial later.
+    let sample = crate::stage::TrialInfo {
+        run_id: "RUN".into(),
+        trial_index: 0,
+        config: "CONFIG".into(),
+        variant: "VARIANT".into(),
+        repetition: 0,
+        warmup: false,
+    };
+    let stage = CommandStage { params };
+    let (field, result) = stage.render_all(&sample, 0, "STAGE");
+    if let Err(message) = result {
+        return Err(BuildError {
+            field: Some(field.to_owned()),
+            message,
+            hint: Some(format!(
+                "templates can use {} and the keys of `vars`",
+                "`variant`, `config`, `repetition`, `trial`, `seed`, `run_id`, `stage`"
+            )),
+        });
+    }
+    Ok(Arc::new(stage))
+}
+
+struct Rendered {
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: Option<String>,
+}
+
+impl CommandStage {
+    /// Renders argv, env and cwd; on failure names the parameter that failed.
+    fn render_all(&self, trial: &super::TrialInfo, seed: u64, stage: &str) -> (&'static str, Result<Rendered, String>) {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        let mut ctx = serde_json::Map::new();
+        for (k, v) in &self.params.vars {
+            ctx.insert(k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null));
+        }
+        ctx.insert("variant".into(), trial.variant.clone().into());
+        ctx.insert("config".into(), trial.config.clone().into());
+        ctx.insert("repetition".into(), trial.repetition.into());
+        ctx.insert("trial".into(), trial.trial_index.into());
+        ctx.insert("warmup".into(), trial.warmup.into());
+        ctx.insert("seed".into(), seed.into());
+        ctx.insert("run_id".into(), trial.run_id.clone().into());
+        ctx.insert("stage".into(), stage.into());
+        let ctx = serde_json::Value::Object(ctx);
+        let render = |s: &str| env.render_str(s, &ctx).map_err(|e| describe_template_error(s, &e));
+        let mut argv = Vec::with_capacity(self.params.argv.len());
+        for a in &self.params.argv {
+            match render(a) {
+                Ok(r) => argv.push(r),
+                Err(e) => return ("argv", Err(e)),
+            }
+        }
+        let mut envs = Vec::with_capacity(self.params.env.len());
+        for (k, v) in &self.params.env {
+            match render(v) {
+                Ok(r) => envs.push((k.clone(), r)),
+                Err(e) => return ("env", Err(e)),
+            }
+        }
+        let cwd = match self.params.cwd.as_deref().map(render).transpose() {
+            Ok(c) => c,
+            Err(e) => return ("cwd", Err(e)),
+        };
+        ("argv", Ok(Rendered { argv, env: envs, cwd }))
+    }
+}
+
+fn describe_template_error(template: &str, e: &minijinja::Error) -> String {
+    let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
+    format!("template `{template}` cannot be rendered: {}{detail}", e.kind())
+}
+
+/// A metric line printed by the program.
+#[derive(Deserialize)]
+struct MetricLine {
+    metric: String,
+    value: f64,
+    #[serde(default)]
+    unit: String,
+    step: Option<i64>,
+}
+
+impl Stage for CommandStage {
+    fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
+        let (_, rendered) = self.render_all(ctx.trial, ctx.seed, ctx.stage);
+        let r = rendered.map_err(StageError::new)?;
+        let mut cmd = if self.params.shell {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(&r.argv[0]);
+            c
+        } else {
+            let mut c = Command::new(&r.argv[0]);
+            c.args(&r.argv[1..]);
+            c
+        };
+        cmd.envs(r.env.iter().map(|(k, v)| (k, v)))
+            .env("MEASURED_SEED", ctx.seed.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group: a timeout or Ctrl-C kills the program and its children.
+            .process_group(0);
+        if let Some(cwd) = &r.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| StageError::new(format!("cannot start `{}`: {e}", r.argv[0])))?;
+        let pid = child.id() as libc::pid_t;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+
+        let deadline = self.params.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
+        let cancel = ctx.cancel;
+        let parse_metrics = self.params.metrics;
+        let rec = &mut ctx.rec;
+        // Scoped threads: the watchdog borrows the run's cancel flag and is joined before return.
+        let (status, maxrss_kib, killed_for, tail, bad_lines) = std::thread::scope(|s| {
+            let stderr_reader = s.spawn(move || tail_lines(stderr, STDERR_TAIL_LINES));
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let watchdog = s.spawn(move || watch(pid, deadline, cancel, done_rx));
+            let mut bad_lines = 0usize;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if !parse_metrics || !line.trim_start().starts_with('{') {
+                    continue;
+                }
+                match serde_json::from_str::<MetricLine>(&line) {
+                    Ok(m) => match m.step {
+                        Some(step) => rec.record_step(m.metric, step, m.value, &m.unit),
+                        None => rec.record(m.metric, m.value, &m.unit),
+                    },
+                    Err(_) => bad_lines += 1,
+                }
+            }
+            let (status, maxrss_kib) = wait_with_rusage(pid);
+            let _ = done_tx.send(());
+            let killed_for = watchdog.join().unwrap_or(None);
+            let tail = stderr_reader.join().unwrap_or_default();
+            (status, maxrss_kib, killed_for, tail, bad_lines)
+        });
+        drop(child);
+        ctx.peak_rss_child = maxrss_kib.map(|k| k * 1024);
+        if bad_lines > 0 {
+            tracing::warn!(
+                stage = ctx.stage,
+                bad_lines,
+                "ignored stdout lines that look like JSON but are not metric lines"
+            );
+        }
+        match killed_for {
+            Some(Killed::Cancelled) => return Err(StageError::cancelled()),
+            Some(Killed::Timeout) => {
+                return Err(StageError::new(format!(
+                    "timed out after {}s{}",
+                    self.params.timeout.unwrap_or_default(),
+                    stderr_suffix(&tail)
+                )))
+            }
+            None => {}
+        }
+        match status {
+            Ok(0) => Ok(Artifact::None),
+            Ok(code) => Err(StageError::new(format!(
+                "`{}` exited with code {code}{}",
+                r.argv[0],
+                stderr_suffix(&tail)
+            ))),
+            Err(sig) => Err(StageError::new(format!(
+                "`{}` was killed by signal {sig}{}",
+                r.argv[0],
+                stderr_suffix(&tail)
+            ))),
+        }
+    }
+}
+
+fn stderr_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; stderr tail:\n{}", tail.trim_end())
+    }
+}
+
+enum Killed {
+    Timeout,
+    Cancelled,
+}
+
+fn watch(
+    pid: libc::pid_t,
+    deadline: Option<Instant>,
+    cancel: &std::sync::atomic::AtomicBool,
+    done: mpsc::Receiver<()>,
+) -> Option<Killed> {
+    loop {
+        match done.recv_timeout(Duration::from_millis(20)) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let reason = if cancel.load(Ordering::SeqCst) {
+            Some(Killed::Cancelled)
+        } else if deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Killed::Timeout)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            // SAFETY: plain syscall; a negative pid signals the whole process group.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+            return Some(reason);
+        }
+    }
+}
+
+/// Waits for `pid`, returning its exit code (or the signal that ended it) and peak RSS in KiB.
+fn wait_with_rusage(pid: libc::pid_t) -> (Result<i32, i32>, Option<u64>) {
+    let mut status: libc::c_int = 0;
+    // SAFETY: zeroed rusage is a valid value to be filled by wait4.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: pid is our own child, status and usage point to valid memory.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        if r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        return (Err(0), None);
+    }
+    let code = if libc::WIFEXITED(status) {
+        Ok(libc::WEXITSTATUS(status))
+    } else {
+        Err(libc::WTERMSIG(status))
+    };
+    (code, Some(usage.ru_maxrss.max(0) as u64))
+}
+
+fn tail_lines(r: impl Read, n: usize) -> String {
+    let mut lines = VecDeque::with_capacity(n + 1);
+    for line in BufReader::new(r).lines() {
+        let Ok(line) = line else { break };
+        lines.push_back(line);
+        if lines.len() > n {
+            lines.pop_front();
+        }
+    }
+    lines.into_iter().collect::<Vec<_>>().join("\n")
+}

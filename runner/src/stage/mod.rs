@@ -1,0 +1,136 @@
+//! Stages: the trait every stage kind implements, and the registry that maps a manifest's
+//! `kind` to a constructor (manifest::validate -> stage -> exec).
+//!
+//! Parameters are checked when the manifest is validated (the constructor runs then), so
+//! nothing runs before every stage of every config has been built.
+
+mod command;
+mod params;
+
+pub use command::CommandParams;
+pub(crate) use params::{field_names, params_from_table};
+
+use crate::artifact::{Artifact, ArtifactKind};
+use crate::metrics::Recorder;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// A runnable stage with its parameters already validated.
+pub trait Stage: Send + Sync + std::fmt::Debug {
+    fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError>;
+}
+
+/// What a stage receives from the stages it needs.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub artifacts: Vec<(String, Artifact)>,
+}
+
+impl Inputs {
+    /// The first input of the given kind (validation guarantees it exists for typed inputs).
+    pub fn get(&self, kind: ArtifactKind) -> Option<&Artifact> {
+        self.artifacts.iter().map(|(_, a)| a).find(|a| a.kind() == kind)
+    }
+}
+
+/// Where a trial is in the plan, for stages that template on it (command) or seed from it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TrialInfo {
+    pub run_id: String,
+    pub trial_index: u32,
+    pub config: String,
+    pub variant: String,
+    pub repetition: u32,
+    pub warmup: bool,
+}
+
+/// Everything a stage may use while it runs.
+pub struct StageCtx<'a> {
+    pub rec: Recorder,
+    /// Seed for this stage in this trial: equal across configs of one repetition (paired), and
+    /// different across repetitions so that results show their real variance.
+    pub seed: u64,
+    pub cancel: &'a AtomicBool,
+    pub services: &'a crate::exec::Services,
+    pub trial: &'a TrialInfo,
+    pub stage: &'a str,
+    /// Peak RSS of a child process the stage ran (the executor also measures its own).
+    pub peak_rss_child: Option<u64>,
+}
+
+/// A stage failure: recorded with the trial, the run goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageError {
+    pub message: String,
+    /// The stage stopped because the run was interrupted, not because it failed.
+    pub cancelled: bool,
+}
+
+impl StageError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            cancelled: false,
+        }
+    }
+
+    pub fn cancelled() -> Self {
+        Self {
+            message: "cancelled".into(),
+            cancelled: true,
+        }
+    }
+}
+
+impl std::fmt::Display for StageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A parameter problem found while building a stage, located by the validator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildError {
+    /// The top-level parameter key the problem is in, when known.
+    pub field: Option<String>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl From<crate::params::ParamError> for BuildError {
+    fn from(e: crate::params::ParamError) -> Self {
+        Self {
+            field: Some(e.field),
+            message: e.message,
+            hint: e.hint,
+        }
+    }
+}
+
+/// How to build one stage kind, and what it consumes and produces.
+pub struct KindSpec {
+    pub kind: &'static str,
+    /// The artifact this kind needs from upstream, if any.
+    pub input: Option<ArtifactKind>,
+    pub output: ArtifactKind,
+    /// Parameter names accepted in the stage table (besides kind/needs/cache).
+    pub fields: fn() -> &'static [&'static str],
+    pub build: fn(&toml::Table) -> Result<Arc<dyn Stage>, BuildError>,
+}
+
+/// Every stage kind this binary knows.
+pub fn registry() -> &'static [KindSpec] {
+    &REGISTRY
+}
+
+pub fn find_kind(kind: &str) -> Option<&'static KindSpec> {
+    REGISTRY.iter().find(|k| k.kind == kind)
+}
+
+static REGISTRY: [KindSpec; 1] = [KindSpec {
+    kind: "command",
+    input: None,
+    output: ArtifactKind::None,
+    fields: field_names::<CommandParams>,
+    build: command::build,
+}];

@@ -1,0 +1,183 @@
+//! Database connections for both backends (CLI -> store/market): the embedded SQLite default
+//! and Postgres through `DATABASE_URL`.
+//!
+//! Migrations are embedded in the binary and run on every connect, so a fresh machine needs
+//! no setup. One migration set per backend holds both the results tables and the stock tables.
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, SqlitePool};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Where the embedded default database lives, relative to the working directory.
+pub const DEFAULT_SQLITE_PATH: &str = "results/measured.sqlite";
+
+/// A connection pool to one of the supported backends.
+#[derive(Debug, Clone)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Which backend a [`Db`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A failure to reach or prepare a database. Messages never contain a password.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("unsupported database URL `{url}`")]
+    UnsupportedUrl { url: String },
+    #[error("cannot connect to {url}: {message}")]
+    Connect { url: String, message: String },
+    #[error("cannot migrate {url}: {message}")]
+    Migrate { url: String, message: String },
+}
+
+impl Db {
+    /// Connects to `url` (`postgres://...`, `postgresql://...`, `sqlite:PATH` or a plain file
+    /// path) and runs the migrations. SQLite files and their folders are created when missing.
+    pub async fn connect(url: &str) -> Result<Db, DbError> {
+        Self::connect_with(url, 8).await
+    }
+
+    /// Like [`Db::connect`] with a chosen pool size (parallel loaders want more connections).
+    pub async fn connect_with(url: &str, max_connections: u32) -> Result<Db, DbError> {
+        let shown = redact_url(url);
+        let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let opts = PgConnectOptions::from_str(url).map_err(|e| DbError::Connect {
+                url: shown.clone(),
+                message: redact_text(&e.to_string(), url),
+            })?;
+            let pool = PgPoolOptions::new()
+                .max_connections(max_connections)
+                .acquire_timeout(Duration::from_secs(15))
+                .connect_with(opts)
+                .await
+                .map_err(|e| DbError::Connect {
+                    url: shown.clone(),
+                    message: redact_text(&e.to_string(), url),
+                })?;
+            Db::Postgres(pool)
+        } else {
+            let path = sqlite_path(url).ok_or_else(|| DbError::UnsupportedUrl { url: shown.clone() })?;
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| DbError::Connect {
+                    url: shown.clone(),
+                    message: format!("cannot create {}: {e}", parent.display()),
+                })?;
+            }
+            let opts = SqliteConnectOptions::new()
+                .filename(&path)
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                // WAL + NORMAL keeps every committed trial across a crash of this process.
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(30))
+                .foreign_keys(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(max_connections.min(4))
+                .connect_with(opts)
+                .await
+                .map_err(|e| DbError::Connect {
+                    url: shown.clone(),
+                    message: e.to_string(),
+                })?;
+            Db::Sqlite(pool)
+        };
+        db.migrate().await.map_err(|message| DbError::Migrate {
+            url: shown,
+            message: redact_text(&message, url),
+        })?;
+        Ok(db)
+    }
+
+    async fn migrate(&self) -> Result<(), String> {
+        match self {
+            Db::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite")
+                .run(pool)
+                .await
+                .map_err(|e| e.to_string()),
+            Db::Postgres(pool) => sqlx::migrate!("../migrations/postgres")
+                .run(pool)
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    pub async fn close(&self) {
+        match self {
+            Db::Sqlite(p) => p.close().await,
+            Db::Postgres(p) => p.close().await,
+        }
+    }
+}
+
+/// The file behind a SQLite URL or path, `None` for other schemes.
+fn sqlite_path(url: &str) -> Option<PathBuf> {
+    if let Some(rest) = url.strip_prefix("sqlite://") {
+        return Some(PathBuf::from(rest));
+    }
+    if let Some(rest) = url.strip_prefix("sqlite:") {
+        return Some(PathBuf::from(rest));
+    }
+    if url.contains("://") {
+        return None;
+    }
+    Some(Path::new(url).to_path_buf())
+}
+
+/// The URL with any password replaced by `***`, safe for logs, errors and reports.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Removes the password of `url` from `text` (driver errors may quote connection strings).
+pub fn redact_text(text: &str, url: &str) -> String {
+    match url::Url::parse(url).ok().and_then(|u| u.password().map(str::to_owned)) {
+        Some(pw) if !pw.is_empty() => text.replace(&pw, "***"),
+        _ => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_password_in_url_and_text() {
+        let url = "postgres://alice:s3cret@db.example:5432/results";
+        assert_eq!(redact_url(url), "postgres://alice:***@db.example:5432/results");
+        assert_eq!(
+            redact_text("failed for alice:s3cret@db", url),
+            "failed for alice:***@db"
+        );
+        assert_eq!(redact_url("results/x.sqlite"), "results/x.sqlite");
+    }
+
+    #[test]
+    fn sqlite_paths() {
+        assert_eq!(sqlite_path("sqlite:a/b.db"), Some(PathBuf::from("a/b.db")));
+        assert_eq!(sqlite_path("sqlite://a/b.db"), Some(PathBuf::from("a/b.db")));
+        assert_eq!(sqlite_path("x.sqlite"), Some(PathBuf::from("x.sqlite")));
+        assert_eq!(sqlite_path("mysql://x"), None);
+    }
+}

@@ -1,0 +1,24 @@
+//! The results store (exec reporters -> **store** -> stats/report): runs, trials, stage
+//! results, metrics and environments, on SQLite or Postgres.
+
+mod db;
+mod results;
+
+pub use db::{redact_text, redact_url, Backend, Db, DbError, DEFAULT_SQLITE_PATH};
+pub use results::{
+    environment, insert_run, insert_trial, list_runs, load_run, load_trials, set_run_status, stored_trial_indices,
+    NewRun, RunRow, StoreError,
+};
+
+/// Dispatches one body over the pool of either backend; the SQL must be valid for both
+/// (`$1`-style placeholders work on SQLite and Postgres alike).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! on_pool {
+    ($db:expr, |$p:ident| $body:expr) => {
+        match $db {
+            $crate::store::Db::Sqlite($p) => $body,
+            $crate::store::Db::Postgres($p) => $body,
+        }
+    };
+}

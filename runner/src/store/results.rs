@@ -1,0 +1,403 @@
+//! Reading and writing runs and trials (exec -> **store** -> report). One transaction per
+//! trial: a trial is stored whole or not at all, so an interrupted run keeps every finished
+//! trial and a resumed run never duplicates one (primary keys enforce it).
+
+use super::Db;
+use crate::exec::{StageRecord, StageStatus, TrialRecord};
+use crate::measure::Fingerprint;
+use crate::metrics::Metric;
+use crate::on_pool;
+use chrono::{DateTime, Utc};
+use sqlx::{QueryBuilder, Row};
+
+/// Rows per multi-row INSERT: keeps bind parameters far below SQLite's limit.
+const METRIC_CHUNK: usize = 500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("no run matches `{0}`")]
+    NoSuchRun(String),
+    #[error("`{0}` matches several runs: {1}")]
+    Ambiguous(String, String),
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    pub id: String,
+    pub experiment: String,
+    pub description: String,
+    pub manifest_path: String,
+    pub manifest_text: String,
+    pub manifest_hash: String,
+    pub smoke: bool,
+    pub seed: u64,
+    pub status: String,
+    pub planned_trials: u32,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub git_commit: String,
+    pub git_dirty: bool,
+    pub environment_hash: String,
+    pub command: String,
+    /// Trials stored so far (filled by `list_runs` and `load_run`).
+    pub stored_trials: u32,
+    pub failed_trials: u32,
+}
+
+/// What `insert_run` needs.
+pub struct NewRun<'a> {
+    pub id: &'a str,
+    pub experiment: &'a crate::manifest::Experiment,
+    pub seed: u64,
+    pub planned_trials: u32,
+    pub env: &'a Fingerprint,
+    pub command: &'a str,
+    pub started_at: DateTime<Utc>,
+}
+
+async fn upsert_environment(db: &Db, env: &Fingerprint) -> Result<(), StoreError> {
+    let details = serde_json::to_string(env).unwrap_or_default();
+    on_pool!(db, |pool| {
+        sqlx::query(
+            "INSERT INTO environments (hash, host, cpu, cores, os, gpu, measured_version, rustc, details) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (hash) DO NOTHING",
+        )
+        .bind(&env.hash)
+        .bind(&env.host)
+        .bind(&env.cpu)
+        .bind(env.cores as i64)
+        .bind(&env.os)
+        .bind(&env.gpu)
+        .bind(&env.measured_version)
+        .bind(&env.rustc)
+        .bind(details)
+        .execute(pool)
+        .await?;
+        Ok(())
+    })
+}
+
+pub async fn insert_run(db: &Db, run: &NewRun<'_>) -> Result<(), StoreError> {
+    upsert_environment(db, run.env).await?;
+    let e = run.experiment;
+    on_pool!(db, |pool| {
+        sqlx::query(
+            "INSERT INTO runs (id, experiment, description, manifest_path, manifest_text, manifest_hash, smoke, seed, \
+             status, planned_trials, started_at, finished_at, git_commit, git_dirty, environment_hash, command) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14)",
+        )
+        .bind(run.id)
+        .bind(&e.name)
+        .bind(&e.description)
+        .bind(e.path.display().to_string())
+        .bind(&e.text)
+        .bind(&e.hash)
+        .bind(e.smoke)
+        .bind(run.seed.to_string())
+        .bind(i64::from(run.planned_trials))
+        .bind(run.started_at)
+        .bind(&run.env.git_commit)
+        .bind(run.env.git_dirty)
+        .bind(&run.env.hash)
+        .bind(run.command)
+        .execute(pool)
+        .await?;
+        Ok(())
+    })
+}
+
+pub async fn set_run_status(
+    db: &Db,
+    id: &str,
+    status: &str,
+    finished_at: Option<DateTime<Utc>>,
+) -> Result<(), StoreError> {
+    on_pool!(db, |pool| {
+        sqlx::query("UPDATE runs SET status = $1, finished_at = $2 WHERE id = $3")
+            .bind(status)
+            .bind(finished_at)
+            .bind(id)
+            .execute(pool)
+            .await?;
+        Ok(())
+    })
+}
+
+/// Stores one finished trial with its stage results and metrics, atomically.
+pub async fn insert_trial(db: &Db, run_id: &str, env: &Fingerprint, t: &TrialRecord) -> Result<(), StoreError> {
+    upsert_environment(db, env).await?;
+    let sweep = serde_json::to_string(&t.sweep).unwrap_or_else(|_| "[]".into());
+    let metrics: Vec<(&StageRecord, usize, &Metric)> = t
+        .stages
+        .iter()
+        .flat_map(|s| s.metrics.iter().enumerate().map(move |(i, m)| (s, i, m)))
+        .collect();
+    on_pool!(db, |pool| {
+        let mut tx = pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO trials (run_id, trial_index, config, variant, sweep, repetition, block, warmup, status, error, \
+             seconds, started_at, finished_at, environment_hash, worker) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+        )
+        .bind(run_id)
+        .bind(i64::from(t.index))
+        .bind(&t.config)
+        .bind(&t.variant)
+        .bind(&sweep)
+        .bind(i64::from(t.repetition))
+        .bind(i64::from(t.block))
+        .bind(t.warmup)
+        .bind(if t.ok { "ok" } else { "failed" })
+        .bind(&t.error)
+        .bind(t.seconds)
+        .bind(t.started_at)
+        .bind(t.finished_at)
+        .bind(&t.environment_hash)
+        .bind(&t.worker)
+        .execute(&mut *tx)
+        .await?;
+        if !t.stages.is_empty() {
+            let mut qb = QueryBuilder::new(
+                "INSERT INTO stage_results (run_id, trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error) ",
+            );
+            qb.push_values(&t.stages, |mut b, s| {
+                b.push_bind(run_id)
+                    .push_bind(i64::from(t.index))
+                    .push_bind(i64::from(s.position))
+                    .push_bind(&s.name)
+                    .push_bind(&s.kind)
+                    .push_bind(s.status.as_str())
+                    .push_bind(s.cache_hit)
+                    .push_bind(s.seconds)
+                    .push_bind(s.peak_rss_bytes.map(|b| b as i64))
+                    .push_bind(&s.error);
+            });
+            qb.build().execute(&mut *tx).await?;
+        }
+        for chunk in metrics.chunks(METRIC_CHUNK) {
+            let mut qb =
+                QueryBuilder::new("INSERT INTO metrics (run_id, trial_index, stage, seq, name, value, unit, step) ");
+            qb.push_values(chunk, |mut b, (s, i, m)| {
+                b.push_bind(run_id)
+                    .push_bind(i64::from(t.index))
+                    .push_bind(&s.name)
+                    .push_bind(*i as i64)
+                    .push_bind(&m.name)
+                    .push_bind(m.value)
+                    .push_bind(&m.unit)
+                    .push_bind(m.step);
+            });
+            qb.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    })
+}
+
+/// Indices of the trials a run has stored (finished, ok or failed).
+pub async fn stored_trial_indices(db: &Db, run_id: &str) -> Result<Vec<u32>, StoreError> {
+    on_pool!(db, |pool| {
+        let rows = sqlx::query("SELECT trial_index FROM trials WHERE run_id = $1 ORDER BY trial_index")
+            .bind(run_id)
+            .fetch_all(pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok(r.try_get::<i64, _>(0)? as u32))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(StoreError::from)
+    })
+}
+
+const RUN_COLUMNS: &str = "r.id, r.experiment, r.description, r.manifest_path, r.manifest_text, r.manifest_hash, r.smoke, r.seed, \
+     r.status, r.planned_trials, r.started_at, r.finished_at, r.git_commit, r.git_dirty, r.environment_hash, r.command, \
+     (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
+     (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status <> 'ok') AS failed";
+
+macro_rules! run_row {
+    ($r:expr) => {{
+        let r = $r;
+        RunRow {
+            id: r.try_get("id")?,
+            experiment: r.try_get("experiment")?,
+            description: r.try_get("description")?,
+            manifest_path: r.try_get("manifest_path")?,
+            manifest_text: r.try_get("manifest_text")?,
+            manifest_hash: r.try_get("manifest_hash")?,
+            smoke: r.try_get("smoke")?,
+            seed: r.try_get::<String, _>("seed")?.parse().unwrap_or(0),
+            status: r.try_get("status")?,
+            planned_trials: r.try_get::<i64, _>("planned_trials")? as u32,
+            started_at: r.try_get("started_at")?,
+            finished_at: r.try_get("finished_at")?,
+            git_commit: r.try_get("git_commit")?,
+            git_dirty: r.try_get("git_dirty")?,
+            environment_hash: r.try_get("environment_hash")?,
+            command: r.try_get("command")?,
+            stored_trials: r.try_get::<i64, _>("stored")? as u32,
+            failed_trials: r.try_get::<i64, _>("failed")? as u32,
+        }
+    }};
+}
+
+/// Stored runs, newest first, optionally of one experiment.
+pub async fn list_runs(db: &Db, experiment: Option<&str>, limit: u32) -> Result<Vec<RunRow>, StoreError> {
+    let sql = format!(
+        "SELECT {RUN_COLUMNS} FROM runs r WHERE ($1 IS NULL OR r.experiment = $1) ORDER BY r.started_at DESC, r.id DESC LIMIT $2"
+    );
+    on_pool!(db, |pool| {
+        let rows = sqlx::query(&sql)
+            .bind(experiment)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(run_row!(r));
+        }
+        Ok(out)
+    })
+}
+
+/// One run by id or unique id prefix (`latest` picks the newest run).
+pub async fn load_run(db: &Db, id: &str) -> Result<RunRow, StoreError> {
+    let (sql, arg) = if id == "latest" {
+        (
+            format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at DESC, r.id DESC LIMIT 2"),
+            String::new(),
+        )
+    } else {
+        (
+            format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id LIKE $1 ORDER BY r.id LIMIT 6"),
+            format!("{}%", escape_like(id)),
+        )
+    };
+    let rows: Vec<RunRow> = on_pool!(db, |pool| {
+        let mut q = sqlx::query(&sql);
+        if id != "latest" {
+            q = q.bind(&arg);
+        }
+        let rows = q.fetch_all(pool).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            out.push(run_row!(r));
+        }
+        Ok::<_, StoreError>(out)
+    })?;
+    if id == "latest" {
+        return rows
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::NoSuchRun(id.to_owned()));
+    }
+    if let Some(exact) = rows.iter().find(|r| r.id == id) {
+        return Ok(exact.clone());
+    }
+    match rows.len() {
+        0 => Err(StoreError::NoSuchRun(id.to_owned())),
+        1 => Ok(rows.into_iter().next().expect("one row")),
+        _ => Err(StoreError::Ambiguous(
+            id.to_owned(),
+            rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
+        )),
+    }
+}
+
+fn escape_like(s: &str) -> String {
+    // Run ids are [0-9a-z-]; anything else cannot match, so drop LIKE wildcards outright.
+    s.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect()
+}
+
+/// Every stored trial of a run, with stages and metrics, in trial order.
+pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, StoreError> {
+    on_pool!(db, |pool| {
+        let trial_rows = sqlx::query(
+            "SELECT trial_index, config, variant, sweep, repetition, block, warmup, status, error, seconds, started_at, \
+             finished_at, environment_hash, worker FROM trials WHERE run_id = $1 ORDER BY trial_index",
+        )
+        .bind(run_id)
+        .fetch_all(pool)
+        .await?;
+        let stage_rows = sqlx::query(
+            "SELECT trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error \
+             FROM stage_results WHERE run_id = $1 ORDER BY trial_index, position",
+        )
+        .bind(run_id)
+        .fetch_all(pool)
+        .await?;
+        let metric_rows = sqlx::query(
+            "SELECT trial_index, stage, seq, name, value, unit, step FROM metrics WHERE run_id = $1 ORDER BY trial_index, stage, seq",
+        )
+        .bind(run_id)
+        .fetch_all(pool)
+        .await?;
+        let mut trials = Vec::with_capacity(trial_rows.len());
+        for r in &trial_rows {
+            let sweep: String = r.try_get("sweep")?;
+            trials.push(TrialRecord {
+                index: r.try_get::<i64, _>("trial_index")? as u32,
+                config: r.try_get("config")?,
+                variant: r.try_get("variant")?,
+                sweep: serde_json::from_str(&sweep).unwrap_or_default(),
+                repetition: r.try_get::<i64, _>("repetition")? as u32,
+                block: r.try_get::<i64, _>("block")? as u32,
+                warmup: r.try_get("warmup")?,
+                ok: r.try_get::<String, _>("status")? == "ok",
+                error: r.try_get("error")?,
+                seconds: r.try_get("seconds")?,
+                started_at: r.try_get("started_at")?,
+                finished_at: r.try_get("finished_at")?,
+                environment_hash: r.try_get("environment_hash")?,
+                worker: r.try_get("worker")?,
+                stages: Vec::new(),
+            });
+        }
+        let pos = |trials: &[TrialRecord], idx: u32| trials.binary_search_by_key(&idx, |t| t.index).ok();
+        for r in &stage_rows {
+            let idx = r.try_get::<i64, _>("trial_index")? as u32;
+            let Some(i) = pos(&trials, idx) else { continue };
+            trials[i].stages.push(StageRecord {
+                name: r.try_get("stage")?,
+                kind: r.try_get("kind")?,
+                position: r.try_get::<i64, _>("position")? as u32,
+                status: StageStatus::parse(&r.try_get::<String, _>("status")?),
+                cache_hit: r.try_get("cache_hit")?,
+                seconds: r.try_get("seconds")?,
+                peak_rss_bytes: r.try_get::<Option<i64>, _>("peak_rss_bytes")?.map(|b| b as u64),
+                error: r.try_get("error")?,
+                metrics: Vec::new(),
+            });
+        }
+        for r in &metric_rows {
+            let idx = r.try_get::<i64, _>("trial_index")? as u32;
+            let Some(i) = pos(&trials, idx) else { continue };
+            let stage: String = r.try_get("stage")?;
+            let Some(s) = trials[i].stages.iter_mut().find(|s| s.name == stage) else {
+                continue;
+            };
+            s.metrics.push(Metric {
+                name: r.try_get("name")?,
+                value: r.try_get("value")?,
+                unit: r.try_get("unit")?,
+                step: r.try_get("step")?,
+            });
+        }
+        Ok(trials)
+    })
+}
+
+/// The stored environment fingerprint with this hash.
+pub async fn environment(db: &Db, hash: &str) -> Result<Option<Fingerprint>, StoreError> {
+    on_pool!(db, |pool| {
+        let row = sqlx::query("SELECT details FROM environments WHERE hash = $1")
+            .bind(hash)
+            .fetch_optional(pool)
+            .await?;
+        Ok(match row {
+            Some(r) => serde_json::from_str(&r.try_get::<String, _>(0)?).ok(),
+            None => None,
+        })
+    })
+}

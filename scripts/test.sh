@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs the whole test suite, including the tests against a real PostgreSQL server: starts a
+# throwaway PostgreSQL (installed with apt-get when missing), runs `cargo test`, stops it.
+# Extra arguments go to `cargo test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pgdir=$(mktemp -d /tmp/measured-pg.XXXXXX)
+chmod 755 "$pgdir"
+eval "$(scripts/pg-start.sh "$pgdir")"
+trap 'scripts/pg-stop.sh' EXIT
+echo "PostgreSQL for tests: ${MEASURED_TEST_DATABASE_URL%%:*}://measured:***@${MEASURED_TEST_DATABASE_URL##*@}" >&2
+cargo test --workspace --locked "$@"
