@@ -9,4 +9,6 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=MEASURED_RUSTC_VERSION={}", version.trim());
     println!("cargo:rerun-if-changed=build.rs");
+    // sqlx::migrate! embeds these files; rebuild when they change.
+    println!("cargo:rerun-if-changed=../migrations");
 }

@@ -61,6 +61,7 @@ CREATE TABLE stage_results (
     seconds        REAL NOT NULL,
     peak_rss_bytes INTEGER,
     error          TEXT,
+    content_hash   TEXT,
     PRIMARY KEY (run_id, trial_index, stage),
     FOREIGN KEY (run_id, trial_index) REFERENCES trials (run_id, trial_index)
 );

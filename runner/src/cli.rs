@@ -70,6 +70,37 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
+    /// Render a stored run's report (report.md, report.json, SVG charts).
+    #[command(after_help = "Example:\n  measured report latest")]
+    Report {
+        /// Run id, a unique prefix of one, or `latest`.
+        run: String,
+        /// Reports go to `<dir>/<experiment>/<run-id>/`.
+        #[arg(long, default_value = "results")]
+        results_dir: PathBuf,
+        /// Exit 1 when the primary metric regressed or a guard failed.
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
+    /// Before/after: compare two stored runs of one experiment (e.g. two git commits).
+    #[command(
+        after_help = "Example:\n  measured compare 20261120-091500-1a2b 20261122-101500-3fa2 --fail-on-regression"
+    )]
+    Compare {
+        /// The run before the change.
+        before: String,
+        /// The run after the change.
+        after: String,
+        /// Compare even when the runs loaded different data.
+        #[arg(long)]
+        allow_different_data: bool,
+        /// Output goes to `<dir>/<experiment>/compare-<before>-vs-<after>/compare.md`.
+        #[arg(long, default_value = "results")]
+        results_dir: PathBuf,
+        /// Exit 1 when the after run is slower on the primary metric or a guard failed.
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
     /// Show one run's trials and stage timings.
     #[command(after_help = "Example:\n  measured show latest")]
     Show {
@@ -138,6 +169,25 @@ pub fn main() -> u8 {
             print!("{s}");
             EXIT_OK
         }),
+        Command::Report {
+            run,
+            results_dir,
+            fail_on_regression,
+        } => commands::report(&g, &run, &results_dir, fail_on_regression),
+        Command::Compare {
+            before,
+            after,
+            allow_different_data,
+            results_dir,
+            fail_on_regression,
+        } => commands::compare(
+            &g,
+            &before,
+            &after,
+            allow_different_data,
+            &results_dir,
+            fail_on_regression,
+        ),
         Command::Show { run } => commands::show(&g, &run).map(|s| {
             print!("{s}");
             EXIT_OK

@@ -226,11 +226,141 @@ fn run_with(
         stored.len(),
         trials.len()
     );
+    let mut regressed = false;
+    if o.report {
+        let row = rt.block_on(store::load_run(db, &run_id))?;
+        let written = write_run_report(rt, db, &row, &exp, &stored, &o.results_dir)?;
+        for line in &written.report.summary {
+            println!("  {}", strip_markdown(line));
+        }
+        println!("report: {}", written.paths.markdown.display());
+        regressed = crate::report::regression(&written.report);
+    }
     if summary.outcome == Outcome::Interrupted {
         eprintln!("resume with: measured run --resume {run_id}");
         return Ok(EXIT_INTERRUPTED);
     }
+    if o.fail_on_regression && regressed {
+        eprintln!("regression: the primary metric got slower or a guard failed (--fail-on-regression)");
+        return Ok(EXIT_FAILED);
+    }
     Ok(if failed > 0 { EXIT_FAILED } else { EXIT_OK })
+}
+
+/// A rendered run report and where it went.
+pub struct WrittenReport {
+    pub report: crate::report::Report,
+    pub paths: crate::report::ReportPaths,
+}
+
+/// The templates folder next to where measured runs, if there is one (else built-in copies).
+fn templates_dir() -> Option<&'static Path> {
+    let p = Path::new("templates");
+    p.join("report.md.j2").is_file().then_some(p)
+}
+
+fn write_run_report(
+    rt: &tokio::runtime::Runtime,
+    db: &Db,
+    row: &store::RunRow,
+    exp: &Experiment,
+    trials: &[TrialRecord],
+    results_dir: &Path,
+) -> Result<WrittenReport, CommandError> {
+    let env = rt.block_on(store::environment(db, &row.environment_hash))?;
+    let data = crate::rundata::run_data(row, exp, trials, env.as_ref());
+    let out = results_dir.join(&row.experiment).join(&row.id);
+    let paths = crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?;
+    Ok(WrittenReport {
+        report: crate::report::build_report(&data),
+        paths,
+    })
+}
+
+/// Verdict sentences are Markdown; the terminal gets them without emphasis marks.
+fn strip_markdown(s: &str) -> String {
+    s.replace("**", "").replace('`', "")
+}
+
+/// Loads a stored run with its validated manifest and trials.
+fn load_stored(
+    rt: &tokio::runtime::Runtime,
+    db: &Db,
+    id: &str,
+) -> Result<(store::RunRow, Experiment, Vec<TrialRecord>), CommandError> {
+    let row = rt.block_on(store::load_run(db, id))?;
+    let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
+    let trials = rt.block_on(store::load_trials(db, &row.id))?;
+    Ok((row, exp, trials))
+}
+
+/// `measured report`: renders a stored run's report; returns the exit code.
+pub fn report(g: &Globals, run: &str, results_dir: &Path, fail_on_regression: bool) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let db = rt.block_on(Db::connect(&g.database))?;
+    let (row, exp, trials) = load_stored(&rt, &db, run)?;
+    let written = write_run_report(&rt, &db, &row, &exp, &trials, results_dir)?;
+    rt.block_on(db.close());
+    for line in &written.report.summary {
+        println!("{}", strip_markdown(line));
+    }
+    println!("report: {}", written.paths.markdown.display());
+    Ok(if fail_on_regression && crate::report::regression(&written.report) {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `measured compare`: before/after across two stored runs of one experiment.
+pub fn compare(
+    g: &Globals,
+    before: &str,
+    after: &str,
+    allow_different_data: bool,
+    results_dir: &Path,
+    fail_on_regression: bool,
+) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let db = rt.block_on(Db::connect(&g.database))?;
+    let (row_a, exp_a, trials_a) = load_stored(&rt, &db, before)?;
+    let (row_b, exp_b, trials_b) = load_stored(&rt, &db, after)?;
+    if row_a.experiment != row_b.experiment {
+        return Err(CommandError::BadInput(format!(
+            "run {} is of experiment `{}` but run {} is of `{}`; compare runs of one experiment",
+            row_a.id, row_a.experiment, row_b.id, row_b.experiment
+        )));
+    }
+    let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
+    let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
+    rt.block_on(db.close());
+    let a = crate::rundata::run_data(&row_a, &exp_a, &trials_a, env_a.as_ref());
+    let b = crate::rundata::run_data(&row_b, &exp_b, &trials_b, env_b.as_ref());
+    let cmp = match crate::report::build_comparison(&a, &b, allow_different_data) {
+        Ok(c) => c,
+        Err(e @ crate::report::ReportError::DataMismatch { .. }) => {
+            return Err(CommandError::BadInput(format!(
+                "{e}\n(hint: pass --allow-different-data to compare anyway)"
+            )))
+        }
+        Err(e) => return Err(CommandError::BadInput(e.to_string())),
+    };
+    let md = crate::report::render_compare_markdown(&cmp, templates_dir()).context("cannot render the comparison")?;
+    let out = results_dir
+        .join(&row_a.experiment)
+        .join(format!("compare-{}-vs-{}", row_a.id, row_b.id));
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let path = out.join("compare.md");
+    std::fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    for line in &cmp.summary {
+        println!("{}", strip_markdown(line));
+    }
+    println!("comparison: {}", path.display());
+    Ok(if fail_on_regression && cmp.regression {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
 }
 
 /// The command that reproduces a run exactly (same manifest, same seed).

@@ -13,5 +13,8 @@ pub mod measure;
 pub mod metrics;
 pub mod params;
 pub mod plan;
+pub mod report;
+pub mod rundata;
 pub mod stage;
+pub mod stats;
 pub mod store;

@@ -220,6 +220,7 @@ pub fn run_trial(
             seconds: 0.0,
             peak_rss_bytes: None,
             error: None,
+            content_hash: None,
             metrics: Vec::new(),
         };
         let blocked: Vec<&str> = def
@@ -266,6 +267,7 @@ pub fn run_trial(
                 trial: &info,
                 stage: &def.name,
                 peak_rss_child: None,
+                content_hash: None,
             };
             reset_peak_rss();
             let start = Instant::now();
@@ -275,6 +277,7 @@ pub fn run_trial(
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             };
+            record.content_hash = ctx.content_hash.take();
             record.metrics = ctx.rec.into_metrics();
             match result {
                 Ok(artifact) => {

@@ -44,6 +44,8 @@ pub struct StageRecord {
     pub seconds: f64,
     pub peak_rss_bytes: Option<u64>,
     pub error: Option<String>,
+    /// Content hash of the stage's output data, when it produces data.
+    pub content_hash: Option<String>,
     pub metrics: Vec<Metric>,
 }
 

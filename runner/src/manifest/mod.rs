@@ -9,6 +9,7 @@ mod validate;
 pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
 pub use raw::Order;
+pub(crate) use validate::serde_hint;
 pub use validate::{hex_sha256, parse_file, parse_str};
 
 use crate::stage::Stage;

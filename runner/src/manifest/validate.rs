@@ -62,27 +62,59 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
 
 fn serde_error(message: &str, span: Option<Range<usize>>) -> ManifestError {
     let message = message.trim();
-    let hint = if let Some(rest) = message.strip_prefix("unknown field `") {
+    ManifestError::new(message.to_owned(), span).maybe_hint(serde_hint(message))
+}
+
+/// A hint for the messages serde and the TOML parser produce.
+pub(crate) fn serde_hint(message: &str) -> Option<String> {
+    if let Some(rest) = message.strip_prefix("unknown field `") {
         let name = &rest[..rest.find('`').unwrap_or(rest.len())];
-        message
+        let known: Vec<&str> = match (message.split_once("expected one of "), message.split_once("expected ")) {
+            (Some((_, list)), _) => list
+                .split(", ")
+                .map(|s| s.trim_matches(|c| c == '`' || c == '.'))
+                .collect(),
+            (None, Some((_, list))) => list
+                .split(" or ")
+                .map(|s| s.trim_matches(|c| c == '`' || c == '.'))
+                .collect(),
+            _ => Vec::new(),
+        };
+        return did_you_mean(name, known.iter().copied()).or_else(|| Some(format!("known keys: {}", known.join(", "))));
+    }
+    if message.starts_with("missing field") {
+        return Some("add it; the manifest reference in README.md lists every key".to_owned());
+    }
+    if message.contains("duplicate key") {
+        return Some("each key may appear once per table: remove or rename one of them".to_owned());
+    }
+    if message.contains("expected u32") || message.contains("expected u64") || message.contains("expected usize") {
+        return Some("this value must be a whole number, 0 or more".to_owned());
+    }
+    if message.contains("expected f64") || message.contains("expected f32") {
+        return Some("write a number, e.g. 30.0".to_owned());
+    }
+    if message.contains("expected a boolean") {
+        return Some("write true or false (without quotes)".to_owned());
+    }
+    if message.contains("expected a string") {
+        return Some("write the value in double quotes".to_owned());
+    }
+    if message.contains("expected a sequence") {
+        return Some("write a list, e.g. [\"a\", \"b\"]".to_owned());
+    }
+    if message.contains("unknown variant") {
+        if let Some((_, list)) = message
             .split_once("expected one of ")
-            .map(|(_, list)| {
-                list.split(", ")
-                    .map(|s| s.trim_matches(|c| c == '`' || c == '.'))
-                    .collect::<Vec<_>>()
-            })
-            .and_then(|known| {
-                did_you_mean(name, known.iter().copied()).or_else(|| Some(format!("known keys: {}", known.join(", "))))
-            })
-    } else if message.starts_with("missing field") {
-        Some("see the manifest reference in README.md".to_owned())
-    } else if message.contains("expected u32") || message.contains("expected u64") || message.contains("expected usize")
-    {
-        Some("this value must be a whole number, 0 or more".to_owned())
-    } else {
-        None
-    };
-    ManifestError::new(message.to_owned(), span).maybe_hint(hint)
+            .or_else(|| message.split_once("expected "))
+        {
+            return Some(format!("use one of {list}"));
+        }
+    }
+    if message.starts_with("invalid") || message.contains("expected") {
+        return Some("see the manifest reference in README.md for the accepted values".to_owned());
+    }
+    None
 }
 
 /// One `dotted.path = value` override, from a variant, a sweep axis or `[smoke]`.
@@ -1032,22 +1064,21 @@ fn parse_percent(s: &str) -> Option<f64> {
 }
 
 fn check_tolerance(s: &str) -> Result<(), (String, Option<String>)> {
-    // INTEGRATE: stats::Tolerance::parse
-    parse_percent(s).filter(|x| *x >= 0.0).map(|_| ()).ok_or_else(|| {
+    crate::stats::Tolerance::parse(s).map(|_| ()).map_err(|e| {
         (
-            format!("guard tolerance `{s}` is not a number or percentage"),
-            Some("write a relative tolerance like \"0.5%\" or an absolute one like \"0.001\"".into()),
+            format!("guard tolerance `{s}`: {}", e.message),
+            Some(e.hint.to_string()),
         )
     })
 }
 
 fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
-    // INTEGRATE: stats::Claim::parse
-    if s.trim().is_empty() {
-        Err((format!("claim `{s}` is empty"), None))
-    } else {
-        Ok(())
-    }
+    crate::stats::Claim::parse(s).map(|_| ()).map_err(|e| {
+        (
+            format!("claimed speedup `{s}`: {}", e.message),
+            Some(e.hint.to_string()),
+        )
+    })
 }
 
 pub fn hex_sha256(bytes: &[u8]) -> String {

@@ -80,7 +80,7 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
             return Err(BuildError {
                 field: Some("timeout".into()),
                 message: format!("`timeout` must be a positive number of seconds, got {t}"),
-                hint: None,
+                hint: Some("e.g. timeout = 600.0, or leave it out for no limit".into()),
             });
         }
     }

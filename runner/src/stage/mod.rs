@@ -56,6 +56,9 @@ pub struct StageCtx<'a> {
     pub stage: &'a str,
     /// Peak RSS of a child process the stage ran (the executor also measures its own).
     pub peak_rss_child: Option<u64>,
+    /// Content hash of the data the stage produced, so reports can show that configs saw
+    /// the same data.
+    pub content_hash: Option<String>,
 }
 
 /// A stage failure: recorded with the trial, the run goes on.

@@ -20,12 +20,14 @@ pub(crate) fn params_from_table<P: DeserializeOwned>(table: &toml::Table) -> Res
             .span()
             .and_then(|span| key_at(&text, span.start))
             .or_else(|| unknown_field_name(&message));
-        let hint = expected_fields(&message).and_then(|expected| {
-            unknown_field_name(&message).and_then(|name| {
-                crate::manifest::did_you_mean(&name, expected.iter().map(String::as_str))
-                    .or_else(|| Some(format!("known parameters: {}", expected.join(", "))))
+        let hint = expected_fields(&message)
+            .and_then(|expected| {
+                unknown_field_name(&message).and_then(|name| {
+                    crate::manifest::did_you_mean(&name, expected.iter().map(String::as_str))
+                        .or_else(|| Some(format!("known parameters: {}", expected.join(", "))))
+                })
             })
-        });
+            .or_else(|| crate::manifest::serde_hint(&message));
         BuildError { field, message, hint }
     })
 }
@@ -61,7 +63,8 @@ fn expected_fields(message: &str) -> Option<Vec<String>> {
 /// The field names a `#[derive(Deserialize)]` struct accepts, read from serde itself so the
 /// list can never drift from the struct.
 pub(crate) fn field_names<P: DeserializeOwned + 'static>() -> &'static [&'static str] {
-    static CACHE: OnceLock<Mutex<Vec<(std::any::TypeId, &'static [&'static str])>>> = OnceLock::new();
+    type Fields = &'static [&'static str];
+    static CACHE: OnceLock<Mutex<Vec<(std::any::TypeId, Fields)>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
     let id = std::any::TypeId::of::<P>();
     let mut guard = cache.lock().unwrap_or_else(|e| e.into_inner());

@@ -161,7 +161,7 @@ pub async fn insert_trial(db: &Db, run_id: &str, env: &Fingerprint, t: &TrialRec
         .await?;
         if !t.stages.is_empty() {
             let mut qb = QueryBuilder::new(
-                "INSERT INTO stage_results (run_id, trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error) ",
+                "INSERT INTO stage_results (run_id, trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash) ",
             );
             qb.push_values(&t.stages, |mut b, s| {
                 b.push_bind(run_id)
@@ -173,7 +173,8 @@ pub async fn insert_trial(db: &Db, run_id: &str, env: &Fingerprint, t: &TrialRec
                     .push_bind(s.cache_hit)
                     .push_bind(s.seconds)
                     .push_bind(s.peak_rss_bytes.map(|b| b as i64))
-                    .push_bind(&s.error);
+                    .push_bind(&s.error)
+                    .push_bind(&s.content_hash);
             });
             qb.build().execute(&mut *tx).await?;
         }
@@ -321,7 +322,7 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
         .fetch_all(pool)
         .await?;
         let stage_rows = sqlx::query(
-            "SELECT trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error \
+            "SELECT trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash \
              FROM stage_results WHERE run_id = $1 ORDER BY trial_index, position",
         )
         .bind(run_id)
@@ -367,6 +368,7 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
                 seconds: r.try_get("seconds")?,
                 peak_rss_bytes: r.try_get::<Option<i64>, _>("peak_rss_bytes")?.map(|b| b as u64),
                 error: r.try_get("error")?,
+                content_hash: r.try_get("content_hash")?,
                 metrics: Vec::new(),
             });
         }

@@ -1,0 +1,490 @@
+//! SVG charts of a run (run data -> plotters SVG strings -> files beside report.md).
+
+use std::collections::BTreeMap;
+use std::error::Error;
+
+use plotters::prelude::*;
+
+use super::model::ChartRef;
+use super::samples::{metric_samples, settings_of, sweep_label};
+use super::{ReportError, RunData};
+use crate::stats::{bootstrap_median_ci, median};
+
+type DrawResult<T> = Result<T, Box<dyn Error>>;
+
+/// Tableau-10: distinguishable, colour-blind friendlier than plotters' default palette.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+const FONT: &str = "sans-serif";
+
+fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+enum ChartKind {
+    StageBreakdown,
+    Distribution,
+    Sweep,
+    Loss { stage: String, metric: String },
+}
+
+struct ChartSpec {
+    kind: ChartKind,
+    file: String,
+    title: String,
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Stage metrics recorded as series whose name ends in `loss`, in order of first appearance.
+fn loss_series(run: &RunData) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for stage in run.configs.iter().flat_map(|c| &c.trials).flat_map(|t| &t.stages) {
+        for m in &stage.metrics {
+            let key = (stage.name.clone(), m.name.clone());
+            if m.step.is_some() && m.name.ends_with("loss") && !found.contains(&key) {
+                found.push(key);
+            }
+        }
+    }
+    found
+}
+
+fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
+    let mut specs = Vec::new();
+    if run.configs.iter().flat_map(|c| &c.trials).any(|t| t.ok) {
+        specs.push(ChartSpec {
+            kind: ChartKind::StageBreakdown,
+            file: "stage_breakdown.svg".to_owned(),
+            title: "Median time per stage".to_owned(),
+        });
+    }
+    if run
+        .configs
+        .iter()
+        .any(|c| !metric_samples(c, &run.compare.primary).values.is_empty())
+    {
+        specs.push(ChartSpec {
+            kind: ChartKind::Distribution,
+            file: "primary_distribution.svg".to_owned(),
+            title: format!("Distribution of {}", run.compare.primary),
+        });
+        if run.configs.iter().any(|c| !c.sweep.is_empty()) {
+            specs.push(ChartSpec {
+                kind: ChartKind::Sweep,
+                file: "sweep.svg".to_owned(),
+                title: format!("{} across the sweep (median, 95% CI)", run.compare.primary),
+            });
+        }
+    }
+    for (stage, metric) in loss_series(run) {
+        specs.push(ChartSpec {
+            file: format!("loss_{}_{}.svg", file_safe(&stage), file_safe(&metric)),
+            title: format!("{stage}.{metric} per step (mean over trials)"),
+            kind: ChartKind::Loss { stage, metric },
+        });
+    }
+    specs
+}
+
+/// The charts `render_charts` will produce, for the report to link to.
+pub(crate) fn chart_refs(run: &RunData) -> Vec<ChartRef> {
+    chart_plan(run)
+        .into_iter()
+        .map(|s| ChartRef {
+            kind: match s.kind {
+                ChartKind::StageBreakdown => "stages",
+                ChartKind::Distribution => "distribution",
+                ChartKind::Sweep => "sweep",
+                ChartKind::Loss { .. } => "loss",
+            }
+            .to_owned(),
+            title: s.title,
+            file: s.file,
+        })
+        .collect()
+}
+
+/// Renders every chart of the run as `(file name, SVG text)`.
+pub(crate) fn render_charts(run: &RunData) -> Result<Vec<(String, String)>, ReportError> {
+    chart_plan(run)
+        .into_iter()
+        .map(|spec| {
+            let drawn = match &spec.kind {
+                ChartKind::StageBreakdown => stage_breakdown(run, &spec.title),
+                ChartKind::Distribution => distribution(run, &spec.title),
+                ChartKind::Sweep => sweep(run, &spec.title),
+                ChartKind::Loss { stage, metric } => loss(run, &spec.title, stage, metric),
+            };
+            drawn
+                .map(|svg| (spec.file.clone(), svg))
+                .map_err(|e| ReportError::Chart {
+                    file: spec.file,
+                    message: e.to_string(),
+                })
+        })
+        .collect()
+}
+
+/// Width in pixels reserved for category labels (about 7 px per character).
+fn label_width(names: &[String]) -> u32 {
+    let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(4) as u32;
+    (longest * 7 + 16).clamp(60, 320)
+}
+
+/// Category axis with exactly `n` slots: plotters' segmented range is inclusive of its end.
+fn categories(n: usize) -> plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordi32> {
+    (0..(n.max(1) as i32 - 1)).into_segmented()
+}
+
+fn segment_label(names: &[String]) -> impl Fn(&SegmentValue<i32>) -> String + '_ {
+    move |v| match v {
+        SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+fn stage_breakdown(run: &RunData, title: &str) -> DrawResult<String> {
+    let mut stages: Vec<String> = Vec::new();
+    for s in run.configs.iter().flat_map(|c| &c.trials).flat_map(|t| &t.stages) {
+        if !stages.contains(&s.name) {
+            stages.push(s.name.clone());
+        }
+    }
+    let names: Vec<String> = run.configs.iter().map(|c| c.name.clone()).collect();
+    // medians[config][stage], 0 where a stage never succeeded so the bar still stacks.
+    let medians: Vec<Vec<f64>> = run
+        .configs
+        .iter()
+        .map(|c| {
+            stages
+                .iter()
+                .map(|name| {
+                    let v: Vec<f64> = c
+                        .trials
+                        .iter()
+                        .filter(|t| t.ok)
+                        .filter_map(|t| t.stages.iter().find(|s| &s.name == name).map(|s| s.seconds))
+                        .collect();
+                    let m = median(&v);
+                    if m.is_finite() {
+                        m
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let max_total = medians.iter().map(|r| r.iter().sum::<f64>()).fold(0.0, f64::max);
+    let x_max = if max_total > 0.0 { max_total * 1.3 } else { 1.0 };
+    let n = names.len() as i32;
+    // Slot 0 is at the bottom; list configs top-down in plan order.
+    let slot_names: Vec<String> = names.iter().rev().cloned().collect();
+    let height = 140 + 46 * names.len() as u32;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (860, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(label_width(&names))
+            .build_cartesian_2d(0f64..x_max, categories(names.len()))?;
+        let labels = segment_label(&slot_names);
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_desc("seconds (median over successful trials)")
+            .y_labels(names.len())
+            .y_label_formatter(&labels)
+            .draw()?;
+        for (si, stage) in stages.iter().enumerate() {
+            let c = color(si);
+            let bars = medians.iter().enumerate().map(|(ci, row)| {
+                let x0: f64 = row[..si].iter().sum();
+                let slot = n - 1 - ci as i32;
+                let mut bar = Rectangle::new(
+                    [
+                        (x0, SegmentValue::Exact(slot)),
+                        (x0 + row[si], SegmentValue::Exact(slot + 1)),
+                    ],
+                    c.filled(),
+                );
+                bar.set_margin(8, 8, 0, 0);
+                bar
+            });
+            chart
+                .draw_series(bars)?
+                .label(stage.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.5))
+            .label_font((FONT, 14))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+/// Padded value range covering `values`.
+fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = if hi > lo {
+        (hi - lo) * 0.1
+    } else {
+        lo.abs().max(1e-9) * 0.05
+    };
+    (lo - pad, hi + pad)
+}
+
+fn distribution(run: &RunData, title: &str) -> DrawResult<String> {
+    let primary = &run.compare.primary;
+    let samples: Vec<_> = run.configs.iter().map(|c| metric_samples(c, primary)).collect();
+    let unit = samples.iter().find_map(|s| s.unit.clone()).unwrap_or_default();
+    let names: Vec<String> = run.configs.iter().map(|c| c.name.clone()).collect();
+    let (y0, y1) = padded_range(samples.iter().flat_map(|s| s.values.iter().copied()));
+    // Room for every category label side by side, so long config names do not collide.
+    let slot = (label_width(&names) + 12).max(110);
+    let width = (100 + slot * names.len() as u32).clamp(520, 1800);
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (width, 460)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(categories(names.len()), y0..y1)?;
+        let labels = segment_label(&names);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_labels(names.len())
+            .x_label_formatter(&labels)
+            .y_desc(format!("{primary} ({unit})"))
+            .draw()?;
+        for (i, s) in samples.iter().enumerate() {
+            let c = color(i);
+            // Deterministic horizontal jitter (golden-ratio sequence) so equal values stay visible.
+            chart.draw_series(s.values.iter().enumerate().map(|(k, v)| {
+                let dx = ((k as f64 * 0.618_034).fract() - 0.5) * 36.0;
+                EmptyElement::at((SegmentValue::CenterOf(i as i32), *v))
+                    + Circle::new((dx as i32, 0), 4, c.mix(0.7).filled())
+            }))?;
+            let m = median(&s.values);
+            if m.is_finite() {
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at((SegmentValue::CenterOf(i as i32), m))
+                        + PathElement::new(vec![(-28, 0), (28, 0)], BLACK.stroke_width(2)),
+                ))?;
+            }
+        }
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
+    let primary = &run.compare.primary;
+    let settings = settings_of(run);
+    let mut points: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for c in &run.configs {
+        if !points.contains(&sweep_label(c)) {
+            points.push(sweep_label(c));
+        }
+        if !variants.contains(&c.variant) {
+            variants.push(c.variant.clone());
+        }
+    }
+    // Per variant: (point index, median, ci low, ci high).
+    let mut unit = String::new();
+    let curves: Vec<Vec<(i32, f64, f64, f64)>> = variants
+        .iter()
+        .map(|v| {
+            run.configs
+                .iter()
+                .filter(|c| &c.variant == v)
+                .filter_map(|c| {
+                    let s = metric_samples(c, primary);
+                    if let Some(u) = &s.unit {
+                        unit.clone_from(u);
+                    }
+                    let m = median(&s.values);
+                    let (lo, hi) = bootstrap_median_ci(&s.values, settings.resamples, settings.seed).unwrap_or((m, m));
+                    let p = points.iter().position(|p| *p == sweep_label(c))? as i32;
+                    m.is_finite().then_some((p, m, lo, hi))
+                })
+                .collect()
+        })
+        .collect();
+    let (y0, y1) = padded_range(curves.iter().flatten().flat_map(|&(_, _, lo, hi)| [lo, hi]));
+    let axis = run.configs[0]
+        .sweep
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(" × ");
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(categories(points.len()), y0..y1)?;
+        let labels = segment_label(&points);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_labels(points.len())
+            .x_label_formatter(&labels)
+            .x_desc(axis)
+            .y_desc(format!("{primary} ({unit})"))
+            .draw()?;
+        for (vi, (variant, curve)) in variants.iter().zip(&curves).enumerate() {
+            let c = color(vi);
+            let at = |p: i32| SegmentValue::CenterOf(p);
+            if curve.len() > 1 {
+                let band: Vec<_> = curve
+                    .iter()
+                    .map(|&(p, _, _, hi)| (at(p), hi))
+                    .chain(curve.iter().rev().map(|&(p, _, lo, _)| (at(p), lo)))
+                    .collect();
+                chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?;
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    curve.iter().map(|&(p, m, _, _)| (at(p), m)),
+                    c.stroke_width(2),
+                ))?
+                .label(variant.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            chart.draw_series(curve.iter().map(|&(p, m, _, _)| Circle::new((at(p), m), 4, c.filled())))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.5))
+            .label_font((FONT, 14))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> DrawResult<String> {
+    // Per config: step -> mean value over successful trials.
+    let curves: Vec<(String, Vec<(f64, f64)>)> = run
+        .configs
+        .iter()
+        .map(|c| {
+            let mut acc: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
+            for t in c.trials.iter().filter(|t| t.ok) {
+                for m in t.stages.iter().filter(|s| s.name == stage).flat_map(|s| &s.metrics) {
+                    if let (true, Some(step)) = (m.name == metric, m.step) {
+                        let e = acc.entry(step).or_insert((0.0, 0));
+                        e.0 += m.value;
+                        e.1 += 1;
+                    }
+                }
+            }
+            let pts = acc
+                .into_iter()
+                .map(|(s, (sum, n))| (s as f64, sum / n as f64))
+                .collect();
+            (c.name.clone(), pts)
+        })
+        .collect();
+    let steps: Vec<f64> = curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
+    let first = steps.iter().copied().fold(f64::INFINITY, f64::min);
+    let last = steps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (x0, x1) = if first < last {
+        (first, last)
+    } else if first.is_finite() {
+        (first - 0.5, first + 0.5)
+    } else {
+        (0.0, 1.0)
+    };
+    let (y0, y1) = padded_range(curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        // Steps are integers: label whole positions only.
+        let step_label = |v: &f64| {
+            if v.fract() == 0.0 {
+                format!("{v:.0}")
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_label_formatter(&step_label)
+            .x_desc("step")
+            .y_desc(format!("{stage}.{metric}"))
+            .draw()?;
+        for (i, (name, pts)) in curves.iter().enumerate().filter(|(_, (_, p))| !p.is_empty()) {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.5))
+            .label_font((FONT, 14))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(buf)
+}

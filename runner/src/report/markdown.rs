@@ -1,0 +1,55 @@
+//! Markdown rendering (report model -> minijinja templates -> report.md / compare.md).
+//!
+//! Templates are read from the templates directory at run time when it holds them, so a user
+//! can restyle reports without rebuilding; otherwise the copies compiled into the binary are used.
+
+use std::path::Path;
+
+use minijinja::Environment;
+use serde::Serialize;
+
+use super::{CompareReport, Report, ReportError};
+
+const REPORT_TEMPLATE: &str = "report.md.j2";
+const COMPARE_TEMPLATE: &str = "compare.md.j2";
+const BUILTIN_REPORT: &str = include_str!("../../../templates/report.md.j2");
+const BUILTIN_COMPARE: &str = include_str!("../../../templates/compare.md.j2");
+
+fn environment(
+    name: &'static str,
+    builtin: &'static str,
+    dir: Option<&Path>,
+) -> Result<Environment<'static>, ReportError> {
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_keep_trailing_newline(true);
+    // Missing fields are template bugs; fail loudly instead of printing nothing.
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    match dir {
+        Some(d) if d.join(name).is_file() => env.set_loader(minijinja::path_loader(d)),
+        _ => env.add_template(name, builtin)?,
+    }
+    Ok(env)
+}
+
+fn render<T: Serialize>(
+    name: &'static str,
+    builtin: &'static str,
+    dir: Option<&Path>,
+    ctx: &T,
+) -> Result<String, ReportError> {
+    let env = environment(name, builtin, dir)?;
+    let out = env.get_template(name)?.render(minijinja::context! { r => ctx })?;
+    Ok(out)
+}
+
+/// Renders a run report. `templates_dir` is used when it contains `report.md.j2`.
+pub fn render_markdown(report: &Report, templates_dir: Option<&Path>) -> Result<String, ReportError> {
+    render(REPORT_TEMPLATE, BUILTIN_REPORT, templates_dir, report)
+}
+
+/// Renders a before/after comparison. `templates_dir` is used when it contains `compare.md.j2`.
+pub fn render_compare_markdown(report: &CompareReport, templates_dir: Option<&Path>) -> Result<String, ReportError> {
+    render(COMPARE_TEMPLATE, BUILTIN_COMPARE, templates_dir, report)
+}

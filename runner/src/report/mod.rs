@@ -1,0 +1,206 @@
+//! Reports (store -> stats -> **report**): the run data the store loads, the `Report` model built
+//! from it, and its renderings: `report.md` (minijinja templates), `report.json` and SVG charts.
+//!
+//! Samples of a metric named `<stage>.<metric>` are, per successful trial, the value recorded
+//! with `step == None`; when the stage only recorded a series (every value has a step), the
+//! trial's sample is the mean over its steps. `<stage>.seconds` is the stage's wall time unless
+//! the stage recorded its own metric called `seconds`; `trial.seconds` is the sum of the trial's
+//! stage times.
+
+mod charts;
+mod compare;
+mod format;
+mod markdown;
+mod model;
+mod prose;
+mod samples;
+mod tables;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use crate::metrics::Metric;
+use crate::stats::{Claim, Direction, Tolerance, Verdict};
+
+pub use compare::{build_comparison, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
+pub use markdown::{render_compare_markdown, render_markdown};
+pub use model::{
+    build_report, ChartRef, ClaimRow, ComparisonRecord, FailedTrialRow, GuardRow, KeyValue, Report, ResultRow,
+    StageRow, SweepRow, SweepTable,
+};
+
+/// One stored run, as the store hands it to the report (warm-up trials already excluded).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunData {
+    pub run_id: String,
+    pub experiment: String,
+    pub description: String,
+    /// `finished`, `interrupted` or `running`.
+    pub status: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub manifest_path: String,
+    pub manifest_hash: String,
+    /// Fingerprint keys such as `git_commit`, `git_dirty`, `host`, `cpu`, `cores`, `os`, `rustc`,
+    /// `measured_version`, `gpu`.
+    pub environment: BTreeMap<String, String>,
+    /// Stage name -> content hash of the data it loaded.
+    pub data_hashes: BTreeMap<String, String>,
+    /// Configs in plan order.
+    pub configs: Vec<ConfigData>,
+    pub compare: CompareSpec,
+    /// Exact command that reproduces the run.
+    pub reproduce: String,
+    /// Free-form remarks such as "CPU-only run".
+    pub notes: Vec<String>,
+}
+
+/// One variant at one sweep point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigData {
+    /// `baseline` or `reuse[batch_size=64]`.
+    pub name: String,
+    pub variant: String,
+    /// Axis path (`stages.train.batch_size`) -> value, in axis order.
+    pub sweep: Vec<(String, String)>,
+    pub trials: Vec<TrialData>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialData {
+    pub repetition: u32,
+    /// Block of an interleaved schedule; paired statistics need it on every trial.
+    pub block: Option<u32>,
+    pub host: String,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub stages: Vec<StageData>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageData {
+    pub name: String,
+    pub kind: String,
+    pub ok: bool,
+    pub seconds: f64,
+    pub peak_rss_bytes: Option<u64>,
+    pub metrics: Vec<Metric>,
+}
+
+/// The `[compare]` section, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareSpec {
+    /// Baseline variant name.
+    pub baseline: String,
+    /// `<stage>.<metric>`, `<stage>.seconds` or `trial.seconds`.
+    pub primary: String,
+    /// Overrides the direction inferred from the primary metric's unit.
+    pub direction: Option<Direction>,
+    pub alpha: f64,
+    pub band: f64,
+    pub resamples: usize,
+    pub seed: u64,
+    pub guards: Vec<GuardSpec>,
+    pub claims: Vec<ClaimSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardSpec {
+    pub metric: String,
+    pub tolerance: Tolerance,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimSpec {
+    pub metric: String,
+    pub variant: String,
+    pub claim: Claim,
+    /// The claim as written in the manifest.
+    pub text: String,
+    /// Where the claim comes from (a paper, a PR, a previous report).
+    pub source: Option<String>,
+}
+
+/// Failures while rendering or writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("template error: {0}")]
+    Template(#[from] minijinja::Error),
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot serialize the report: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot draw chart {file}: {message}")]
+    Chart { file: String, message: String },
+    #[error(
+        "the runs loaded different data (stages: {}); comparing them would mix a code change with a data change (hint: allow different data explicitly to compare anyway)",
+        stages.join(", ")
+    )]
+    DataMismatch { stages: Vec<String> },
+    #[error("the runs have no config in common (before: {}; after: {})", before.join(", "), after.join(", "))]
+    NoCommonConfigs { before: Vec<String>, after: Vec<String> },
+}
+
+/// Files written by [`write_report`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportPaths {
+    pub markdown: PathBuf,
+    pub json: PathBuf,
+    pub charts: Vec<PathBuf>,
+}
+
+fn write_file(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
+    std::fs::write(path, contents).map_err(|source| ReportError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Builds the report of `run` and writes `report.md`, `report.json` and the SVG charts the
+/// Markdown links to into `out_dir` (created if missing).
+pub fn write_report(run: &RunData, out_dir: &Path, templates_dir: Option<&Path>) -> Result<ReportPaths, ReportError> {
+    std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io {
+        path: out_dir.to_owned(),
+        source,
+    })?;
+    let report = build_report(run);
+    let mut chart_paths = Vec::new();
+    for (file, svg) in charts::render_charts(run)? {
+        let path = out_dir.join(&file);
+        write_file(&path, svg.as_bytes())?;
+        chart_paths.push(path);
+    }
+    let markdown = out_dir.join("report.md");
+    write_file(&markdown, render_markdown(&report, templates_dir)?.as_bytes())?;
+    let json = out_dir.join("report.json");
+    let mut body = serde_json::to_string_pretty(&report)?;
+    body.push('\n');
+    write_file(&json, body.as_bytes())?;
+    Ok(ReportPaths {
+        markdown,
+        json,
+        charts: chart_paths,
+    })
+}
+
+/// True when the run regressed: the primary metric got worse in any comparison, or any guard
+/// failed. Drives `--fail-on-regression`.
+pub fn regression(report: &Report) -> bool {
+    report
+        .comparisons
+        .iter()
+        .any(|c| c.comparison.verdict == Verdict::Slower)
+        || report
+            .guards
+            .iter()
+            .any(|g| g.result.verdict == crate::stats::GuardVerdict::Fail)
+}

@@ -1,0 +1,195 @@
+//! Seeded percentile bootstrap (stats internals: used by comparisons and report CI columns).
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Empirical quantile of an ascending slice with linear interpolation between order
+/// statistics (the "type 7" definition also used by numpy's default).
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        1 => sorted[0],
+        n => {
+            let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+            let lo = pos.floor() as usize;
+            let hi = pos.ceil() as usize;
+            let frac = pos - lo as f64;
+            sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+        }
+    }
+}
+
+/// Source of resampling indices. Two indices per 64-bit draw with Lemire's multiply-shift
+/// reduction: the bias is at most n / 2^32, far below bootstrap noise, and it keeps the hot
+/// loop cheap enough that 10,000 resamples stay fast in unoptimized builds.
+struct IndexSource {
+    rng: ChaCha8Rng,
+    spare: Option<u32>,
+}
+
+impl IndexSource {
+    fn new(seed: u64) -> Self {
+        Self {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            spare: None,
+        }
+    }
+
+    fn index(&mut self, n: usize) -> usize {
+        let x = match self.spare.take() {
+            Some(x) => x,
+            None => {
+                let w = self.rng.next_u64();
+                self.spare = Some((w >> 32) as u32);
+                w as u32
+            }
+        };
+        ((u64::from(x) * n as u64) >> 32) as usize
+    }
+}
+
+/// Median of a with-replacement resample of `sorted` (ascending), without materialising it:
+/// count how often each position is drawn, then walk the cumulative counts to the middle rank.
+fn resampled_median(src: &mut IndexSource, sorted: &[f64], counts: &mut [u32]) -> f64 {
+    let n = sorted.len();
+    counts.fill(0);
+    for _ in 0..n {
+        counts[src.index(n)] += 1;
+    }
+    median_from_counts(sorted, counts)
+}
+
+/// Median of the multiset holding `counts[i]` copies of `sorted[i]`.
+fn median_from_counts(sorted: &[f64], counts: &[u32]) -> f64 {
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    if total == 0 {
+        return f64::NAN;
+    }
+    // 0-based ranks of the middle order statistics.
+    let (r_lo, r_hi) = if total % 2 == 1 {
+        (total / 2, total / 2)
+    } else {
+        (total / 2 - 1, total / 2)
+    };
+    let (mut lo, mut cum) = (None, 0usize);
+    for (value, &count) in sorted.iter().zip(counts) {
+        cum += count as usize;
+        if lo.is_none() && cum > r_lo {
+            lo = Some(*value);
+        }
+        if cum > r_hi {
+            return (lo.unwrap_or(*value) + value) / 2.0;
+        }
+    }
+    f64::NAN
+}
+
+fn sorted_copy(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Percentile interval of `stats` at the given confidence, ignoring non-finite replicates.
+/// Returns `None` when more than 1% of the replicates are non-finite: the interval would then
+/// describe a conditioned distribution rather than the statistic.
+pub(crate) fn percentile_interval(mut stats: Vec<f64>, confidence: f64) -> Option<(f64, f64)> {
+    let total = stats.len();
+    stats.retain(|v| v.is_finite());
+    if total == 0 || (total - stats.len()) * 100 > total {
+        return None;
+    }
+    stats.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0;
+    Some((quantile_sorted(&stats, tail), quantile_sorted(&stats, 1.0 - tail)))
+}
+
+/// Bootstrap replicates of `median(candidate) / median(baseline)`, resampling each side
+/// independently.
+pub(crate) fn ratio_of_medians_replicates(
+    baseline: &[f64],
+    candidate: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> Vec<f64> {
+    let mut src = IndexSource::new(seed);
+    let (a, b) = (sorted_copy(baseline), sorted_copy(candidate));
+    let (mut ca, mut cb) = (vec![0u32; a.len()], vec![0u32; b.len()]);
+    (0..resamples)
+        .map(|_| {
+            let ma = resampled_median(&mut src, &a, &mut ca);
+            let mb = resampled_median(&mut src, &b, &mut cb);
+            mb / ma
+        })
+        .collect()
+}
+
+/// Bootstrap replicates of the mean of `values` (used for per-block log ratios).
+pub(crate) fn mean_replicates(values: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
+    let mut src = IndexSource::new(seed);
+    let n = values.len();
+    (0..resamples)
+        .map(|_| (0..n).map(|_| values[src.index(n)]).sum::<f64>() / n as f64)
+        .collect()
+}
+
+/// 95% percentile-bootstrap interval of the median of `values`; `None` for fewer than 2 values.
+/// Used by reports for the CI bands of sweep curves.
+pub fn bootstrap_median_ci(values: &[f64], resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    if values.len() < 2 {
+        return None;
+    }
+    let mut src = IndexSource::new(seed);
+    let sorted = sorted_copy(values);
+    let mut counts = vec![0u32; sorted.len()];
+    let reps = (0..resamples)
+        .map(|_| resampled_median(&mut src, &sorted, &mut counts))
+        .collect();
+    percentile_interval(reps, 0.95)
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_linearly() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile_sorted(&v, 0.0), 1.0);
+        assert_eq!(quantile_sorted(&v, 1.0), 4.0);
+        assert_eq!(quantile_sorted(&v, 0.5), 2.5);
+        assert!((quantile_sorted(&v, 0.25) - 1.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn interval_refuses_mostly_infinite_replicates() {
+        let mut reps = vec![1.0; 95];
+        reps.extend([f64::INFINITY; 5]);
+        assert_eq!(percentile_interval(reps, 0.95), None);
+        let fine = (0..1000).map(f64::from).collect();
+        let (lo, hi) = percentile_interval(fine, 0.95).unwrap();
+        assert!((lo - 24.975).abs() < 1e-9 && (hi - 974.025).abs() < 1e-9);
+    }
+
+    #[test]
+    fn same_seed_same_replicates() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let b = [2.0, 3.0, 4.0, 5.0, 6.0];
+        assert_eq!(
+            ratio_of_medians_replicates(&a, &b, 200, 9),
+            ratio_of_medians_replicates(&a, &b, 200, 9)
+        );
+        let ci = bootstrap_median_ci(&a, 2000, 1).unwrap();
+        assert!(ci.0 >= 1.0 && ci.1 <= 5.0 && ci.0 <= 3.0 && ci.1 >= 3.0, "{ci:?}");
+        // The counting median agrees with the median of the expanded multiset.
+        let sorted = [1.0, 2.0, 3.5, 7.0];
+        for counts in [[1, 0, 0, 1], [0, 2, 1, 0], [3, 0, 0, 1], [0, 0, 0, 2], [1, 1, 1, 1]] {
+            let expanded: Vec<f64> = sorted
+                .iter()
+                .zip(counts)
+                .flat_map(|(v, c)| std::iter::repeat(*v).take(c as usize))
+                .collect();
+            assert_eq!(median_from_counts(&sorted, &counts), crate::stats::median(&expanded));
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! Claimed speedups (manifest `[compare].claims` text -> speedup interval -> verdict in reports).
+
+use serde::Serialize;
+
+use super::{Comparison, Direction};
+
+/// Width of the tolerance around a point claim ("1.5x", "~2x", "90%"): the claim becomes
+/// `[0.9 v, 1.1 v]` on the speedup scale, since nobody claiming "1.5x" means exactly 1.500x.
+pub const POINT_CLAIM_TOLERANCE: f64 = 0.10;
+
+/// What the claimed numbers mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimUnit {
+    /// A speedup factor, `3x`.
+    Multiplier,
+    /// An improvement in percent: `1 - candidate/baseline` for lower-is-better metrics (so
+    /// "90%" means 90% less time), `candidate/baseline - 1` for higher-is-better ones.
+    Percent,
+}
+
+/// A parsed claim, in the units it was written in. `high` may be infinite (`>= 20%`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Claim {
+    pub unit: ClaimUnit,
+    pub low: f64,
+    pub high: f64,
+    /// A single value (with or without `~`): widened by [`POINT_CLAIM_TOLERANCE`].
+    pub point: bool,
+}
+
+/// A claim that does not parse; the manifest validator attaches the location.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid claim `{input}`: {message}")]
+pub struct ClaimParseError {
+    pub input: String,
+    pub message: String,
+    pub hint: String,
+}
+
+const HINT: &str = "write a speedup like \"1.5x\", \"~2x\", \"3x..4x\" or \"3-4x\", or an \
+                    improvement like \"20%\", \"5-15%\" or \">= 20%\"";
+
+fn parse_number(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+/// Splits a value into its number and unit (`"3x"` -> (3, Multiplier)); `None` unit when bare.
+fn split_unit(s: &str) -> (&str, Option<ClaimUnit>) {
+    let s = s.trim();
+    if let Some(n) = s.strip_suffix('x').or_else(|| s.strip_suffix('×')) {
+        (n, Some(ClaimUnit::Multiplier))
+    } else if let Some(n) = s.strip_suffix('%') {
+        (n, Some(ClaimUnit::Percent))
+    } else {
+        (s, None)
+    }
+}
+
+impl Claim {
+    /// Parses the claim forms `"1.5x"`, `"~2x"`, `"3x..4x"`, `"3-4x"`, `"20-50x"`, `"90%"`,
+    /// `"5-15%"`, `"5%..15%"`, `">= 20%"` (also `>`, `<=`, `<`, and `>= 1.5x`).
+    pub fn parse(text: &str) -> Result<Claim, ClaimParseError> {
+        let err = |message: &str| ClaimParseError {
+            input: text.to_owned(),
+            message: message.to_owned(),
+            hint: HINT.to_owned(),
+        };
+        let mut s = text.trim();
+        let mut approx = false;
+        let mut bound = None;
+        if let Some(rest) = s.strip_prefix('~') {
+            approx = true;
+            s = rest.trim_start();
+        }
+        for op in [">=", "<=", ">", "<"] {
+            if let Some(rest) = s.strip_prefix(op) {
+                bound = Some(op);
+                s = rest.trim_start();
+                break;
+            }
+        }
+        if approx && bound.is_some() {
+            return Err(err("`~` cannot be combined with a comparison"));
+        }
+        // A range is "a..b" or "a-b"; the '-' search starts after the first character so that a
+        // negative lower bound ("-5..10%") is not taken for the separator.
+        let range = s.split_once("..").or_else(|| {
+            s.char_indices()
+                .skip(1)
+                .find(|&(_, c)| c == '-')
+                .map(|(i, _)| (&s[..i], &s[i + 1..]))
+        });
+        let claim = match range {
+            Some((a, b)) => {
+                if approx || bound.is_some() {
+                    return Err(err("a range cannot also have `~` or a comparison"));
+                }
+                let (na, ua) = split_unit(a);
+                let (nb, ub) = split_unit(b);
+                let unit = match (ua, ub) {
+                    (_, None) => return Err(err("the range needs a unit: `x` or `%`")),
+                    (Some(u1), Some(u2)) if u1 != u2 => return Err(err("both ends of a range must use the same unit")),
+                    (_, Some(u)) => u,
+                };
+                let low = parse_number(na).ok_or_else(|| err("the lower end is not a number"))?;
+                let high = parse_number(nb).ok_or_else(|| err("the upper end is not a number"))?;
+                if low > high {
+                    return Err(err("the range is reversed (lower end above upper end)"));
+                }
+                Claim {
+                    unit,
+                    low,
+                    high,
+                    point: false,
+                }
+            }
+            None => {
+                let (n, unit) = split_unit(s);
+                let unit = unit.ok_or_else(|| err("missing unit: `x` or `%`"))?;
+                let v = parse_number(n).ok_or_else(|| err("not a number"))?;
+                let lowest = match unit {
+                    ClaimUnit::Multiplier => 0.0,
+                    ClaimUnit::Percent => f64::NEG_INFINITY,
+                };
+                match bound {
+                    Some(">=") | Some(">") => Claim {
+                        unit,
+                        low: v,
+                        high: f64::INFINITY,
+                        point: false,
+                    },
+                    Some(_) => Claim {
+                        unit,
+                        low: lowest,
+                        high: v,
+                        point: false,
+                    },
+                    None => Claim {
+                        unit,
+                        low: v,
+                        high: v,
+                        point: true,
+                    },
+                }
+            }
+        };
+        if claim.unit == ClaimUnit::Multiplier && claim.low < 0.0 {
+            return Err(err("a speedup factor must be positive"));
+        }
+        if claim.unit == ClaimUnit::Multiplier && claim.point && claim.low == 0.0 {
+            return Err(err("a speedup factor must be positive"));
+        }
+        Ok(claim)
+    }
+
+    /// The claim on the speedup scale (> 1 = better), for a metric with `direction`.
+    pub fn speedup_interval(&self, direction: Direction) -> (f64, f64) {
+        let to_speedup = |v: f64| match (self.unit, direction) {
+            (ClaimUnit::Multiplier, _) => v,
+            (ClaimUnit::Percent, Direction::HigherIsBetter) => (1.0 + v / 100.0).max(0.0),
+            (ClaimUnit::Percent, Direction::LowerIsBetter) => {
+                // improvement p => candidate/baseline = 1 - p, speedup = 1 / (1 - p).
+                let remaining = 1.0 - v / 100.0;
+                if remaining <= 0.0 {
+                    f64::INFINITY
+                } else {
+                    1.0 / remaining
+                }
+            }
+        };
+        let (lo, hi) = (to_speedup(self.low), to_speedup(self.high));
+        if self.point {
+            (lo * (1.0 - POINT_CLAIM_TOLERANCE), hi * (1.0 + POINT_CLAIM_TOLERANCE))
+        } else {
+            (lo, hi)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimVerdict {
+    Supported,
+    Refuted,
+    Untestable,
+}
+
+impl ClaimVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClaimVerdict::Supported => "supported",
+            ClaimVerdict::Refuted => "refuted",
+            ClaimVerdict::Untestable => "untestable",
+        }
+    }
+}
+
+/// A claim held against a measurement, with the intervals behind the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClaimEvaluation {
+    pub verdict: ClaimVerdict,
+    /// The claim on the speedup scale.
+    pub claimed: (f64, f64),
+    /// The measured 95% speedup interval, when there is one.
+    pub measured: Option<(f64, f64)>,
+    pub reason: String,
+}
+
+/// Verdict of `claim` against a comparison (see [`assess`] for the details behind it).
+pub fn evaluate(claim: &Claim, comparison: &Comparison) -> ClaimVerdict {
+    assess(claim, comparison).verdict
+}
+
+/// Supported if the measured speedup interval overlaps the claimed one; refuted if it lies
+/// entirely outside; untestable when the comparison is degenerate, or the measured interval
+/// also contains 1 (no effect) while the claim excludes 1, so the data cannot tell.
+pub fn assess(claim: &Claim, comparison: &Comparison) -> ClaimEvaluation {
+    let claimed = claim.speedup_interval(comparison.direction);
+    let measured = comparison.speedup_ci;
+    let (verdict, reason) = match measured {
+        None => (
+            ClaimVerdict::Untestable,
+            comparison
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no interval could be computed".to_owned()),
+        ),
+        Some(_) if !claimed.0.is_finite() => (
+            ClaimVerdict::Untestable,
+            "the claim is not a finite speedup (an improvement of 100% or more in a cost)".to_owned(),
+        ),
+        Some((lo, hi)) => {
+            let overlaps = lo <= claimed.1 && hi >= claimed.0;
+            let claim_has_one = claimed.0 <= 1.0 && claimed.1 >= 1.0;
+            if overlaps && lo <= 1.0 && hi >= 1.0 && !claim_has_one {
+                (
+                    ClaimVerdict::Untestable,
+                    "the measured interval also contains no effect (1.00x)".to_owned(),
+                )
+            } else if overlaps {
+                (
+                    ClaimVerdict::Supported,
+                    "measured interval overlaps the claim".to_owned(),
+                )
+            } else if hi < claimed.0 {
+                (ClaimVerdict::Refuted, "measured speedup is below the claim".to_owned())
+            } else {
+                (ClaimVerdict::Refuted, "measured speedup is above the claim".to_owned())
+            }
+        }
+    };
+    ClaimEvaluation {
+        verdict,
+        claimed,
+        measured,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+    use crate::stats::{CompareSettings, Design, Verdict};
+
+    fn c(text: &str) -> Claim {
+        Claim::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn close(a: (f64, f64), b: (f64, f64)) -> bool {
+        let eq = |x: f64, y: f64| (x == y) || (x - y).abs() < 1e-9;
+        eq(a.0, b.0) && eq(a.1, b.1)
+    }
+
+    #[test]
+    fn parses_every_form() {
+        let lower = Direction::LowerIsBetter;
+        let higher = Direction::HigherIsBetter;
+        let inf = f64::INFINITY;
+        let cases: &[(&str, Direction, (f64, f64))] = &[
+            ("3x..4x", lower, (3.0, 4.0)),
+            ("3..4x", lower, (3.0, 4.0)),
+            ("3-4x", lower, (3.0, 4.0)),
+            ("20-50x", higher, (20.0, 50.0)),
+            ("1.5x", lower, (1.35, 1.65)),
+            ("~2x", lower, (1.8, 2.2)),
+            ("2×", lower, (1.8, 2.2)),
+            (">= 1.5x", lower, (1.5, inf)),
+            ("<2x", lower, (0.0, 2.0)),
+            // 20% less time = candidate/baseline 0.8 = speedup 1.25
+            (">= 20%", lower, (1.25, inf)),
+            (">= 20%", higher, (1.2, inf)),
+            ("5-15%", higher, (1.05, 1.15)),
+            ("5%..15%", lower, (1.0 / 0.95, 1.0 / 0.85)),
+            // 90% less time = 10x
+            ("90%", lower, (9.0, 11.0)),
+            ("90%", higher, (1.9 * 0.9, 1.9 * 1.1)),
+            ("-5..10%", higher, (0.95, 1.1)),
+        ];
+        for (text, dir, want) in cases {
+            let got = c(text).speedup_interval(*dir);
+            assert!(close(got, *want), "{text} {dir:?}: {got:?} != {want:?}");
+        }
+        assert!(c("~2x").point && !c("3-4x").point);
+    }
+
+    #[test]
+    fn rejects_malformed_claims_with_hint() {
+        for bad in [
+            "", "fast", "3", "4x..3x", "3x..4%", "~>2x", "~3-4x", "-2x", "0x", "abc%", "3..4",
+        ] {
+            let e = Claim::parse(bad).expect_err(bad);
+            assert!(e.hint.contains("1.5x"), "{bad}");
+            assert!(!e.message.is_empty());
+        }
+    }
+
+    fn measured(lo: f64, hi: f64) -> Comparison {
+        let mut cmp = crate::stats::compare(
+            &[1.0, 2.0],
+            &[1.0, 2.0],
+            Direction::LowerIsBetter,
+            &CompareSettings {
+                resamples: 10,
+                ..CompareSettings::default()
+            },
+        );
+        cmp.design = Design::Independent;
+        cmp.speedup = (lo * hi).sqrt();
+        cmp.speedup_ci = Some((lo, hi));
+        cmp.verdict = Verdict::Faster;
+        cmp
+    }
+
+    #[test]
+    fn verdicts_follow_the_overlap_rules() {
+        let claim = c("3x..4x");
+        assert_eq!(evaluate(&claim, &measured(3.5, 3.9)), ClaimVerdict::Supported);
+        assert_eq!(evaluate(&claim, &measured(3.9, 4.5)), ClaimVerdict::Supported);
+        assert_eq!(evaluate(&claim, &measured(1.2, 1.4)), ClaimVerdict::Refuted);
+        assert_eq!(evaluate(&claim, &measured(4.2, 5.0)), ClaimVerdict::Refuted);
+        // Too wide: contains both the claim and "no effect".
+        assert_eq!(evaluate(&claim, &measured(0.8, 3.5)), ClaimVerdict::Untestable);
+        // A claim that includes 1 is supported by an interval around 1.
+        assert_eq!(evaluate(&c("<= 1.5x"), &measured(0.9, 1.1)), ClaimVerdict::Supported);
+        // Point claims get ±10%: 1.5x covers 1.35..1.65.
+        assert_eq!(evaluate(&c("1.5x"), &measured(1.6, 1.7)), ClaimVerdict::Supported);
+        assert_eq!(evaluate(&c("1.5x"), &measured(1.7, 1.8)), ClaimVerdict::Refuted);
+        // 100% less time is not a finite speedup.
+        assert_eq!(evaluate(&c("100%"), &measured(2.0, 3.0)), ClaimVerdict::Untestable);
+    }
+
+    #[test]
+    fn degenerate_comparison_is_untestable() {
+        let cmp = crate::stats::compare(&[1.0], &[2.0], Direction::LowerIsBetter, &CompareSettings::default());
+        let a = assess(&c("2x"), &cmp);
+        assert_eq!(a.verdict, ClaimVerdict::Untestable);
+        assert!(a.reason.contains("2 repetitions"));
+    }
+}

@@ -1,0 +1,344 @@
+//! Candidate-vs-baseline comparisons (stats core: samples of two configs -> ratio, CI, p, verdict).
+
+use serde::Serialize;
+
+use super::bootstrap::{mean_replicates, percentile_interval, ratio_of_medians_replicates};
+use super::dist::normal_sf;
+use super::rank::{mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
+use super::summary::median;
+use super::{CompareSettings, Direction, Verdict};
+
+/// How the two sides were sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Design {
+    /// Independent repetitions per side (Mann-Whitney U, ratio of medians).
+    Independent,
+    /// Blocks that ran both sides back to back (signed-rank, geometric mean of block ratios).
+    Paired,
+}
+
+/// Result of comparing a candidate against a baseline on one metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub design: Design,
+    pub direction: Direction,
+    pub n_baseline: usize,
+    pub n_candidate: usize,
+    pub baseline_median: f64,
+    pub candidate_median: f64,
+    /// candidate / baseline (ratio of medians, or geometric mean of block ratios); NaN when
+    /// undefined.
+    pub ratio: f64,
+    /// 95% bootstrap interval of `ratio`; `None` when it could not be computed.
+    pub ratio_ci: Option<(f64, f64)>,
+    /// > 1 means better in the metric's direction.
+    pub speedup: f64,
+    pub speedup_ci: Option<(f64, f64)>,
+    /// Raw two-sided p-value of the rank test.
+    pub p_value: f64,
+    /// Benjamini-Hochberg adjusted p-value when this comparison is one of a family.
+    pub p_adjusted: Option<f64>,
+    pub verdict: Verdict,
+    /// For an inconclusive verdict: estimated repetitions per side (or blocks) that would settle it.
+    pub reps_needed: Option<usize>,
+    /// Why the verdict is what it is, when that is not evident from the numbers.
+    pub reason: Option<String>,
+    pub alpha: f64,
+    pub band: f64,
+}
+
+impl Comparison {
+    /// The p-value the verdict uses: adjusted when part of a family.
+    pub fn p_for_verdict(&self) -> f64 {
+        self.p_adjusted.unwrap_or(self.p_value)
+    }
+
+    /// Re-derives the verdict with a family-adjusted p-value.
+    pub fn with_adjusted_p(mut self, p_adjusted: f64) -> Comparison {
+        self.p_adjusted = Some(p_adjusted);
+        if self.ratio_ci.is_some() {
+            self.decide();
+        }
+        self
+    }
+
+    fn decide(&mut self) {
+        let (lo, hi) = match self.ratio_ci {
+            Some(ci) => ci,
+            None => return,
+        };
+        let p = self.p_for_verdict();
+        let (low_edge, high_edge) = (1.0 - self.band, 1.0 + self.band);
+        let below = hi < low_edge;
+        let above = lo > high_edge;
+        let lower_better = self.direction == Direction::LowerIsBetter;
+        self.reps_needed = None;
+        self.reason = None;
+        self.verdict = if p < self.alpha && (below || above) {
+            if below == lower_better {
+                Verdict::Faster
+            } else {
+                Verdict::Slower
+            }
+        } else if lo >= low_edge && hi <= high_edge {
+            Verdict::NoChange
+        } else {
+            let paired = self.design == Design::Paired;
+            let n = self.n_baseline.min(self.n_candidate);
+            self.reps_needed = reps_needed(self.ratio, (lo, hi), p, n, paired, self);
+            self.reason = Some(if below || above {
+                format!(
+                    "interval is outside the noise band but p = {p:.3} is not below alpha = {}",
+                    self.alpha
+                )
+            } else {
+                "interval straddles the noise band".to_owned()
+            });
+            Verdict::Inconclusive
+        };
+    }
+}
+
+/// Estimates the repetitions per side that would settle an inconclusive comparison (see the
+/// module docs for the model). `None` when the estimate is meaningless (effect exactly on the
+/// band edge, or beyond a million repetitions).
+fn reps_needed(ratio: f64, (lo, hi): (f64, f64), p: f64, n: usize, paired: bool, c: &Comparison) -> Option<usize> {
+    if !(lo > 0.0 && ratio > 0.0) || n == 0 {
+        return None;
+    }
+    let center = ratio.ln();
+    let half = (hi.ln() - lo.ln()) / 2.0;
+    let edge = if center < 0.0 {
+        (1.0 - c.band).ln()
+    } else {
+        (1.0 + c.band).ln()
+    };
+    let gap = (center - edge).abs();
+    if gap < 1e-9 {
+        return None;
+    }
+    let nf = n as f64;
+    let mut needed = (nf * (half / gap).powi(2)).ceil();
+    let outside = hi < 1.0 - c.band || lo > 1.0 + c.band;
+    if outside && p >= c.alpha && p < 1.0 {
+        // The interval already clears the band; the test statistic's z grows with sqrt(n).
+        let z_obs = normal_isf(p / 2.0);
+        let z_need = normal_isf(c.alpha / 2.0);
+        if z_obs > 0.0 {
+            needed = needed.max((nf * (z_need / z_obs).powi(2)).ceil());
+        }
+    }
+    let mut needed = needed.max(nf + 1.0);
+    while min_attainable_p(needed as usize, paired) >= c.alpha {
+        needed += 1.0;
+    }
+    (needed <= 1e6).then_some(needed as usize)
+}
+
+/// Inverse of the normal upper tail by bisection (monotone, 200 halvings).
+fn normal_isf(p: f64) -> f64 {
+    let (mut lo, mut hi) = (-40.0, 40.0);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if normal_sf(mid) > p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+fn oriented(ratio: f64, ci: Option<(f64, f64)>, direction: Direction) -> (f64, Option<(f64, f64)>) {
+    match direction {
+        Direction::LowerIsBetter => (1.0 / ratio, ci.map(|(lo, hi)| (1.0 / hi, 1.0 / lo))),
+        Direction::HigherIsBetter => (ratio, ci),
+    }
+}
+
+fn degenerate(mut c: Comparison, reason: &str) -> Comparison {
+    c.verdict = Verdict::Inconclusive;
+    c.ratio_ci = None;
+    c.speedup_ci = None;
+    c.reason = Some(reason.to_owned());
+    c
+}
+
+fn skeleton(design: Direction, settings: &CompareSettings, kind: Design) -> Comparison {
+    Comparison {
+        design: kind,
+        direction: design,
+        n_baseline: 0,
+        n_candidate: 0,
+        baseline_median: f64::NAN,
+        candidate_median: f64::NAN,
+        ratio: f64::NAN,
+        ratio_ci: None,
+        speedup: f64::NAN,
+        speedup_ci: None,
+        p_value: 1.0,
+        p_adjusted: None,
+        verdict: Verdict::Inconclusive,
+        reps_needed: None,
+        reason: None,
+        alpha: settings.alpha,
+        band: settings.band,
+    }
+}
+
+/// Compares independent samples: ratio of medians with a percentile-bootstrap 95% interval and
+/// the Mann-Whitney U p-value. Degenerate input gives an inconclusive verdict with a reason.
+pub fn compare(baseline: &[f64], candidate: &[f64], direction: Direction, settings: &CompareSettings) -> Comparison {
+    let mut c = skeleton(direction, settings, Design::Independent);
+    c.n_baseline = baseline.len();
+    c.n_candidate = candidate.len();
+    if baseline.iter().chain(candidate).any(|v| !v.is_finite()) {
+        return degenerate(c, "samples contain non-finite values");
+    }
+    c.baseline_median = median(baseline);
+    c.candidate_median = median(candidate);
+    if baseline.len() < 2 || candidate.len() < 2 {
+        return degenerate(c, "needs at least 2 repetitions per side");
+    }
+    if c.baseline_median <= 0.0 || c.candidate_median <= 0.0 {
+        return degenerate(c, "a ratio needs positive medians on both sides");
+    }
+    c.ratio = c.candidate_median / c.baseline_median;
+    (c.speedup, _) = oriented(c.ratio, None, direction);
+    c.p_value = mann_whitney_u(candidate, baseline).1;
+    let reps = ratio_of_medians_replicates(baseline, candidate, settings.resamples, settings.seed);
+    match percentile_interval(reps, 0.95) {
+        Some(ci) => {
+            c.ratio_ci = Some(ci);
+            (c.speedup, c.speedup_ci) = oriented(c.ratio, c.ratio_ci, direction);
+            c.decide();
+            c
+        }
+        None => degenerate(c, "bootstrap resamples hit zero medians; the ratio is unstable"),
+    }
+}
+
+/// Compares a block design: `pairs` holds `(baseline, candidate)` per block. Ratio is the
+/// geometric mean of per-block ratios with a bootstrap over blocks; p from the Wilcoxon
+/// signed-rank test on the log ratios.
+pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &CompareSettings) -> Comparison {
+    let mut c = skeleton(direction, settings, Design::Paired);
+    c.n_baseline = pairs.len();
+    c.n_candidate = pairs.len();
+    if pairs.iter().any(|(a, b)| !a.is_finite() || !b.is_finite()) {
+        return degenerate(c, "samples contain non-finite values");
+    }
+    let base: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let cand: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    c.baseline_median = median(&base);
+    c.candidate_median = median(&cand);
+    if pairs.len() < 2 {
+        return degenerate(c, "needs at least 2 blocks");
+    }
+    if pairs.iter().any(|(a, b)| *a <= 0.0 || *b <= 0.0) {
+        return degenerate(c, "per-block ratios need positive values");
+    }
+    let logs: Vec<f64> = pairs.iter().map(|(a, b)| (b / a).ln()).collect();
+    c.ratio = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+    c.p_value = wilcoxon_signed_rank(&logs).1;
+    let reps = mean_replicates(&logs, settings.resamples, settings.seed)
+        .into_iter()
+        .map(f64::exp)
+        .collect();
+    c.ratio_ci = percentile_interval(reps, 0.95);
+    (c.speedup, c.speedup_ci) = oriented(c.ratio, c.ratio_ci, direction);
+    c.decide();
+    c
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    fn settings() -> CompareSettings {
+        CompareSettings {
+            resamples: 2_000,
+            ..CompareSettings::default()
+        }
+    }
+
+    #[test]
+    fn clear_speedup_is_faster() {
+        let base = [10.0, 10.1, 9.9, 10.2, 10.05, 9.95, 10.0, 10.1];
+        let cand: Vec<f64> = base.iter().map(|v| v * 0.7).collect();
+        let c = compare(&base, &cand, Direction::LowerIsBetter, &settings());
+        assert_eq!(c.verdict, Verdict::Faster, "{c:?}");
+        assert!((c.speedup - 1.0 / 0.7).abs() < 1e-9);
+        let (lo, hi) = c.speedup_ci.unwrap();
+        assert!(lo <= c.speedup && c.speedup <= hi);
+        // Same data as a throughput metric: lower is worse.
+        let t = compare(&base, &cand, Direction::HigherIsBetter, &settings());
+        assert_eq!(t.verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn identical_samples_are_no_change() {
+        let v = [3.0; 6];
+        let c = compare(&v, &v, Direction::LowerIsBetter, &settings());
+        assert_eq!(c.verdict, Verdict::NoChange);
+        assert_eq!(c.ratio_ci, Some((1.0, 1.0)));
+        assert_eq!(c.p_value, 1.0);
+    }
+
+    #[test]
+    fn degenerate_inputs_are_inconclusive_with_reason() {
+        let s = settings();
+        for (a, b) in [
+            (vec![1.0], vec![1.0, 2.0]),
+            (vec![], vec![]),
+            (vec![0.0, 0.0, 0.0], vec![1.0, 1.0, 1.0]),
+            (vec![1.0, f64::NAN], vec![1.0, 2.0]),
+        ] {
+            let c = compare(&a, &b, Direction::LowerIsBetter, &s);
+            assert_eq!(c.verdict, Verdict::Inconclusive);
+            assert!(c.reason.is_some() && c.ratio_ci.is_none());
+        }
+        let p = compare_paired(&[(1.0, 2.0)], Direction::LowerIsBetter, &s);
+        assert_eq!(p.verdict, Verdict::Inconclusive);
+        let z = compare_paired(&[(1.0, 0.0), (1.0, 1.0)], Direction::LowerIsBetter, &s);
+        assert!(z.reason.unwrap().contains("positive"));
+    }
+
+    #[test]
+    fn small_noisy_sample_asks_for_more_reps() {
+        let base = [10.0, 11.5, 9.0, 10.8];
+        let cand = [9.6, 10.9, 8.9, 10.2];
+        let c = compare(&base, &cand, Direction::LowerIsBetter, &settings());
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert!(c.reps_needed.unwrap() > 4, "{c:?}");
+    }
+
+    #[test]
+    fn paired_blocks_remove_block_noise() {
+        // Block-to-block drift of ±30% hides a 10% effect from an unpaired test, but every
+        // block shows the candidate 10% faster.
+        let drift = [1.0, 1.3, 0.7, 1.2, 0.8, 1.25, 0.75, 1.1, 0.9, 1.15, 0.85, 1.05];
+        let noise = [
+            1.0, 1.004, 0.997, 1.002, 0.999, 1.003, 0.996, 1.001, 1.0, 0.998, 1.002, 0.999,
+        ];
+        let pairs: Vec<(f64, f64)> = drift.iter().zip(noise).map(|(d, e)| (10.0 * d, 9.0 * d * e)).collect();
+        let c = compare_paired(&pairs, Direction::LowerIsBetter, &settings());
+        assert_eq!(c.verdict, Verdict::Faster, "{c:?}");
+        assert!((c.ratio - 0.9).abs() < 0.01);
+        let (b, a): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+        let unpaired = compare(&b, &a, Direction::LowerIsBetter, &settings());
+        assert_eq!(unpaired.verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn adjusted_p_can_demote_a_verdict() {
+        let base = [10.0, 10.1, 9.9, 10.2, 10.05, 9.95];
+        let cand = [9.0, 9.1, 8.9, 9.2, 9.05, 8.95];
+        let c = compare(&base, &cand, Direction::LowerIsBetter, &settings());
+        assert_eq!(c.verdict, Verdict::Faster);
+        let adj = c.with_adjusted_p(0.05);
+        assert_eq!(adj.verdict, Verdict::Inconclusive);
+        assert!(adj.reps_needed.is_some());
+    }
+}

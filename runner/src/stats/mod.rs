@@ -1,0 +1,148 @@
+//! Statistics over stored trial samples (store -> **stats** -> report): summaries, bootstrap
+//! intervals, rank tests, verdicts, guards and claims.
+//!
+//! # Formulas
+//!
+//! **Summary** ([`Summary::of`]): `median` is the middle order statistic (mean of the two middle
+//! ones for even n); `stddev` is the sample standard deviation (divisor n - 1, 0 when n < 2);
+//! `MAD = median(|x_i - median|)` (unscaled). A value is flagged as an outlier when its modified
+//! z-score `0.6745 * |x_i - median| / MAD` exceeds 3.5 (Iglewicz & Hoaglin). When MAD is 0 the
+//! score is infinite for any value that differs from the median, so those are flagged. Outliers
+//! are reported by index and never dropped.
+//!
+//! **Ratio of medians** ([`compare`]): `ratio = median(candidate) / median(baseline)`. Its 95%
+//! interval is a seeded *percentile* bootstrap: each of `resamples` rounds draws both samples
+//! with replacement (independently) and recomputes the ratio; the interval is the 2.5% and 97.5%
+//! empirical quantiles (linear interpolation between order statistics). Percentile rather than
+//! BCa because the jackknife acceleration estimate is unreliable for the median; the coverage test
+//! in this module's tests checks the percentile interval directly.
+//!
+//! **Speedup**: oriented so that > 1 means better. For lower-is-better metrics
+//! `speedup = 1 / ratio` (its interval is the inverted ratio interval); for higher-is-better
+//! metrics `speedup = ratio`.
+//!
+//! **Mann-Whitney U** (two-sided), matching `scipy.stats.mannwhitneyu(method="auto")`: the exact
+//! null distribution of U is used when there are no ties and at least one sample has n <= 8;
+//! otherwise the normal approximation with tie correction
+//! `sigma^2 = n1 n2 / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1)))` and continuity correction
+//! `z = (max(U1, U2) - n1 n2 / 2 - 0.5) / sigma`, `p = 2 * (1 - Phi(z))`, capped at 1.
+//!
+//! **Paired design** ([`compare_paired`]): per block `r_i = ln(candidate_i / baseline_i)`; the
+//! ratio is the geometric mean `exp(mean(r))`; its interval is a percentile bootstrap over
+//! blocks. The p-value is the Wilcoxon signed-rank test on `r` (zero differences dropped): exact
+//! when n <= 50 with no ties and no zeros, else the normal approximation with tie correction and
+//! no continuity correction.
+//!
+//! **Verdict** with the noise band `[1 - band, 1 + band]` on the ratio:
+//! better/worse when `p < alpha` and the whole ratio interval lies outside the band on one side;
+//! `NoChange` when the interval lies inside the band; otherwise `Inconclusive`. For an
+//! inconclusive result, `reps_needed` assumes the interval's half-width in log space shrinks
+//! with `1 / sqrt(n)`: with half-width `h` at `n` repetitions and gap `g` between the log point
+//! estimate and the nearest band edge, `n' = ceil(n * (h / g)^2)`. It is also raised to the
+//! smallest n at which the rank test can reach `p < alpha` at all.
+//!
+//! **Multiple comparisons** ([`benjamini_hochberg`]): step-up adjusted p-values
+//! `p_(i) * m / i`, made monotone from the largest rank down and capped at 1.
+//!
+//! **Guard** ([`guard`]): two one-sided tests via the `(1 - 2 alpha)` Welch interval of the
+//! difference of means `candidate - baseline`; pass when it lies within `±tolerance`, fail when
+//! it lies entirely outside, else inconclusive. A relative tolerance is taken relative to
+//! `|mean(baseline)|`.
+//!
+//! **Claim** ([`Claim::parse`], [`evaluate`]): a claimed speedup interval is *supported* when the
+//! measured speedup interval overlaps it, *refuted* when it lies entirely outside it, and
+//! *untestable* when the measured interval also contains 1 (no effect) while the claim excludes
+//! it, or the comparison itself is degenerate.
+
+mod bootstrap;
+mod claim;
+mod compare;
+mod dist;
+mod guard;
+mod rank;
+mod summary;
+
+#[cfg(test)]
+mod tests;
+
+pub use bootstrap::{bootstrap_median_ci, quantile_sorted};
+pub use claim::{assess, evaluate, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict};
+pub use compare::{compare, compare_paired, Comparison, Design};
+pub use guard::{guard, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
+pub use rank::{benjamini_hochberg, mann_whitney_u, wilcoxon_signed_rank};
+pub use summary::{median, Summary};
+
+use serde::{Deserialize, Serialize};
+
+/// Which way a metric improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    LowerIsBetter,
+    HigherIsBetter,
+}
+
+impl Direction {
+    /// Infers the direction from a metric unit: rates (`*/s`) and `score` improve upwards;
+    /// `s`, `B`, `count`, `loss` and anything unknown improve downwards, since most measured
+    /// quantities are costs.
+    pub fn from_unit(unit: &str) -> Self {
+        if unit.ends_with("/s") || unit == "score" {
+            Direction::HigherIsBetter
+        } else {
+            Direction::LowerIsBetter
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::LowerIsBetter => "lower is better",
+            Direction::HigherIsBetter => "higher is better",
+        }
+    }
+}
+
+/// Knobs of a comparison; the defaults are the documented production values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CompareSettings {
+    /// Significance level of the rank test.
+    pub alpha: f64,
+    /// Half-width of the noise band around a ratio of 1 (0.02 = ±2%).
+    pub band: f64,
+    /// Bootstrap resamples; at least 10,000 for reported results.
+    pub resamples: usize,
+    /// Seed of the bootstrap RNG, so reports are reproducible.
+    pub seed: u64,
+}
+
+impl Default for CompareSettings {
+    fn default() -> Self {
+        Self {
+            alpha: 0.01,
+            band: 0.02,
+            resamples: 10_000,
+            seed: 0x6d65_6173_7572_6564,
+        }
+    }
+}
+
+/// Outcome of a comparison, oriented by the metric's direction: `Faster` means better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    NoChange,
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoChange => "no change",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Rank tests and multiple-comparison control (stats internals: p-values behind verdicts).
+
+use super::dist::normal_sf;
+
+/// Average ranks (1-based) of `values` and the sizes of the tie groups.
+fn ranks_with_ties(values: &[f64]) -> (Vec<f64>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut ties = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i + 1;
+        while j < order.len() && values[order[j]] == values[order[i]] {
+            j += 1;
+        }
+        // Positions i..j (0-based) share the average of ranks i+1..=j.
+        let avg = (i + 1 + j) as f64 / 2.0;
+        for &idx in &order[i..j] {
+            ranks[idx] = avg;
+        }
+        if j - i > 1 {
+            ties.push(j - i);
+        }
+        i = j;
+    }
+    (ranks, ties)
+}
+
+/// Number of arrangements giving each value of U for samples of sizes `m` and `n`: the
+/// coefficients of the Gaussian binomial `prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i)`. Every
+/// partial product is itself a Gaussian binomial, so all intermediate counts stay non-negative.
+fn mann_whitney_counts(m: usize, n: usize) -> Vec<f64> {
+    let len = m * n + 1;
+    let mut c = vec![0.0; len];
+    c[0] = 1.0;
+    for i in 1..=m {
+        let shift = n + i;
+        for k in (shift..len).rev() {
+            c[k] -= c[k - shift];
+        }
+        for k in i..len {
+            c[k] += c[k - i];
+        }
+    }
+    c
+}
+
+/// Two-sided Mann-Whitney U test of `x` against `y`. Returns `(U1, p)` where `U1` is the
+/// statistic of `x`. Follows `scipy.stats.mannwhitneyu(x, y)` with its defaults
+/// (`method="auto"`, `use_continuity=True`): exact when there are no ties and at least one side
+/// has at most 8 values, normal approximation otherwise. Empty input gives p = 1.
+pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> (f64, f64) {
+    let (n1, n2) = (x.len(), y.len());
+    if n1 == 0 || n2 == 0 {
+        return (0.0, 1.0);
+    }
+    let all: Vec<f64> = x.iter().chain(y).copied().collect();
+    let (ranks, ties) = ranks_with_ties(&all);
+    let r1: f64 = ranks[..n1].iter().sum();
+    let u1 = r1 - (n1 * (n1 + 1)) as f64 / 2.0;
+    let n1n2 = (n1 * n2) as f64;
+    let u = u1.max(n1n2 - u1);
+    let exact = ties.is_empty() && (n1 <= 8 || n2 <= 8);
+    let p = if exact {
+        let counts = mann_whitney_counts(n1.min(n2), n1.max(n2));
+        let total: f64 = counts.iter().sum();
+        // U is an integer without ties; P(U >= u) by symmetry equals P(U <= n1 n2 - u).
+        let k = (n1n2 - u).round() as usize;
+        2.0 * counts[..=k].iter().sum::<f64>() / total
+    } else {
+        let n = (n1 + n2) as f64;
+        let tie_term: f64 = ties.iter().map(|&t| (t * t * t - t) as f64).sum();
+        let var = n1n2 / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
+        if var <= 0.0 {
+            // Every value tied: no evidence of any difference.
+            1.0
+        } else {
+            let z = (u - n1n2 / 2.0 - 0.5) / var.sqrt();
+            2.0 * normal_sf(z)
+        }
+    };
+    (u1, p.clamp(0.0, 1.0))
+}
+
+/// Number of subsets of {1..n} with each possible rank sum: the null distribution of W+.
+fn signed_rank_counts(n: usize) -> Vec<f64> {
+    let max = n * (n + 1) / 2;
+    let mut c = vec![0.0; max + 1];
+    c[0] = 1.0;
+    for r in 1..=n {
+        for k in (r..=max).rev() {
+            c[k] += c[k - r];
+        }
+    }
+    c
+}
+
+/// Two-sided Wilcoxon signed-rank test of the differences `d` against 0. Returns
+/// `(W, p)` with `W = min(W+, W-)`. Zero differences are dropped (`zero_method="wilcox"`);
+/// exact when n <= 50 with no ties or zeros, else the normal approximation with tie correction
+/// and no continuity correction (as `scipy.stats.wilcoxon`'s `correction=False` default; recent
+/// scipy also uses an exact method when ties or zeros are present, so p-values differ there).
+/// No non-zero difference at all gives p = 1.
+pub fn wilcoxon_signed_rank(d: &[f64]) -> (f64, f64) {
+    let had_zeros = d.contains(&0.0);
+    let nonzero: Vec<f64> = d.iter().copied().filter(|v| *v != 0.0).collect();
+    let n = nonzero.len();
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let abs: Vec<f64> = nonzero.iter().map(|v| v.abs()).collect();
+    let (ranks, ties) = ranks_with_ties(&abs);
+    let w_plus: f64 = nonzero
+        .iter()
+        .zip(&ranks)
+        .filter(|(v, _)| **v > 0.0)
+        .map(|(_, r)| r)
+        .sum();
+    let total = (n * (n + 1)) as f64 / 2.0;
+    let w = w_plus.min(total - w_plus);
+    let p = if n <= 50 && ties.is_empty() && !had_zeros {
+        let counts = signed_rank_counts(n);
+        let all: f64 = counts.iter().sum();
+        2.0 * counts[..=(w.round() as usize)].iter().sum::<f64>() / all
+    } else {
+        let nf = n as f64;
+        let tie_term: f64 = ties.iter().map(|&t| (t * t * t - t) as f64).sum();
+        let var = nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0 - tie_term / 48.0;
+        if var <= 0.0 {
+            1.0
+        } else {
+            let z = (w - total / 2.0) / var.sqrt();
+            2.0 * normal_sf(-z)
+        }
+    };
+    (w, p.clamp(0.0, 1.0))
+}
+
+/// The smallest two-sided p-value an exact rank test can produce with `n` repetitions per side
+/// (Mann-Whitney, equal sizes) or `n` blocks (signed-rank). Below it, no data can be significant.
+pub(crate) fn min_attainable_p(n: usize, paired: bool) -> f64 {
+    if paired {
+        2.0 / 2f64.powi(n as i32)
+    } else {
+        // 2 / C(2n, n)
+        let mut c = 1.0;
+        for i in 0..n {
+            c = c * (2 * n - i) as f64 / (i + 1) as f64;
+        }
+        2.0 / c
+    }
+}
+
+/// Benjamini-Hochberg adjusted p-values, in input order. Non-finite inputs are treated as 1 so
+/// that a degenerate comparison never makes the others look more significant.
+pub fn benjamini_hochberg(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let clean: Vec<f64> = p_values
+        .iter()
+        .map(|p| if p.is_finite() { p.clamp(0.0, 1.0) } else { 1.0 })
+        .collect();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| clean[a].total_cmp(&clean[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running = 1.0f64;
+    for (rank0, &idx) in order.iter().enumerate().rev() {
+        let scaled = clean[idx] * m as f64 / (rank0 + 1) as f64;
+        running = running.min(scaled);
+        // max with the raw value only undoes float rounding of p * m / m.
+        adjusted[idx] = running.min(1.0).max(clean[idx]);
+    }
+    adjusted
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn ranks_average_ties() {
+        let (r, t) = ranks_with_ties(&[10.0, 20.0, 10.0, 30.0]);
+        assert_eq!(r, vec![1.5, 3.0, 1.5, 4.0]);
+        assert_eq!(t, vec![2]);
+    }
+
+    #[test]
+    fn exact_counts_sum_to_binomial() {
+        let c = mann_whitney_counts(3, 4);
+        assert_eq!(c.iter().sum::<f64>(), 35.0);
+        assert_eq!(c, vec![1., 1., 2., 3., 4., 4., 5., 4., 4., 3., 2., 1., 1.]);
+        assert_eq!(signed_rank_counts(4).iter().sum::<f64>(), 16.0);
+    }
+
+    #[test]
+    fn bh_known_example() {
+        let adj = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.005]);
+        let expected = [0.02, 0.04, 0.04, 0.02];
+        for (a, e) in adj.iter().zip(expected) {
+            assert!((a - e).abs() < 1e-12, "{adj:?}");
+        }
+        assert_eq!(benjamini_hochberg(&[f64::NAN, 0.5]), vec![1.0, 1.0]);
+        assert!(benjamini_hochberg(&[]).is_empty());
+    }
+
+    #[test]
+    fn min_p_values() {
+        assert!((min_attainable_p(7, true) - 2.0 / 128.0).abs() < 1e-15);
+        assert!((min_attainable_p(3, false) - 0.1).abs() < 1e-15);
+    }
+}

@@ -1,0 +1,108 @@
+//! Shared test helpers: the binary, throwaway databases, and polling.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_measured"));
+    c.env_remove("DATABASE_URL")
+        .env_remove("STOCK_DATABASE_URL")
+        .env("NO_COLOR", "1");
+    c
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("the measured binary runs")
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A fresh, empty Postgres database on the test server started by `scripts/test.sh`.
+/// Fails (never skips) when no server was provided.
+pub fn pg_url() -> String {
+    let admin = std::env::var("MEASURED_TEST_DATABASE_URL").expect(
+        "MEASURED_TEST_DATABASE_URL is not set: run the suite with `bash scripts/test.sh`, which starts PostgreSQL",
+    );
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "t_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst),
+        rand_suffix()
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use sqlx::Connection;
+        let mut c = sqlx::PgConnection::connect(&admin)
+            .await
+            .expect("connect to the test PostgreSQL");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut c)
+            .await
+            .expect("create test database");
+    });
+    let (base, _) = admin.rsplit_once('/').expect("URL has a database");
+    format!("{base}/{name}")
+}
+
+fn rand_suffix() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        % 100_000
+}
+
+/// Runs a query returning one integer on either backend.
+pub fn scalar(url: &str, sql: &str) -> i64 {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let db = measured::store::Db::connect(url).await.expect("connect");
+        let v: i64 = match &db {
+            measured::store::Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_one(p).await.expect(sql),
+            measured::store::Db::Postgres(p) => sqlx::query_scalar(sql).fetch_one(p).await.expect(sql),
+        };
+        db.close().await;
+        v
+    })
+}
+
+/// Runs a query returning text rows on either backend.
+pub fn strings(url: &str, sql: &str) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let db = measured::store::Db::connect(url).await.expect("connect");
+        let v: Vec<String> = match &db {
+            measured::store::Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await.expect(sql),
+            measured::store::Db::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await.expect(sql),
+        };
+        db.close().await;
+        v
+    })
+}
+
+pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}

@@ -1,0 +1,6 @@
+//! Integration tests: the `measured` binary and library against fixtures and real databases.
+
+mod common;
+mod manifests;
+mod plan;
+mod runs;

@@ -1,0 +1,43 @@
+//! `measured plan`: configs x repetitions, interleaved and reproducible.
+
+use crate::common::{bin, fixture, run, text};
+
+fn trial_lines(out: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.contains(" block "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn plan_shows_36_interleaved_trials_reproducibly() {
+    let path = fixture("valid/ab_sweep.toml");
+    let a = run(bin().arg("plan").arg(&path));
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    let out = String::from_utf8_lossy(&a.stdout).to_string();
+    assert!(
+        out.contains("trials: 36 (6 warm-up, not counted; 30 measured)"),
+        "{out}"
+    );
+    let lines = trial_lines(&out);
+    assert_eq!(lines.len(), 36);
+    // Interleaved: each block of 6 holds every config once, so baseline and fast alternate.
+    for block in lines.chunks(6) {
+        let mut names: Vec<&str> = block.iter().map(|l| l.split_whitespace().last().unwrap()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 6, "{block:?}");
+    }
+    let b = run(bin().arg("plan").arg(&path));
+    assert_eq!(
+        trial_lines(&String::from_utf8_lossy(&b.stdout)),
+        lines,
+        "same seed, same order"
+    );
+    let c = run(bin().arg("plan").arg(&path).args(["--seed", "7"]));
+    assert_ne!(
+        trial_lines(&String::from_utf8_lossy(&c.stdout)),
+        lines,
+        "another seed, another order"
+    );
+}
