@@ -18,3 +18,4 @@ pub mod rundata;
 pub mod stage;
 pub mod stats;
 pub mod store;
+pub mod transfer;

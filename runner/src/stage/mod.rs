@@ -6,6 +6,7 @@
 
 mod command;
 mod params;
+mod transfer;
 
 pub use command::CommandParams;
 pub(crate) use params::{field_names, params_from_table};
@@ -130,10 +131,19 @@ pub fn find_kind(kind: &str) -> Option<&'static KindSpec> {
     REGISTRY.iter().find(|k| k.kind == kind)
 }
 
-static REGISTRY: [KindSpec; 1] = [KindSpec {
-    kind: "command",
-    input: None,
-    output: ArtifactKind::None,
-    fields: field_names::<CommandParams>,
-    build: command::build,
-}];
+static REGISTRY: [KindSpec; 2] = [
+    KindSpec {
+        kind: "command",
+        input: None,
+        output: ArtifactKind::None,
+        fields: field_names::<CommandParams>,
+        build: command::build,
+    },
+    KindSpec {
+        kind: "transfer",
+        input: None,
+        output: ArtifactKind::None,
+        fields: field_names::<crate::transfer::TransferParams>,
+        build: transfer::build,
+    },
+];

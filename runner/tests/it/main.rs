@@ -4,3 +4,4 @@ mod common;
 mod manifests;
 mod plan;
 mod runs;
+mod transfer;

@@ -1,0 +1,256 @@
+//! `transfer` stage parameters (manifest stage table -> `TransferParams` -> checked `Plan`).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, IntoDeserializer};
+use serde::{Deserialize, Deserializer};
+
+use super::size::{format_bytes, SizeSpec, SIZE_HINT};
+use super::{CopyDirection, Mode, Plan};
+use crate::params::ParamError;
+
+/// Parameters of a `transfer` stage; see the module docs for what each one measures.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferParams {
+    /// Copy sizes: byte counts, sizes with units or tensor shapes.
+    #[serde(default = "default_sizes")]
+    pub sizes: Vec<SizeSpec>,
+    #[serde(default = "default_direction")]
+    pub direction: ModeList<Direction>,
+    #[serde(default = "default_host_memory")]
+    pub host_memory: ModeList<HostMemory>,
+    #[serde(default = "default_allocation")]
+    pub allocation: ModeList<Allocation>,
+    /// Recorded samples per (size, mode).
+    #[serde(default = "default_iterations")]
+    pub iterations: u32,
+    /// Unrecorded samples per (size, mode) before those.
+    #[serde(default = "default_warmup")]
+    pub warmup: u32,
+    #[serde(default)]
+    pub device: TransferDevice,
+}
+
+impl Default for TransferParams {
+    fn default() -> Self {
+        Self {
+            sizes: default_sizes(),
+            direction: default_direction(),
+            host_memory: default_host_memory(),
+            allocation: default_allocation(),
+            iterations: default_iterations(),
+            warmup: default_warmup(),
+            device: TransferDevice::default(),
+        }
+    }
+}
+
+/// 4 KiB to 256 MiB in powers of 4: small copies are latency-bound, large ones show the link.
+fn default_sizes() -> Vec<SizeSpec> {
+    (0..9).map(|i| SizeSpec::Bytes(4096u64 << (2 * i))).collect()
+}
+fn default_direction() -> ModeList<Direction> {
+    ModeList(vec![Direction::H2d])
+}
+fn default_host_memory() -> ModeList<HostMemory> {
+    ModeList(vec![HostMemory::Pageable, HostMemory::Pinned])
+}
+fn default_allocation() -> ModeList<Allocation> {
+    ModeList(vec![Allocation::PerCopy, Allocation::Reuse])
+}
+fn default_iterations() -> u32 {
+    20
+}
+fn default_warmup() -> u32 {
+    3
+}
+
+/// `direction` as written: `both` means h2d then d2h.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    H2d,
+    D2h,
+    Both,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::H2d => "h2d",
+            Direction::D2h => "d2h",
+            Direction::Both => "both",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostMemory {
+    Pageable,
+    Pinned,
+}
+
+impl HostMemory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostMemory::Pageable => "pageable",
+            HostMemory::Pinned => "pinned",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocation {
+    PerCopy,
+    Reuse,
+}
+
+impl Allocation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Allocation::PerCopy => "per_copy",
+            Allocation::Reuse => "reuse",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferDevice {
+    #[default]
+    Cpu,
+    Cuda,
+}
+
+/// A parameter given as one value (`"pinned"`) or a list (`["pageable", "pinned"]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeList<T>(pub Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ModeList<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // A visitor rather than `#[serde(untagged)]`, so a bad value keeps the enum's
+        // "unknown variant `x`, expected one of ..." message.
+        struct Visitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for Visitor<T> {
+            type Value = ModeList<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of strings")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(|one| ModeList(vec![one]))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Vec::<T>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(ModeList)
+            }
+        }
+        deserializer.deserialize_any(Visitor(PhantomData))
+    }
+}
+
+impl TransferParams {
+    /// Checks every parameter; `run_transfer` runs only what passes.
+    pub fn check(&self) -> Result<(), ParamError> {
+        self.plan().map(|_| ())
+    }
+
+    /// The checked sizes (bytes) and modes, in manifest order.
+    pub(crate) fn plan(&self) -> Result<Plan, ParamError> {
+        if self.sizes.is_empty() {
+            return Err(ParamError::new("sizes", "needs at least one size").with_hint(SIZE_HINT));
+        }
+        let mut sizes = Vec::with_capacity(self.sizes.len());
+        for spec in &self.sizes {
+            let bytes = spec.bytes().map_err(|message| {
+                ParamError::new("sizes", format!("bad size `{spec}`: {message}")).with_hint(SIZE_HINT)
+            })?;
+            if sizes.contains(&bytes) {
+                return Err(ParamError::new(
+                    "sizes",
+                    format!(
+                        "`{spec}` is {} again; each size is one point of the series",
+                        format_bytes(bytes)
+                    ),
+                )
+                .with_hint("list each size once"));
+            }
+            sizes.push(bytes);
+        }
+        check_list("direction", &self.direction, Direction::as_str)?;
+        check_list("host_memory", &self.host_memory, HostMemory::as_str)?;
+        check_list("allocation", &self.allocation, Allocation::as_str)?;
+        let mut modes = Vec::new();
+        let mut seen = HashSet::new();
+        for direction in &self.direction.0 {
+            let directions: &[CopyDirection] = match direction {
+                Direction::H2d => &[CopyDirection::H2d],
+                Direction::D2h => &[CopyDirection::D2h],
+                Direction::Both => &[CopyDirection::H2d, CopyDirection::D2h],
+            };
+            for &direction in directions {
+                for &host_memory in &self.host_memory.0 {
+                    for &allocation in &self.allocation.0 {
+                        let mode = Mode {
+                            direction,
+                            host_memory,
+                            allocation,
+                        };
+                        if !seen.insert(mode) {
+                            // Each list has no repeats, so this is `both` beside `h2d`/`d2h`.
+                            return Err(ParamError::new(
+                                "direction",
+                                format!("`{}` is measured twice", direction.as_str()),
+                            )
+                            .with_hint("`both` already includes `h2d` and `d2h`"));
+                        }
+                        modes.push(mode);
+                    }
+                }
+            }
+        }
+        if self.iterations == 0 {
+            return Err(ParamError::new("iterations", "must be at least 1, got 0")
+                .with_hint("the median of 5 or more samples is a steadier value"));
+        }
+        if self.device == TransferDevice::Cuda && !cfg!(feature = "cuda") {
+            return Err(no_cuda_error());
+        }
+        Ok(Plan {
+            sizes,
+            modes,
+            iterations: self.iterations,
+            warmup: self.warmup,
+        })
+    }
+}
+
+fn check_list<T: Copy + PartialEq>(
+    field: &str,
+    list: &ModeList<T>,
+    name: fn(T) -> &'static str,
+) -> Result<(), ParamError> {
+    if list.0.is_empty() {
+        return Err(ParamError::new(field, "needs at least one value")
+            .with_hint("give one value or a list; leave the key out for the default"));
+    }
+    for (i, value) in list.0.iter().enumerate() {
+        if list.0[..i].contains(value) {
+            return Err(
+                ParamError::new(field, format!("lists `{}` twice", name(*value))).with_hint("list each value once")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The error for `device = "cuda"` in a build without CUDA support.
+pub(crate) fn no_cuda_error() -> ParamError {
+    ParamError::new("device", "this build of measured has no CUDA support").with_hint(
+        "build with `scripts/build-cuda.sh` (works without a GPU), or `cargo build --release \
+         --features cuda` where the CUDA toolkit is installed; or use `device = \"cpu\"`",
+    )
+}

@@ -1,0 +1,389 @@
+//! The `transfer` stage on `device = "cuda"` (checked plan -> driver-API copies -> recorder).
+//!
+//! Uses cudarc's driver API directly (the crate dfdx's CUDA device is built on): dfdx does
+//! not expose page-locked host memory or streams, and a copy benchmark must control exactly
+//! which allocation and which copy call happen inside the timed region.
+//!
+//! - `pageable`: a `Vec<u8>` with the synchronous `cuMemcpyHtoD`/`cuMemcpyDtoH`, as copying a
+//!   tensor from an ordinary Rust buffer does; the driver stages it through its own pinned
+//!   buffer.
+//! - `pinned`: `cuMemHostAlloc` memory with `cuMemcpy*Async` on a non-blocking stream.
+//! - `per_copy`: every copy allocates its destination (`cuMemAlloc` on the device for h2d, a
+//!   new `Vec` or `cuMemHostAlloc` buffer on the host for d2h), copies, waits, and frees it.
+//!   `cuMemAlloc` is uncached, so this is the cost an allocator without a pool pays.
+//!
+//! Every sample synchronizes the context before starting the clock and after the last copy,
+//! so no asynchronous work is left untimed. The references (`peak_gbps`, `d2d_gbps`) are
+//! stream-ordered copies between CUDA events.
+
+use std::ptr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaDevice, DriverError};
+
+use super::size::format_bytes;
+use super::timing::{median, Sampler};
+use super::{gbps, len_of, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, TransferError};
+use crate::metrics::Recorder;
+
+/// Fill byte for source buffers, so no copy reads never-written memory.
+const FILL: u8 = 0xA5;
+/// The device-to-device reference copies at least this much, so it reaches full bandwidth.
+const D2D_MIN_BYTES: u64 = 64 << 20;
+
+pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Result<(), TransferError> {
+    // Declared first so it is dropped last: every buffer below is freed while the context
+    // is still alive.
+    let gpu = Gpu::open()?;
+    let stream = Stream::new()?;
+    let sampler = Sampler {
+        iterations: plan.iterations,
+        warmup: plan.warmup,
+    };
+
+    let largest = plan.sizes.iter().copied().max().unwrap_or(D2D_MIN_BYTES);
+    let d2d = d2d_gbps(largest.max(D2D_MIN_BYTES), &stream, sampler, cancel)?;
+    rec.record("d2d_gbps", d2d, "GB/s");
+
+    for &size in &plan.sizes {
+        let len = len_of(size)?;
+        let peak = gbps(size, median(&peak_samples(len, &stream, sampler, cancel)?));
+        rec.record_step("peak_gbps", step_of(size), peak, "GB/s");
+        for mode in &plan.modes {
+            let seconds = copy_samples(len, *mode, &stream, sampler, cancel)?;
+            record_mode(rec, mode, size, median(&seconds), peak);
+        }
+    }
+    drop(stream);
+    drop(gpu);
+    Ok(())
+}
+
+/// The reference for a size: pinned host buffer into a reused device buffer, events around
+/// a batch of stream-ordered copies.
+fn peak_samples(len: usize, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -> Result<Vec<f64>, TransferError> {
+    let src = PinnedBuf::filled(len)?;
+    let dst = DeviceBuf::new(len)?;
+    let (start, end) = (Event::new()?, Event::new()?);
+    sampler.timed(cancel, |k| {
+        start.record(stream)?;
+        for _ in 0..k {
+            // SAFETY: both buffers hold `len` bytes and outlive the event wait below.
+            cuda("cuMemcpyHtoDAsync", unsafe { htod_async(dst.ptr, &src, stream.0) })?;
+        }
+        end.record(stream)?;
+        Event::seconds_between(&start, &end)
+    })
+}
+
+/// Device-to-device copy rate (bytes copied per second), capped to a quarter of free memory.
+fn d2d_gbps(want: u64, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -> Result<f64, TransferError> {
+    let (free, _total) = cuda("cuMemGetInfo", result::mem_get_info())?;
+    let len = len_of(want)?.min(free / 4).max(1);
+    let src = DeviceBuf::filled(len)?;
+    let dst = DeviceBuf::new(len)?;
+    let (start, end) = (Event::new()?, Event::new()?);
+    let samples = sampler.timed(cancel, |k| {
+        start.record(stream)?;
+        for _ in 0..k {
+            // SAFETY: both device buffers hold `len` bytes and outlive the event wait.
+            cuda("cuMemcpyDtoDAsync", unsafe {
+                result::memcpy_dtod_async(dst.ptr, src.ptr, len, stream.0)
+            })?;
+        }
+        end.record(stream)?;
+        Event::seconds_between(&start, &end)
+    })?;
+    Ok(gbps(len as u64, median(&samples)))
+}
+
+fn copy_samples(
+    len: usize,
+    mode: Mode,
+    stream: &Stream,
+    sampler: Sampler,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>, TransferError> {
+    let s = stream.0;
+    let timed = |batch: &mut dyn FnMut() -> Result<(), TransferError>| {
+        sampler.wall(cancel, |k| {
+            for _ in 0..k {
+                batch()?;
+            }
+            ctx_sync()
+        })
+    };
+    ctx_sync()?;
+    match (mode.direction, mode.host_memory, mode.allocation) {
+        (CopyDirection::H2d, HostMemory::Pageable, alloc) => {
+            let src = vec![FILL; len];
+            let reused = DeviceBuf::new(len)?;
+            timed(&mut || {
+                let fresh = fresh_device(alloc, len)?;
+                let dst = fresh.as_ref().unwrap_or(&reused);
+                // SAFETY: `dst` holds `len` bytes; the call returns once `src` has been read.
+                cuda("cuMemcpyHtoD", unsafe { result::memcpy_htod_sync(dst.ptr, &src) })?;
+                if fresh.is_some() {
+                    // Small pageable copies may still be in flight; wait before freeing.
+                    ctx_sync()?;
+                }
+                Ok(())
+            })
+        }
+        (CopyDirection::H2d, HostMemory::Pinned, alloc) => {
+            let src = PinnedBuf::filled(len)?;
+            let reused = DeviceBuf::new(len)?;
+            timed(&mut || {
+                let fresh = fresh_device(alloc, len)?;
+                let dst = fresh.as_ref().unwrap_or(&reused);
+                // SAFETY: both buffers hold `len` bytes; a fresh `dst` is freed only after
+                // the stream has finished with it.
+                cuda("cuMemcpyHtoDAsync", unsafe { htod_async(dst.ptr, &src, s) })?;
+                if fresh.is_some() {
+                    stream.sync()?;
+                }
+                Ok(())
+            })
+        }
+        (CopyDirection::D2h, HostMemory::Pageable, Allocation::Reuse) => {
+            let src = DeviceBuf::filled(len)?;
+            let mut dst = vec![0u8; len];
+            timed(&mut || {
+                // SAFETY: `src` holds `len` bytes; the call returns once `dst` is written.
+                cuda("cuMemcpyDtoH", unsafe { result::memcpy_dtoh_sync(&mut dst, src.ptr) })
+            })
+        }
+        (CopyDirection::D2h, HostMemory::Pageable, Allocation::PerCopy) => {
+            let src = DeviceBuf::filled(len)?;
+            timed(&mut || {
+                let mut dst: Vec<u8> = Vec::with_capacity(len);
+                // SAFETY: the spare capacity holds `len` writable bytes and `src` holds `len`
+                // bytes; the synchronous copy initializes all of them before `set_len`.
+                unsafe {
+                    cuda(
+                        "cuMemcpyDtoH",
+                        sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src.ptr, len).result(),
+                    )?;
+                    dst.set_len(len);
+                }
+                drop(std::hint::black_box(dst));
+                Ok(())
+            })
+        }
+        (CopyDirection::D2h, HostMemory::Pinned, Allocation::Reuse) => {
+            let src = DeviceBuf::filled(len)?;
+            let dst = PinnedBuf::new(len)?;
+            timed(&mut || {
+                // SAFETY: both buffers hold `len` bytes and live until the sample's sync.
+                cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, src.ptr, s) })
+            })
+        }
+        (CopyDirection::D2h, HostMemory::Pinned, Allocation::PerCopy) => {
+            let src = DeviceBuf::filled(len)?;
+            timed(&mut || {
+                let dst = PinnedBuf::new(len)?;
+                // SAFETY: both buffers hold `len` bytes; `dst` is freed after the stream sync.
+                cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, src.ptr, s) })?;
+                stream.sync()
+            })
+        }
+    }
+}
+
+/// A new device buffer for `per_copy`, nothing for `reuse`.
+fn fresh_device(alloc: Allocation, len: usize) -> Result<Option<DeviceBuf>, TransferError> {
+    match alloc {
+        Allocation::PerCopy => DeviceBuf::new(len).map(Some),
+        Allocation::Reuse => Ok(None),
+    }
+}
+
+/// Stream-ordered copy of all of `src` into `dst`.
+///
+/// # Safety
+/// `dst` must hold at least `src.len` bytes, and both must stay alive until `stream` is
+/// synchronized.
+unsafe fn htod_async(dst: sys::CUdeviceptr, src: &PinnedBuf, stream: sys::CUstream) -> Result<(), DriverError> {
+    // SAFETY: forwarded to the caller's contract.
+    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.ptr.cast(), src.len, stream) }.result()
+}
+
+/// Stream-ordered copy of `dst.len` bytes from `src` into `dst`.
+///
+/// # Safety
+/// `src` must hold at least `dst.len` bytes, and both must stay alive until `stream` is
+/// synchronized.
+unsafe fn dtoh_async(dst: &PinnedBuf, src: sys::CUdeviceptr, stream: sys::CUstream) -> Result<(), DriverError> {
+    // SAFETY: forwarded to the caller's contract.
+    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.ptr.cast(), src, dst.len, stream) }.result()
+}
+
+fn cuda<T>(action: &'static str, r: Result<T, DriverError>) -> Result<T, TransferError> {
+    r.map_err(|e| TransferError::Cuda {
+        action,
+        message: describe(&e),
+    })
+}
+
+/// `CUDA_ERROR_X: text`. Not `DriverError`'s own Display: it panics when the driver cannot
+/// describe the code (an unloaded or stand-in driver).
+fn describe(e: &DriverError) -> String {
+    match e.error_string() {
+        Ok(text) => format!("{:?}: {}", e.0, text.to_string_lossy()),
+        Err(_) => format!("{:?}", e.0),
+    }
+}
+
+/// Waits for all work in the current context, on every stream.
+fn ctx_sync() -> Result<(), TransferError> {
+    // SAFETY: no arguments; requires only a current context, which `Gpu::open` binds.
+    cuda("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() }.result())
+}
+
+/// Device 0 with its primary context bound to this thread.
+struct Gpu {
+    _device: Arc<CudaDevice>,
+}
+
+impl Gpu {
+    fn open() -> Result<Self, TransferError> {
+        // cudarc's `CudaDevice::new` panics when the driver has no device; ask first.
+        cuda("cuInit (is the NVIDIA driver loaded?)", result::init())?;
+        let count = cuda("cuDeviceGetCount", result::device::get_count())?;
+        if count < 1 {
+            return Err(TransferError::Cuda {
+                action: "device selection",
+                message: "the driver reports no CUDA device".to_owned(),
+            });
+        }
+        let device = cuda("opening device 0", CudaDevice::new(0))?;
+        cuda("binding the context", device.bind_to_thread())?;
+        Ok(Gpu { _device: device })
+    }
+}
+
+/// A non-blocking stream, destroyed on drop.
+struct Stream(sys::CUstream);
+
+impl Stream {
+    fn new() -> Result<Self, TransferError> {
+        let kind = result::stream::StreamKind::NonBlocking;
+        cuda("cuStreamCreate", result::stream::create(kind)).map(Stream)
+    }
+
+    fn sync(&self) -> Result<(), TransferError> {
+        // SAFETY: the stream was created by `Stream::new` and is destroyed only on drop.
+        cuda("cuStreamSynchronize", unsafe { result::stream::synchronize(self.0) })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: created by `Stream::new`, destroyed once; pending work completes first.
+        unsafe {
+            let _ = result::stream::synchronize(self.0);
+            let _ = result::stream::destroy(self.0);
+        }
+    }
+}
+
+/// A timing event, destroyed on drop.
+struct Event(sys::CUevent);
+
+impl Event {
+    fn new() -> Result<Self, TransferError> {
+        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
+        cuda("cuEventCreate", result::event::create(flags)).map(Event)
+    }
+
+    fn record(&self, stream: &Stream) -> Result<(), TransferError> {
+        // SAFETY: both handles are live for the duration of the call.
+        cuda("cuEventRecord", unsafe { result::event::record(self.0, stream.0) })
+    }
+
+    /// Waits for `end`, then returns the seconds between the two recorded events.
+    fn seconds_between(start: &Event, end: &Event) -> Result<f64, TransferError> {
+        // SAFETY: both events were created by `Event::new` and recorded on the same stream.
+        unsafe {
+            cuda("cuEventSynchronize", sys::cuEventSynchronize(end.0).result())?;
+            let ms = cuda("cuEventElapsedTime", result::event::elapsed(start.0, end.0))?;
+            Ok(f64::from(ms) / 1e3)
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by `Event::new`, destroyed once.
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
+/// `len` bytes of device memory from `cuMemAlloc`, freed on drop.
+struct DeviceBuf {
+    ptr: sys::CUdeviceptr,
+}
+
+impl DeviceBuf {
+    fn new(len: usize) -> Result<Self, TransferError> {
+        // SAFETY: plain allocation; the contents are only ever copied, never interpreted.
+        unsafe { result::malloc_sync(len) }
+            .map(|ptr| DeviceBuf { ptr })
+            .map_err(|e| TransferError::Cuda {
+                action: "cuMemAlloc",
+                message: format!("{} of device memory: {}", format_bytes(len as u64), describe(&e)),
+            })
+    }
+
+    fn filled(len: usize) -> Result<Self, TransferError> {
+        let buf = Self::new(len)?;
+        // SAFETY: `buf` holds `len` bytes.
+        cuda("cuMemsetD8", unsafe { result::memset_d8_sync(buf.ptr, FILL, len) })?;
+        Ok(buf)
+    }
+}
+
+impl Drop for DeviceBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `malloc_sync`, freed once; callers synchronize before dropping
+        // a buffer that a stream may still use.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+/// `len` bytes of page-locked host memory from `cuMemHostAlloc`, freed on drop. Only ever
+/// handed to the driver as a raw pointer, so unwritten contents are never read by Rust.
+struct PinnedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl PinnedBuf {
+    fn new(len: usize) -> Result<Self, TransferError> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer; flags 0 = plain page-locked memory.
+        unsafe { sys::cuMemHostAlloc(&mut raw, len, 0) }
+            .result()
+            .map_err(|e| TransferError::Cuda {
+                action: "cuMemHostAlloc",
+                message: format!("{} of pinned host memory: {}", format_bytes(len as u64), describe(&e)),
+            })?;
+        Ok(PinnedBuf { ptr: raw.cast(), len })
+    }
+
+    fn filled(len: usize) -> Result<Self, TransferError> {
+        let buf = Self::new(len)?;
+        // SAFETY: `ptr` points to `len` writable bytes owned by this buffer.
+        unsafe { ptr::write_bytes(buf.ptr, FILL, buf.len) };
+        Ok(buf)
+    }
+}
+
+impl Drop for PinnedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `cuMemHostAlloc`, freed once, after every copy using it was
+        // synchronized.
+        let _ = unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
+    }
+}

@@ -1,0 +1,162 @@
+//! The `transfer` stage's measurement (manifest params -> copies timed here -> metrics recorder).
+//!
+//! It answers "how fast do bytes move between host and device, and what do pinned host memory
+//! and buffer reuse buy?" for a list of sizes. Each trial measures every (size, mode) pair,
+//! where a mode is one direction x host memory kind x allocation policy:
+//!
+//! | parameter     | values                          | default                     |
+//! |---------------|---------------------------------|-----------------------------|
+//! | `sizes`       | `4096`, `4KiB`, `1GB`, `256x60x105xf32` | 4 KiB, 16 KiB, ... 256 MiB (powers of 4) |
+//! | `direction`   | `h2d`, `d2h`, `both`            | `h2d`                       |
+//! | `host_memory` | `pageable`, `pinned`            | `["pageable", "pinned"]`    |
+//! | `allocation`  | `per_copy`, `reuse`             | `["per_copy", "reuse"]`     |
+//! | `iterations`  | samples per (size, mode), >= 1  | 20                          |
+//! | `warmup`      | unrecorded samples before those | 3                           |
+//! | `device`      | `cpu`, `cuda`                   | `cpu`                       |
+//!
+//! `direction`, `host_memory` and `allocation` take one value or a list; the stage measures
+//! every combination in the same trial, so the modes see the same machine state.
+//!
+//! What the modes mean. `host_memory` is the kind of the host-side buffer: `pageable` is an
+//! ordinary allocation, `pinned` is page-locked (CUDA: `cuMemHostAlloc`; CPU: `mlock`, falling
+//! back to pageable when `RLIMIT_MEMLOCK` refuses, recorded as `pinned_locked = 0`).
+//! `allocation` is about the destination: `per_copy` allocates it, copies and frees it on every
+//! copy (as `to_vec()` or building a fresh tensor does); `reuse` copies into one buffer
+//! allocated before timing. With `device = "cpu"` the "device" side is a second host buffer, so
+//! the same manifest measures host memcpy costs where no GPU exists.
+//!
+//! Timing. A sample is a batch of back-to-back copies lasting at least [`MIN_SAMPLE`]; its time
+//! divided by the batch length is one "seconds per copy". On CUDA the device is synchronized
+//! before the clock starts and before it stops, so no unfinished copy is ever timed. The
+//! recorded value is the median over `iterations` samples.
+//!
+//! Metrics, recorded as series with `step` = size in bytes (`<mode>` is
+//! `<direction>_<host_memory>_<allocation>`, e.g. `h2d_pinned_reuse`):
+//! - `<mode>_seconds` (`s`): median seconds per copy;
+//! - `<mode>_gbps` (`GB/s`): size / seconds, in 10^9 bytes per second;
+//! - `<mode>_pct_peak` (`%`): that bandwidth as a share of `peak_gbps` for the same size;
+//! - `peak_gbps` (`GB/s`): the reference for the size. CPU: `copy_from_slice` between two warm
+//!   buffers. CUDA: a pinned, reused host-to-device copy timed with CUDA events;
+//! - `pinned_locked` (`count`, CPU with `pinned` only): 1 when every pinned buffer was locked.
+//!
+//! And single values: `d2d_gbps` (`GB/s`, CUDA only): a device-to-device copy of at least
+//! 64 MiB, bytes copied per second (memory traffic is twice that), as context for the device.
+
+mod config;
+mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod size;
+mod timing;
+
+use std::sync::atomic::AtomicBool;
+
+use crate::metrics::Recorder;
+use crate::params::ParamError;
+
+pub use config::{Allocation, Direction, HostMemory, ModeList, TransferDevice, TransferParams};
+pub use cpu::{cpu_copy_samples, CopySamples};
+pub use size::{parse_size, SizeSpec};
+pub use timing::{median, MIN_SAMPLE};
+
+/// Why a transfer measurement stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum TransferError {
+    #[error("invalid transfer parameters: {0}")]
+    Params(#[from] ParamError),
+    #[error("cancelled")]
+    Cancelled,
+    #[error("could not allocate {size} of host memory")]
+    HostAlloc { size: String },
+    #[error("size {size} does not fit in this machine's address space")]
+    TooLarge { size: String },
+    #[error("CUDA {action} failed: {message}")]
+    Cuda { action: &'static str, message: String },
+}
+
+/// One concrete copy direction (`both` in the manifest expands to the two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CopyDirection {
+    H2d,
+    D2h,
+}
+
+impl CopyDirection {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyDirection::H2d => "h2d",
+            CopyDirection::D2h => "d2h",
+        }
+    }
+}
+
+/// One measured combination; its [`Mode::name`] prefixes the metric names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Mode {
+    pub direction: CopyDirection,
+    pub host_memory: HostMemory,
+    pub allocation: Allocation,
+}
+
+impl Mode {
+    /// `h2d_pinned_reuse`, `d2h_pageable_per_copy`, ...
+    pub fn name(&self) -> String {
+        format!(
+            "{}_{}_{}",
+            self.direction.as_str(),
+            self.host_memory.as_str(),
+            self.allocation.as_str()
+        )
+    }
+}
+
+/// The checked parameters: sizes in bytes and the expanded mode list, in manifest order.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub sizes: Vec<u64>,
+    pub modes: Vec<Mode>,
+    pub iterations: u32,
+    pub warmup: u32,
+}
+
+/// Measures every (size, mode) of `params` on its device and records the metrics in `rec`.
+pub fn run_transfer(params: &TransferParams, rec: &mut Recorder, cancel: &AtomicBool) -> Result<(), TransferError> {
+    let plan = params.plan()?;
+    match params.device {
+        TransferDevice::Cpu => cpu::run(&plan, rec, cancel),
+        #[cfg(feature = "cuda")]
+        TransferDevice::Cuda => cuda::run(&plan, rec, cancel),
+        #[cfg(not(feature = "cuda"))]
+        TransferDevice::Cuda => Err(config::no_cuda_error().into()),
+    }
+}
+
+/// Decimal gigabytes per second for `bytes` moved in `seconds`.
+pub(crate) fn gbps(bytes: u64, seconds: f64) -> f64 {
+    bytes as f64 / seconds / 1e9
+}
+
+/// Records `<mode>_seconds`, `<mode>_gbps` and `<mode>_pct_peak` for one size.
+pub(crate) fn record_mode(rec: &mut Recorder, mode: &Mode, size: u64, seconds: f64, peak_gbps: f64) {
+    let name = mode.name();
+    let step = step_of(size);
+    let bandwidth = gbps(size, seconds);
+    rec.record_step(format!("{name}_seconds"), step, seconds, "s");
+    rec.record_step(format!("{name}_gbps"), step, bandwidth, "GB/s");
+    rec.record_step(format!("{name}_pct_peak"), step, 100.0 * bandwidth / peak_gbps, "%");
+}
+
+/// Series step for a size; sizes above `i64::MAX` bytes cannot be allocated anyway.
+pub(crate) fn step_of(size: u64) -> i64 {
+    i64::try_from(size).unwrap_or(i64::MAX)
+}
+
+/// A size as a `usize` length, or the error for a size this address space cannot hold.
+pub(crate) fn len_of(size: u64) -> Result<usize, TransferError> {
+    usize::try_from(size).map_err(|_| TransferError::TooLarge {
+        size: size::format_bytes(size),
+    })
+}
+
+#[cfg(test)]
+mod tests;

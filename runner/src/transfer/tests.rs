@@ -1,0 +1,207 @@
+//! Tests of the `transfer` stage on the CPU: parameters as a manifest gives them, the metrics a
+//! run records, and the per-mode samples.
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
+
+use super::*;
+
+fn params(toml_text: &str) -> TransferParams {
+    toml::from_str(toml_text).expect("valid transfer table")
+}
+
+fn param_error(toml_text: &str) -> ParamError {
+    params(toml_text).check().expect_err("check must fail")
+}
+
+#[test]
+fn defaults_cover_both_memory_kinds_and_allocations() {
+    let p = params("");
+    p.check().unwrap();
+    let plan = p.plan().unwrap();
+    assert_eq!(plan.sizes.first(), Some(&4096));
+    assert_eq!(plan.sizes.last(), Some(&(256 << 20)));
+    let names: Vec<String> = plan.modes.iter().map(Mode::name).collect();
+    assert_eq!(
+        names,
+        [
+            "h2d_pageable_per_copy",
+            "h2d_pageable_reuse",
+            "h2d_pinned_per_copy",
+            "h2d_pinned_reuse"
+        ]
+    );
+    assert_eq!((p.iterations, p.warmup, p.device), (20, 3, TransferDevice::Cpu));
+    assert_eq!(TransferParams::default().plan().unwrap().sizes, plan.sizes);
+}
+
+#[test]
+fn modes_take_one_value_or_a_list() {
+    let p = params(
+        r#"
+        sizes = ["4KiB", 65536, "16x16xf32"]
+        direction = "both"
+        host_memory = "pinned"
+        allocation = ["reuse"]
+        "#,
+    );
+    let plan = p.plan().unwrap();
+    assert_eq!(plan.sizes, [4096, 65536, 1024]);
+    let names: Vec<String> = plan.modes.iter().map(Mode::name).collect();
+    assert_eq!(names, ["h2d_pinned_reuse", "d2h_pinned_reuse"]);
+}
+
+#[test]
+fn unknown_keys_and_values_are_rejected_when_parsing() {
+    let err = toml::from_str::<TransferParams>("sizez = [\"4KiB\"]").unwrap_err();
+    assert!(err.to_string().contains("unknown field `sizez`"), "{err}");
+    let err = toml::from_str::<TransferParams>("host_memory = \"locked\"").unwrap_err();
+    assert!(err.to_string().contains("unknown variant `locked`"), "{err}");
+    let err = toml::from_str::<TransferParams>("direction = [\"h2d\", \"sideways\"]").unwrap_err();
+    assert!(err.to_string().contains("expected one of"), "{err}");
+    let err = toml::from_str::<TransferParams>("allocation = 3").unwrap_err();
+    assert!(err.to_string().contains("a string or a list of strings"), "{err}");
+}
+
+#[test]
+fn bad_sizes_name_the_field_and_the_accepted_forms() {
+    for bad in ["12 parsecs", "0B", "x60", "256x0xf32"] {
+        let err = param_error(&format!("sizes = [\"4KiB\", \"{bad}\"]"));
+        assert_eq!(err.field, "sizes", "{bad}");
+        assert!(err.message.contains(bad), "{bad}: {}", err.message);
+        let hint = err.hint.expect("hint");
+        assert!(hint.contains("4KiB") && hint.contains("256x60x105xf32"), "{hint}");
+    }
+    assert_eq!(param_error("sizes = [0]").field, "sizes");
+    assert_eq!(param_error("sizes = []").field, "sizes");
+    let err = param_error("sizes = [\"1KiB\", 1024]");
+    assert!(err.message.contains("again"), "{}", err.message);
+}
+
+#[test]
+fn other_parameter_errors_name_their_field() {
+    let table = [
+        ("iterations = 0", "iterations"),
+        ("host_memory = []", "host_memory"),
+        ("allocation = [\"reuse\", \"reuse\"]", "allocation"),
+        ("direction = [\"both\", \"d2h\"]", "direction"),
+    ];
+    for (text, field) in table {
+        let err = param_error(text);
+        assert_eq!(err.field, field, "{text}: {err}");
+        assert!(err.hint.is_some(), "{text}");
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_without_the_feature_says_how_to_build_it() {
+    let p = params("device = \"cuda\"");
+    let err = p.check().unwrap_err();
+    assert_eq!(err.field, "device");
+    assert!(err.hint.unwrap().contains("scripts/build-cuda.sh"));
+    let run = run_transfer(&p, &mut Recorder::new(), &AtomicBool::new(false));
+    assert!(matches!(run, Err(TransferError::Params(_))));
+}
+
+#[test]
+fn a_run_records_every_metric_for_every_size_and_mode() {
+    let p = params(
+        r#"
+        sizes = ["4KiB", "64KiB"]
+        direction = "both"
+        host_memory = ["pageable", "pinned"]
+        allocation = ["per_copy", "reuse"]
+        iterations = 3
+        warmup = 1
+        "#,
+    );
+    let mut rec = Recorder::new();
+    run_transfer(&p, &mut rec, &AtomicBool::new(false)).unwrap();
+    let metrics = rec.metrics();
+    let plan = p.plan().unwrap();
+    assert_eq!(plan.modes.len(), 8);
+    // Per size: 3 metrics per mode, `peak_gbps` and `pinned_locked`.
+    assert_eq!(metrics.len(), 2 * (8 * 3 + 2));
+    let keys: HashSet<(String, i64)> = metrics.iter().map(|m| (m.name.clone(), m.step.unwrap())).collect();
+    assert_eq!(keys.len(), metrics.len(), "no metric recorded twice");
+    for size in [4096i64, 65536] {
+        for mode in &plan.modes {
+            for (suffix, unit) in [("seconds", "s"), ("gbps", "GB/s"), ("pct_peak", "%")] {
+                let name = format!("{}_{suffix}", mode.name());
+                let m = metrics
+                    .iter()
+                    .find(|m| m.name == name && m.step == Some(size))
+                    .unwrap_or_else(|| panic!("{name} at {size}"));
+                assert_eq!(m.unit, unit);
+                assert!(m.value.is_finite() && m.value > 0.0, "{name} = {}", m.value);
+            }
+        }
+        let peak = metrics
+            .iter()
+            .find(|m| m.name == "peak_gbps" && m.step == Some(size))
+            .unwrap();
+        assert!(peak.value > 0.0 && peak.unit == "GB/s");
+        let locked = metrics
+            .iter()
+            .find(|m| m.name == "pinned_locked" && m.step == Some(size))
+            .unwrap();
+        assert!(locked.value == 0.0 || locked.value == 1.0);
+    }
+    // seconds and GB/s describe the same copies.
+    let secs = metrics
+        .iter()
+        .find(|m| m.name == "h2d_pageable_reuse_seconds" && m.step == Some(65536))
+        .unwrap();
+    let rate = metrics
+        .iter()
+        .find(|m| m.name == "h2d_pageable_reuse_gbps" && m.step == Some(65536))
+        .unwrap();
+    assert!((rate.value - 65536.0 / secs.value / 1e9).abs() < 1e-9 * rate.value.max(1.0));
+}
+
+#[test]
+fn pageable_only_runs_record_no_lock_status() {
+    let p = params("sizes = [\"4KiB\"]\nhost_memory = \"pageable\"\niterations = 1\nwarmup = 0");
+    let mut rec = Recorder::new();
+    run_transfer(&p, &mut rec, &AtomicBool::new(false)).unwrap();
+    assert!(rec.metrics().iter().all(|m| m.name != "pinned_locked"));
+    assert_eq!(rec.metrics().len(), 1 + 2 * 3);
+}
+
+#[test]
+fn a_cancelled_run_stops_with_cancelled() {
+    let p = params("sizes = [\"4KiB\"]");
+    let err = run_transfer(&p, &mut Recorder::new(), &AtomicBool::new(true)).unwrap_err();
+    assert!(matches!(err, TransferError::Cancelled), "{err}");
+}
+
+#[test]
+fn samples_for_reuse_and_per_copy_at_one_mebibyte() {
+    let cancel = AtomicBool::new(false);
+    for allocation in [Allocation::Reuse, Allocation::PerCopy] {
+        let mode = Mode {
+            direction: CopyDirection::H2d,
+            host_memory: HostMemory::Pageable,
+            allocation,
+        };
+        let s = cpu_copy_samples(1 << 20, mode, 5, 1, &cancel).unwrap();
+        assert_eq!(s.seconds.len(), 5);
+        assert!(s.seconds.iter().all(|&t| t > 0.0 && t.is_finite()));
+        assert!(s.page_locked);
+    }
+    let mode = Mode {
+        direction: CopyDirection::D2h,
+        host_memory: HostMemory::Pinned,
+        allocation: Allocation::PerCopy,
+    };
+    assert_eq!(cpu_copy_samples(4096, mode, 2, 0, &cancel).unwrap().seconds.len(), 2);
+    assert!(cpu_copy_samples(0, mode, 2, 0, &cancel).is_err());
+}
+
+#[test]
+fn median_of_odd_and_even_counts() {
+    assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+    assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    assert!(median(&[]).is_nan());
+}
