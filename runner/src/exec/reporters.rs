@@ -88,9 +88,11 @@ impl<'a> StoreReporter<'a> {
 impl Reporter for StoreReporter<'_> {
     fn on_event(&mut self, event: &RunEvent<'_>) -> Result<(), ExecError> {
         match event {
+            RunEvent::RunStarted { .. } => {
+                self.rt.block_on(store::upsert_environment(self.db, self.env))?;
+            }
             RunEvent::TrialFinished { run_id, trial } => {
-                self.rt
-                    .block_on(store::insert_trial(self.db, run_id, self.env, trial))?;
+                self.rt.block_on(store::insert_trial(self.db, run_id, trial))?;
             }
             RunEvent::RunFinished { run_id, status, .. } => {
                 let finished = (*status == "finished").then(chrono::Utc::now);

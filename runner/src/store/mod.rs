@@ -7,7 +7,7 @@ mod results;
 pub use db::{redact_text, redact_url, Backend, Db, DbError, DEFAULT_SQLITE_PATH};
 pub use results::{
     environment, insert_run, insert_trial, list_runs, load_run, load_trials, set_run_status, stored_trial_indices,
-    NewRun, RunRow, StoreError,
+    upsert_environment, NewRun, RunRow, StoreError,
 };
 
 /// Dispatches one body over the pool of either backend; the SQL must be valid for both

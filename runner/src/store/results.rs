@@ -58,7 +58,8 @@ pub struct NewRun<'a> {
     pub started_at: DateTime<Utc>,
 }
 
-async fn upsert_environment(db: &Db, env: &Fingerprint) -> Result<(), StoreError> {
+/// Stores a host fingerprint once (trials refer to it by hash).
+pub async fn upsert_environment(db: &Db, env: &Fingerprint) -> Result<(), StoreError> {
     let details = serde_json::to_string(env).unwrap_or_default();
     on_pool!(db, |pool| {
         sqlx::query(
@@ -127,8 +128,9 @@ pub async fn set_run_status(
 }
 
 /// Stores one finished trial with its stage results and metrics, atomically.
-pub async fn insert_trial(db: &Db, run_id: &str, env: &Fingerprint, t: &TrialRecord) -> Result<(), StoreError> {
-    upsert_environment(db, env).await?;
+/// The trial's environment (`t.environment_hash`) must already be stored: see
+/// [`upsert_environment`], done once per worker rather than once per trial.
+pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), StoreError> {
     let sweep = serde_json::to_string(&t.sweep).unwrap_or_else(|_| "[]".into());
     let metrics: Vec<(&StageRecord, usize, &Metric)> = t
         .stages
