@@ -101,12 +101,23 @@ pub enum Command {
         #[arg(long)]
         fail_on_regression: bool,
     },
+    /// Fill the stock database: synthetic markets or imported OHLCV files.
+    #[command(subcommand)]
+    Data(DataCommand),
     /// Show one run's trials and stage timings.
     #[command(after_help = "Example:\n  measured show latest")]
     Show {
         /// Run id, a unique prefix of one, or `latest`.
         run: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DataCommand {
+    /// Generate a seeded, reproducible synthetic market into the stock database.
+    Synth(crate::market::SynthArgs),
+    /// Import OHLCV CSV files (Yahoo-style, tushare-style, or mapped with --columns).
+    Import(crate::market::ImportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -188,6 +199,8 @@ pub fn main() -> u8 {
             &results_dir,
             fail_on_regression,
         ),
+        Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),
+        Command::Data(DataCommand::Import(a)) => commands::data_import(&g, a.into()),
         Command::Show { run } => commands::show(&g, &run).map(|s| {
             print!("{s}");
             EXIT_OK

@@ -444,6 +444,60 @@ pub fn fmt_secs(s: Option<f64>) -> String {
     }
 }
 
+/// `measured data synth`: a synthetic market into the stock database.
+pub fn data_synth(g: &Globals, opts: crate::market::SynthOptions) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let url = g.stock_url();
+    let db = rt.block_on(Db::connect(&url))?;
+    let bar = if g.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(0)
+    };
+    let result = rt.block_on(crate::market::synth(&db, &opts, &bar));
+    bar.finish_and_clear();
+    rt.block_on(db.close());
+    match result {
+        Ok(report) => {
+            println!("{report} into {}", store::redact_url(&url));
+            Ok(EXIT_OK)
+        }
+        Err(e @ crate::market::MarketError::Options(_))
+        | Err(e @ crate::market::MarketError::WouldOverwrite { .. }) => Err(CommandError::BadInput(e.to_string())),
+        Err(e) => Err(CommandError::Runtime(anyhow::Error::msg(store::redact_text(
+            &e.to_string(),
+            &url,
+        )))),
+    }
+}
+
+/// `measured data import`: OHLCV files into the stock database; all or nothing by default.
+pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let url = g.stock_url();
+    let db = rt.block_on(Db::connect(&url))?;
+    let result = rt.block_on(crate::market::import(&db, &opts));
+    rt.block_on(db.close());
+    match result {
+        Ok(r) => {
+            println!(
+                "imported {} rows of {} symbols from {} files ({} rows read, {} bad rows skipped) into {}",
+                r.rows_written,
+                r.symbols,
+                r.files,
+                r.rows_read,
+                r.skipped,
+                store::redact_url(&url)
+            );
+            for b in &r.bad {
+                println!("  skipped {b}");
+            }
+            Ok(EXIT_OK)
+        }
+        Err(e) => Err(CommandError::BadInput(store::redact_text(&e.to_string(), &url))),
+    }
+}
+
 /// `measured runs`: stored runs, newest first.
 pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String, CommandError> {
     let rt = runtime()?;

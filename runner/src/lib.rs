@@ -9,6 +9,7 @@ pub mod commands;
 pub mod error;
 pub mod exec;
 pub mod manifest;
+pub mod market;
 pub mod measure;
 pub mod metrics;
 pub mod params;

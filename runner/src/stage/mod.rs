@@ -5,6 +5,7 @@
 //! nothing runs before every stage of every config has been built.
 
 mod command;
+mod load;
 mod params;
 mod transfer;
 
@@ -131,13 +132,20 @@ pub fn find_kind(kind: &str) -> Option<&'static KindSpec> {
     REGISTRY.iter().find(|k| k.kind == kind)
 }
 
-static REGISTRY: [KindSpec; 2] = [
+static REGISTRY: [KindSpec; 3] = [
     KindSpec {
         kind: "command",
         input: None,
         output: ArtifactKind::None,
         fields: field_names::<CommandParams>,
         build: command::build,
+    },
+    KindSpec {
+        kind: "load",
+        input: None,
+        output: ArtifactKind::Bars,
+        fields: field_names::<crate::market::LoadParams>,
+        build: load::build_load,
     },
     KindSpec {
         kind: "transfer",

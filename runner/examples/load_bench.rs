@@ -1,0 +1,115 @@
+//! Load benchmark (bench/load_bench.sh -> this -> market::synth / market::load): times the
+//! synthetic market's write and every load strategy, and prints one line per measurement.
+//!
+//! Usage: `cargo run --release --example load_bench -- --pg URL --sqlite FILE [--symbols 500]
+//! [--days 2500] [--runs 5]`
+
+use clap::Parser;
+use measured::market::{self, CodeStyle, FetchStrategy, LoadParams, SynthOptions};
+use measured::metrics::Recorder;
+use measured::store::Db;
+use std::time::Instant;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Postgres URL of a throwaway database (its stock tables are replaced).
+    #[arg(long)]
+    pg: Option<String>,
+    /// SQLite file to fill with the same market.
+    #[arg(long)]
+    sqlite: Option<String>,
+    #[arg(long, default_value_t = 500)]
+    symbols: usize,
+    #[arg(long, default_value_t = 2500)]
+    days: usize,
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Timed runs per strategy, after one untimed warm-up.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+async fn bench(db: &Db, name: &str, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let opts = SynthOptions {
+        symbols: args.symbols,
+        days: args.days,
+        start: chrono::NaiveDate::from_ymd_opt(2015, 1, 1).expect("valid date"),
+        seed: args.seed,
+        style: CodeStyle::China,
+    };
+    let started = Instant::now();
+    let report = market::synth(db, &opts, &indicatif::ProgressBar::hidden()).await?;
+    println!(
+        "synth\t{name}\trows={}\tseconds={:.2}",
+        report.rows,
+        started.elapsed().as_secs_f64()
+    );
+    let mut strategies = vec![FetchStrategy::Stream, FetchStrategy::Batched];
+    if matches!(db, Db::Postgres(_)) {
+        strategies.push(FetchStrategy::Copy);
+    }
+    let mut hashes = Vec::new();
+    for strategy in strategies {
+        for connections in [1, 2] {
+            let params = LoadParams {
+                strategy,
+                connections,
+                ..LoadParams::default()
+            };
+            let mut rates = Vec::new();
+            let mut seconds = Vec::new();
+            for run in 0..=args.runs {
+                let mut rec = Recorder::new();
+                let bars = market::load(db, &params, &mut rec).await?;
+                if run == 0 {
+                    hashes.push(bars.content_hash.clone());
+                    continue;
+                }
+                for m in rec.metrics() {
+                    match m.name.as_str() {
+                        "rows_per_second" => rates.push(m.value),
+                        "seconds" => seconds.push(m.value),
+                        _ => {}
+                    }
+                }
+            }
+            println!(
+                "load\t{name}\t{strategy}\tconnections={connections}\trows_per_second={:.0}\tseconds={:.3}\truns={}",
+                median(rates),
+                median(seconds),
+                args.runs
+            );
+        }
+    }
+    let same = hashes.windows(2).all(|w| w[0] == w[1]);
+    println!("hash\t{name}\t{}\tidentical_across_strategies={same}", hashes[0]);
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        if let Some(url) = &args.pg {
+            let db = Db::connect(url).await?;
+            bench(&db, "postgres", &args).await?;
+            db.close().await;
+        }
+        if let Some(path) = &args.sqlite {
+            let db = Db::connect(path).await?;
+            bench(&db, "sqlite", &args).await?;
+            db.close().await;
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,255 @@
+//! One load worker (load -> fetch -> `SymbolBars`): fetches its share of the symbols with the
+//! chosen strategy, then drops short histories, adjusts and hashes each symbol.
+
+use super::load::{adjust, symbol_digest, LoadError};
+use super::select::{FetchStrategy, LoadParams};
+use super::{is_valid_code, pgbinary::CopyDecoder, write::placeholders, Bar};
+use crate::artifact::SymbolBars;
+use crate::store::Db;
+use chrono::NaiveDate;
+use futures_util::TryStreamExt;
+use sqlx::{ColumnIndex, Decode, Row, Type};
+
+/// What one worker hands back.
+#[derive(Debug, Default)]
+pub(crate) struct Collected {
+    /// Kept symbols with their digests.
+    pub symbols: Vec<(SymbolBars, [u8; 32])>,
+    /// Symbols below `min_history`.
+    pub dropped: usize,
+    /// Bytes received from a COPY stream.
+    pub wire_bytes: u64,
+}
+
+const COLUMNS: &str = "trade_date, open, high, low, close, volume, amount, adj_factor";
+/// Codes per SQLite IN list, far below its bound-variable limit.
+const SQLITE_CODES_PER_QUERY: usize = 500;
+
+/// Date bounds that are always bound: an absent bound becomes one no bar can cross, so the
+/// statement text (and its prepared plan) is the same with or without bounds.
+fn bounds(params: &LoadParams) -> (NaiveDate, NaiveDate) {
+    (
+        params.start.unwrap_or(NaiveDate::from_ymd_opt(1, 1, 1).expect("valid")),
+        params
+            .end
+            .unwrap_or(NaiveDate::from_ymd_opt(9999, 12, 31).expect("valid")),
+    )
+}
+
+/// Groups rows that arrive ordered by (symbol, date) into per-symbol columns.
+#[derive(Default)]
+struct Grouper {
+    done: Vec<SymbolBars>,
+    current: Option<SymbolBars>,
+}
+
+impl Grouper {
+    fn push(&mut self, code: &[u8], bar: Bar) {
+        let same = self.current.as_ref().is_some_and(|c| c.symbol.as_bytes() == code);
+        if !same {
+            let next = SymbolBars::new(String::from_utf8_lossy(code).into_owned());
+            self.done.extend(self.current.replace(next));
+        }
+        push_bar(self.current.as_mut().expect("set above"), bar);
+    }
+
+    fn finish(mut self) -> Vec<SymbolBars> {
+        self.done.extend(self.current.take());
+        self.done
+    }
+}
+
+fn push_bar(s: &mut SymbolBars, b: Bar) {
+    s.dates.push(b.date);
+    s.open.push(b.open);
+    s.high.push(b.high);
+    s.low.push(b.low);
+    s.close.push(b.close);
+    s.volume.push(b.volume);
+    s.amount.push(b.amount);
+    s.adj_factor.push(b.adj_factor);
+}
+
+/// Decodes `trade_date` and the seven value columns starting at column `first`.
+fn bar_from<'r, R>(row: &'r R, first: usize) -> Result<Bar, sqlx::Error>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    NaiveDate: Decode<'r, R::Database> + Type<R::Database>,
+    f64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(Bar {
+        date: row.try_get(first)?,
+        open: row.try_get(first + 1)?,
+        high: row.try_get(first + 2)?,
+        low: row.try_get(first + 3)?,
+        close: row.try_get(first + 4)?,
+        volume: row.try_get(first + 5)?,
+        amount: row.try_get(first + 6)?,
+        adj_factor: row.try_get(first + 7)?,
+    })
+}
+
+/// Fetches `codes`, then applies `min_history`, `adjust` and the per-symbol digest.
+pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams) -> Result<Collected, LoadError> {
+    let (lo, hi) = bounds(params);
+    let mut wire_bytes = 0;
+    let fetched = match (db, params.strategy) {
+        (Db::Postgres(pool), FetchStrategy::Stream) => {
+            let mut conn = pool.acquire().await?;
+            let sql = format!(
+                "SELECT symbol, {COLUMNS} FROM daily_bars WHERE symbol = ANY($1) \
+                 AND trade_date >= $2 AND trade_date <= $3 ORDER BY symbol, trade_date"
+            );
+            let mut rows = sqlx::query(&sql).bind(codes).bind(lo).bind(hi).fetch(&mut *conn);
+            let mut grouper = Grouper::default();
+            while let Some(row) = rows.try_next().await? {
+                let code: &str = row.try_get(0)?;
+                grouper.push(code.as_bytes(), bar_from(&row, 1)?);
+            }
+            grouper.finish()
+        }
+        (Db::Sqlite(pool), FetchStrategy::Stream) => {
+            let mut conn = pool.acquire().await?;
+            let mut grouper = Grouper::default();
+            for chunk in codes.chunks(SQLITE_CODES_PER_QUERY) {
+                let sql = format!(
+                    "SELECT symbol, {COLUMNS} FROM daily_bars WHERE symbol IN ({}) \
+                     AND trade_date >= ? AND trade_date <= ? ORDER BY symbol, trade_date",
+                    placeholders(chunk.len())
+                );
+                let mut q = sqlx::query(&sql);
+                for c in chunk {
+                    q = q.bind(c);
+                }
+                let mut rows = q.bind(lo).bind(hi).fetch(&mut *conn);
+                while let Some(row) = rows.try_next().await? {
+                    let code: &str = row.try_get(0)?;
+                    grouper.push(code.as_bytes(), bar_from(&row, 1)?);
+                }
+            }
+            grouper.finish()
+        }
+        (Db::Postgres(pool), FetchStrategy::Batched) => {
+            let mut conn = pool.acquire().await?;
+            let sql = format!(
+                "SELECT {COLUMNS} FROM daily_bars WHERE symbol = $1 AND trade_date >= $2 \
+                 AND trade_date <= $3 ORDER BY trade_date LIMIT $4"
+            );
+            let mut out = Vec::with_capacity(codes.len());
+            for code in codes {
+                let mut s = SymbolBars::new(code.clone());
+                let mut from = lo;
+                loop {
+                    let rows = sqlx::query(&sql)
+                        .bind(code)
+                        .bind(from)
+                        .bind(hi)
+                        .bind(params.fetch_size as i64)
+                        .fetch_all(&mut *conn)
+                        .await?;
+                    for row in &rows {
+                        push_bar(&mut s, bar_from(row, 0)?);
+                    }
+                    match s.dates.last().and_then(|d| d.succ_opt()) {
+                        Some(next) if rows.len() == params.fetch_size => from = next,
+                        _ => break,
+                    }
+                }
+                out.push(s);
+            }
+            out
+        }
+        (Db::Sqlite(pool), FetchStrategy::Batched) => {
+            let mut conn = pool.acquire().await?;
+            let sql = format!(
+                "SELECT {COLUMNS} FROM daily_bars WHERE symbol = ? AND trade_date >= ? \
+                 AND trade_date <= ? ORDER BY trade_date LIMIT ?"
+            );
+            let mut out = Vec::with_capacity(codes.len());
+            for code in codes {
+                let mut s = SymbolBars::new(code.clone());
+                let mut from = lo;
+                loop {
+                    let rows = sqlx::query(&sql)
+                        .bind(code)
+                        .bind(from)
+                        .bind(hi)
+                        .bind(params.fetch_size as i64)
+                        .fetch_all(&mut *conn)
+                        .await?;
+                    for row in &rows {
+                        push_bar(&mut s, bar_from(row, 0)?);
+                    }
+                    match s.dates.last().and_then(|d| d.succ_opt()) {
+                        Some(next) if rows.len() == params.fetch_size => from = next,
+                        _ => break,
+                    }
+                }
+                out.push(s);
+            }
+            out
+        }
+        (Db::Postgres(pool), FetchStrategy::Copy) => {
+            let stmt = copy_statement(codes, lo, hi)?;
+            let mut conn = pool.acquire().await?;
+            let mut stream = conn.copy_out_raw(&stmt).await?;
+            let mut decoder = CopyDecoder::default();
+            let mut grouper = Grouper::default();
+            while let Some(chunk) = stream.try_next().await? {
+                wire_bytes += chunk.len() as u64;
+                decoder
+                    .feed(&chunk, &mut |code, bar| grouper.push(code, bar))
+                    .map_err(LoadError::Decode)?;
+            }
+            decoder.finish().map_err(LoadError::Decode)?;
+            grouper.finish()
+        }
+        (Db::Sqlite(_), FetchStrategy::Copy) => return Err(LoadError::CopyNeedsPostgres),
+    };
+    let mut collected = Collected {
+        wire_bytes,
+        ..Collected::default()
+    };
+    for mut s in fetched {
+        if s.len() < params.min_history {
+            collected.dropped += 1;
+            continue;
+        }
+        if params.adjust {
+            adjust(&mut s);
+        }
+        let digest = symbol_digest(&s);
+        collected.symbols.push((s, digest));
+    }
+    // Symbols with no rows at all never reach the grouper; count them as dropped too.
+    let seen = collected.symbols.len() + collected.dropped;
+    collected.dropped += codes.len().saturating_sub(seen);
+    Ok(collected)
+}
+
+/// The COPY statement for `codes` in `lo..=hi`. COPY cannot take bind parameters, so this is
+/// the one statement built from values: codes must pass [`is_valid_code`] (they were also
+/// looked up in `symbols` with bound parameters first), and dates are chrono's own
+/// `YYYY-MM-DD` rendering, so neither can close the quoted literal it sits in.
+pub(crate) fn copy_statement(codes: &[String], lo: NaiveDate, hi: NaiveDate) -> Result<String, LoadError> {
+    let mut list = String::with_capacity(codes.len() * 14);
+    for (i, code) in codes.iter().enumerate() {
+        if !is_valid_code(code) {
+            return Err(LoadError::UnsafeCode(code.clone()));
+        }
+        if i > 0 {
+            list.push_str(", ");
+        }
+        list.push('\'');
+        list.push_str(code);
+        list.push('\'');
+    }
+    Ok(format!(
+        "COPY (SELECT symbol, {COLUMNS} FROM daily_bars WHERE symbol IN ({list}) \
+         AND trade_date >= DATE '{}' AND trade_date <= DATE '{}' ORDER BY symbol, trade_date) \
+         TO STDOUT WITH (FORMAT binary)",
+        lo.format("%Y-%m-%d"),
+        hi.format("%Y-%m-%d")
+    ))
+}

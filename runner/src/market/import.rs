@@ -1,0 +1,235 @@
+//! CSV import (CLI `data import FILE...` -> validate every row -> write -> stock tables).
+//!
+//! All input is parsed and checked before anything is written, so a bad file either changes
+//! nothing or, with `skip_bad`, loses only its bad rows. Writes are upserts in one
+//! transaction: importing the same file twice leaves one copy of each bar.
+
+use super::csvmap::{open_csv, parse_row, Mapping};
+use super::write::upsert_import;
+use super::{Bar, SymbolInfo, SymbolRows};
+use crate::store::Db;
+use chrono::NaiveDate;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+
+/// Bad rows listed in an error message; the rest are counted.
+const SHOWN_BAD_ROWS: usize = 20;
+
+/// A known CSV layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// One file per symbol: `Date,Open,High,Low,Close,Adj Close,Volume` (symbol from the file
+    /// name or `--symbol`; `Adj Close / Close` becomes `adj_factor`).
+    Yahoo,
+    /// Long format: `ts_code,trade_date,open,high,low,close,pre_close,change,pct_chg,vol,amount`
+    /// with `YYYYMMDD` dates, `vol` in lots of 100 shares and `amount` in thousands.
+    Tushare,
+}
+
+/// What [`import`] reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportOptions {
+    /// CSV files, optionally gzip-compressed (`.gz` or gzip magic bytes).
+    pub files: Vec<PathBuf>,
+    /// `None`: detect from each file's header.
+    pub layout: Option<Layout>,
+    /// Symbol code for files without a symbol column (default: the file name's stem).
+    pub symbol: Option<String>,
+    /// Explicit mapping such as `date=Date,open=Open,high=High,low=Low,close=Close,
+    /// volume=Vol,symbol=Ticker` (also `amount`, `adj_close`, `adj_factor`).
+    pub columns: Option<String>,
+    /// Skip and count bad rows instead of rejecting the import.
+    pub skip_bad: bool,
+    /// chrono format of the date column, e.g. `%d.%m.%Y` (default: detected).
+    pub date_format: Option<String>,
+}
+
+/// One rejected input row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRow {
+    pub file: String,
+    /// CSV line number, 1-based; the header is line 1.
+    pub line: u64,
+    pub message: String,
+}
+
+impl fmt::Display for BadRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+/// What [`import`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportReport {
+    pub files: usize,
+    /// Data rows read (good and bad).
+    pub rows_read: u64,
+    /// Rows inserted or updated.
+    pub rows_written: u64,
+    pub symbols: usize,
+    /// Bad rows skipped (only with `skip_bad`).
+    pub skipped: usize,
+    /// The first skipped rows, for the summary.
+    pub bad: Vec<BadRow>,
+    pub first_date: Option<NaiveDate>,
+    pub last_date: Option<NaiveDate>,
+}
+
+impl fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "imported {} file{}: {} rows written for {} symbol{}",
+            self.files,
+            plural(self.files),
+            self.rows_written,
+            self.symbols,
+            plural(self.symbols)
+        )?;
+        if let (Some(a), Some(b)) = (self.first_date, self.last_date) {
+            write!(f, " ({a} to {b})")?;
+        }
+        if self.skipped > 0 {
+            write!(f, "; skipped {} bad row{}:", self.skipped, plural(self.skipped))?;
+            for row in &self.bad {
+                write!(f, "\n  {row}")?;
+            }
+            if self.skipped > self.bad.len() {
+                write!(f, "\n  ... and {} more", self.skipped - self.bad.len())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Why an import wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{0}")]
+    Options(String),
+    #[error("cannot read {path}: {message}")]
+    Io { path: String, message: String },
+    #[error("{path}: {message}\nhint: {hint}")]
+    Header {
+        path: String,
+        message: String,
+        hint: String,
+    },
+    #[error("{}", bad_rows_message(.bad, *.total))]
+    BadRows { bad: Vec<BadRow>, total: usize },
+    #[error("database error, nothing was imported: {0}")]
+    Db(String),
+}
+
+fn bad_rows_message(bad: &[BadRow], total: usize) -> String {
+    let mut msg = format!("{total} bad row{} in the input; nothing was imported:", plural(total));
+    for row in bad {
+        msg.push_str(&format!("\n  {row}"));
+    }
+    if total > bad.len() {
+        msg.push_str(&format!("\n  ... and {} more", total - bad.len()));
+    }
+    msg.push_str("\nhint: fix these rows, or pass --skip-bad to import the rest and skip them");
+    msg
+}
+
+/// Imports `opts.files` into `db`; see [`ImportOptions`].
+pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+    if opts.files.is_empty() {
+        return Err(ImportError::Options("no files to import".into()));
+    }
+    if let Some(code) = &opts.symbol {
+        if !super::is_valid_code(code) {
+            return Err(ImportError::Options(format!(
+                "--symbol `{code}` is not a valid code (1 to 32 of A-Z a-z 0-9 . _ - ^ =)"
+            )));
+        }
+    }
+    let mut bars: HashMap<String, BTreeMap<NaiveDate, (Bar, String, u64)>> = HashMap::new();
+    let mut bad = Vec::new();
+    let mut rows_read = 0u64;
+    for path in &opts.files {
+        let shown = path.display().to_string();
+        let (headers, mut reader) = open_csv(path)?;
+        let mapping = Mapping::for_file(opts, path, &headers)?;
+        let mut record = csv::StringRecord::new();
+        loop {
+            let more = reader.read_record(&mut record).map_err(|e| ImportError::Io {
+                path: shown.clone(),
+                message: e.to_string(),
+            })?;
+            if !more {
+                break;
+            }
+            let line = record.position().map_or(0, csv::Position::line);
+            rows_read += 1;
+            let parsed = parse_row(&mapping, &record).and_then(|(code, bar)| {
+                let by_date = bars.entry(code.clone()).or_default();
+                match by_date.get(&bar.date) {
+                    Some((_, file, first)) => Err(format!(
+                        "duplicate date {} for {code} (first at {file}:{first})",
+                        bar.date
+                    )),
+                    None => {
+                        by_date.insert(bar.date, (bar, shown.clone(), line));
+                        Ok(())
+                    }
+                }
+            });
+            if let Err(message) = parsed {
+                bad.push(BadRow {
+                    file: shown.clone(),
+                    line,
+                    message,
+                });
+            }
+        }
+    }
+    let skipped = bad.len();
+    if skipped > 0 && !opts.skip_bad {
+        bad.truncate(SHOWN_BAD_ROWS);
+        return Err(ImportError::BadRows { bad, total: skipped });
+    }
+    bad.truncate(SHOWN_BAD_ROWS);
+    let mut codes: Vec<String> = bars
+        .iter()
+        .filter(|(_, b)| !b.is_empty())
+        .map(|(c, _)| c.clone())
+        .collect();
+    codes.sort();
+    let groups: Vec<SymbolRows> = codes
+        .iter()
+        .map(|code| SymbolRows {
+            code: code.clone(),
+            bars: bars[code].values().map(|(b, _, _)| *b).collect(),
+        })
+        .collect();
+    let first_date = groups.iter().filter_map(|g| g.bars.first()).map(|b| b.date).min();
+    let last_date = groups.iter().filter_map(|g| g.bars.last()).map(|b| b.date).max();
+    let infos: Vec<SymbolInfo> = codes.iter().map(|c| SymbolInfo::from_code(c)).collect();
+    let rows_written = if groups.is_empty() {
+        0
+    } else {
+        upsert_import(db, &infos, &groups).await.map_err(ImportError::Db)?
+    };
+    Ok(ImportReport {
+        files: opts.files.len(),
+        rows_read,
+        rows_written,
+        symbols: groups.len(),
+        skipped,
+        bad,
+        first_date,
+        last_date,
+    })
+}

@@ -1,0 +1,302 @@
+//! The `load` stage's computation (stock tables -> `Bars` artifact -> normalize).
+//!
+//! Resolves the symbol selection against the `symbols` table, splits the symbols across
+//! `connections` workers, fetches with the chosen strategy, then drops short histories,
+//! split-adjusts and hashes per symbol. Every manifest value reaches SQL as a bound parameter,
+//! except in `COPY`, which takes no parameters: there only codes that exist in `symbols` *and*
+//! pass [`is_valid_code`] (no quote, backslash or whitespace can appear) and dates formatted by
+//! chrono are spliced in, so no manifest text can change the statement.
+
+use super::fetch::{fetch_worker, Collected};
+use super::select::{FetchStrategy, LoadParams, SymbolSelection};
+use super::{db_message, is_valid_code, write::placeholders};
+use crate::artifact::{Bars, SymbolBars};
+use crate::metrics::Recorder;
+use crate::store::Db;
+use chrono::NaiveDate;
+use rand::SeedableRng;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Why `load` produced no artifact.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}", not_found_message(.missing, .suggestions))]
+    NotFound {
+        missing: Vec<String>,
+        /// `(asked, close match)` pairs.
+        suggestions: Vec<(String, String)>,
+    },
+    #[error("symbols = {asked} needs {wanted} symbols but the stock database has {available}")]
+    TooFew {
+        asked: String,
+        wanted: usize,
+        available: usize,
+    },
+    #[error(
+        "no bars for symbols = {selection} in {range} (min_history = {min_history}); \
+         hint: run `measured data synth` or `measured data import`, or widen the range"
+    )]
+    Empty {
+        selection: String,
+        range: String,
+        min_history: usize,
+    },
+    #[error(
+        "strategy = \"copy\" needs Postgres, but the stock database is SQLite; \
+         hint: use strategy = \"stream\" or \"batched\", or set STOCK_DATABASE_URL"
+    )]
+    CopyNeedsPostgres,
+    #[error("symbol code `{0}` in the database contains characters load cannot use with COPY")]
+    UnsafeCode(String),
+    #[error("database error while loading bars: {0}")]
+    Db(String),
+    #[error("malformed COPY data: {0}")]
+    Decode(String),
+}
+
+impl From<sqlx::Error> for LoadError {
+    fn from(e: sqlx::Error) -> Self {
+        LoadError::Db(db_message(&e))
+    }
+}
+
+fn not_found_message(missing: &[String], suggestions: &[(String, String)]) -> String {
+    let shown: Vec<String> = missing.iter().take(10).map(|c| format!("`{c}`")).collect();
+    let more = missing.len().saturating_sub(10);
+    let mut msg = format!(
+        "symbol{} not found in the stock database: {}{}",
+        if missing.len() == 1 { "" } else { "s" },
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    );
+    for (asked, close) in suggestions {
+        msg.push_str(&format!("\nhint: did you mean `{close}` for `{asked}`?"));
+    }
+    if suggestions.is_empty() {
+        msg.push_str("\nhint: list symbols in the database, or import them with `measured data import`");
+    }
+    msg
+}
+
+/// A selection as a manifest would spell it, for messages.
+pub(crate) fn describe(sel: &SymbolSelection) -> String {
+    match sel {
+        SymbolSelection::List(codes) if codes.len() <= 5 => format!("{codes:?}"),
+        SymbolSelection::List(codes) => format!("[{} codes starting with {:?}]", codes.len(), codes[0]),
+        SymbolSelection::All => "\"all\"".into(),
+        SymbolSelection::First(n) => format!("{{ first = {n} }}"),
+        SymbolSelection::Random { n, seed } => format!("{{ random = {n}, seed = {seed} }}"),
+    }
+}
+
+/// Loads the selected bars. Records `rows`, `symbols`, `symbols_dropped`, `bytes` (the
+/// columnar payload, the same for every strategy), `seconds` and `rows_per_second`, plus
+/// `wire_bytes` for `copy`.
+pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Bars, LoadError> {
+    let started = Instant::now();
+    if params.strategy == FetchStrategy::Copy && matches!(db, Db::Sqlite(_)) {
+        return Err(LoadError::CopyNeedsPostgres);
+    }
+    let codes = resolve(db, &params.symbols).await?;
+    // More workers than pooled connections would only queue (and could hit the pool's acquire
+    // timeout on long loads), so the pool size caps the parallelism.
+    let pool_size = match db {
+        Db::Sqlite(pool) => pool.options().get_max_connections(),
+        Db::Postgres(pool) => pool.options().get_max_connections(),
+    } as usize;
+    let workers = params.connections.min(pool_size).min(codes.len()).max(1);
+    // Round-robin keeps the workers' shares balanced when codes are ordered by size or age.
+    let mut shares = vec![Vec::new(); workers];
+    for (i, code) in codes.iter().enumerate() {
+        shares[i % workers].push(code.clone());
+    }
+    // Workers run concurrently on the caller's task rather than as spawned tasks: their time
+    // is mostly spent waiting on sockets, and a task hop per network read costs more (about
+    // a third of the COPY throughput in the benchmark) than decoding on one thread.
+    let outputs =
+        futures_util::future::try_join_all(shares.iter().map(|share| fetch_worker(db, share, params))).await?;
+    let mut by_code: HashMap<String, (SymbolBars, [u8; 32])> = HashMap::new();
+    let (mut dropped, mut wire_bytes) = (0usize, 0u64);
+    for output in outputs {
+        let Collected {
+            symbols,
+            dropped: d,
+            wire_bytes: w,
+        } = output;
+        dropped += d;
+        wire_bytes += w;
+        by_code.extend(symbols.into_iter().map(|s| (s.0.symbol.clone(), s)));
+    }
+    let mut bars = Bars::default();
+    let mut hasher = Sha256::new();
+    for code in &codes {
+        if let Some((symbol, digest)) = by_code.remove(code) {
+            hasher.update((code.len() as u32).to_le_bytes());
+            hasher.update(code.as_bytes());
+            hasher.update(digest);
+            bars.symbols.push(symbol);
+        }
+    }
+    if bars.symbols.is_empty() {
+        return Err(LoadError::Empty {
+            selection: describe(&params.symbols),
+            range: describe_range(params.start, params.end),
+            min_history: params.min_history,
+        });
+    }
+    bars.content_hash = format!("{:x}", hasher.finalize());
+    let rows = bars.rows();
+    let seconds = started.elapsed().as_secs_f64();
+    let payload = rows * (std::mem::size_of::<NaiveDate>() + 7 * std::mem::size_of::<f64>());
+    rec.record("rows", rows as f64, "count");
+    rec.record("symbols", bars.symbols.len() as f64, "count");
+    rec.record("symbols_dropped", dropped as f64, "count");
+    rec.record("bytes", payload as f64, "B");
+    if params.strategy == FetchStrategy::Copy {
+        rec.record("wire_bytes", wire_bytes as f64, "B");
+    }
+    rec.record("seconds", seconds, "s");
+    rec.record("rows_per_second", rows as f64 / seconds.max(1e-9), "rows/s");
+    Ok(bars)
+}
+
+fn describe_range(start: Option<NaiveDate>, end: Option<NaiveDate>) -> String {
+    match (start, end) {
+        (None, None) => "the whole history".into(),
+        (Some(s), None) => format!("{s} onwards"),
+        (None, Some(e)) => format!("the history up to {e}"),
+        (Some(s), Some(e)) => format!("{s}..={e}"),
+    }
+}
+
+/// Digest of one symbol's loaded values: every date and column, in order.
+pub(crate) fn symbol_digest(s: &SymbolBars) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut buf = Vec::with_capacity(s.len() * 60);
+    for i in 0..s.len() {
+        buf.extend_from_slice(&chrono::Datelike::num_days_from_ce(&s.dates[i]).to_le_bytes());
+        for col in [&s.open, &s.high, &s.low, &s.close, &s.volume, &s.amount, &s.adj_factor] {
+            buf.extend_from_slice(&col[i].to_le_bytes());
+        }
+    }
+    h.update(&buf);
+    h.finalize().into()
+}
+
+/// Split-adjusts prices and volumes to the units of the last loaded day, so a split shows
+/// up as neither a price gap nor a volume jump. `adj_factor` keeps its stored values.
+pub(crate) fn adjust(s: &mut SymbolBars) {
+    let Some(&latest) = s.adj_factor.last() else {
+        return;
+    };
+    if latest == 0.0 || s.adj_factor.iter().all(|&a| a == latest) {
+        return;
+    }
+    for i in 0..s.len() {
+        let f = s.adj_factor[i] / latest;
+        s.open[i] *= f;
+        s.high[i] *= f;
+        s.low[i] *= f;
+        s.close[i] *= f;
+        if f != 0.0 {
+            s.volume[i] /= f;
+        }
+    }
+}
+
+/// The codes `sel` names, checked against `symbols`, in artifact order.
+async fn resolve(db: &Db, sel: &SymbolSelection) -> Result<Vec<String>, LoadError> {
+    match sel {
+        SymbolSelection::List(asked) => {
+            let found = existing_codes(db, asked).await?;
+            let missing: Vec<String> = asked.iter().filter(|c| !found.contains(*c)).cloned().collect();
+            if missing.is_empty() {
+                return Ok(asked.clone());
+            }
+            let all = all_codes(db).await?;
+            let suggestions = missing
+                .iter()
+                .filter_map(|m| {
+                    all.iter()
+                        .map(|c| (strsim::jaro_winkler(&m.to_uppercase(), &c.to_uppercase()), c))
+                        .filter(|(score, _)| *score > 0.85)
+                        .max_by(|a, b| a.0.total_cmp(&b.0))
+                        .map(|(_, c)| (m.clone(), c.clone()))
+                })
+                .take(5)
+                .collect();
+            Err(LoadError::NotFound { missing, suggestions })
+        }
+        SymbolSelection::All => {
+            let all = all_codes(db).await?;
+            if all.is_empty() {
+                return Err(LoadError::TooFew {
+                    asked: describe(sel),
+                    wanted: 1,
+                    available: 0,
+                });
+            }
+            Ok(all)
+        }
+        SymbolSelection::First(n) | SymbolSelection::Random { n, .. } => {
+            let all = all_codes(db).await?;
+            if all.len() < *n {
+                return Err(LoadError::TooFew {
+                    asked: describe(sel),
+                    wanted: *n,
+                    available: all.len(),
+                });
+            }
+            if let SymbolSelection::Random { seed, .. } = sel {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(*seed);
+                let mut picked = rand::seq::index::sample(&mut rng, all.len(), *n).into_vec();
+                picked.sort_unstable();
+                Ok(picked.into_iter().map(|i| all[i].clone()).collect())
+            } else {
+                Ok(all.into_iter().take(*n).collect())
+            }
+        }
+    }
+}
+
+/// Every code in `symbols`, sorted.
+async fn all_codes(db: &Db) -> Result<Vec<String>, LoadError> {
+    let sql = "SELECT code FROM symbols ORDER BY code";
+    Ok(match db {
+        Db::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
+        Db::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
+    })
+}
+
+/// The subset of `asked` present in `symbols` (codes travel as bound parameters).
+async fn existing_codes(db: &Db, asked: &[String]) -> Result<std::collections::HashSet<String>, LoadError> {
+    let mut found = std::collections::HashSet::new();
+    match db {
+        Db::Postgres(pool) => {
+            let codes: Vec<String> = sqlx::query_scalar("SELECT code FROM symbols WHERE code = ANY($1)")
+                .bind(asked)
+                .fetch_all(pool)
+                .await?;
+            found.extend(codes);
+        }
+        Db::Sqlite(pool) => {
+            for chunk in asked.chunks(500) {
+                let sql = format!("SELECT code FROM symbols WHERE code IN ({})", placeholders(chunk.len()));
+                let mut q = sqlx::query_scalar::<_, String>(&sql);
+                for c in chunk {
+                    q = q.bind(c);
+                }
+                found.extend(q.fetch_all(pool).await?);
+            }
+        }
+    }
+    // Codes that cannot be used safely are treated as absent, whatever the table holds.
+    found.retain(|c| is_valid_code(c));
+    Ok(found)
+}

@@ -1,0 +1,135 @@
+//! Stock market data (CLI `data synth` / `data import` -> `symbols`, `daily_bars` tables ->
+//! `load` stage -> `Bars` artifact).
+//!
+//! Writers ([`synth`], [`import`]) fill the stock tables of a [`Db`]; the `load` stage reads
+//! them back into the columnar [`crate::artifact::Bars`] with one of several fetch strategies
+//! so the strategies themselves can be measured against each other.
+
+mod args;
+mod csvmap;
+mod fetch;
+mod import;
+mod load;
+mod pgbinary;
+mod select;
+mod synth;
+mod write;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_import;
+
+pub use args::{ImportArgs, SynthArgs};
+pub use import::{import, BadRow, ImportError, ImportOptions, ImportReport, Layout};
+pub use load::{load, LoadError};
+pub use select::{FetchStrategy, LoadParams, SymbolSelection};
+pub use synth::{
+    demo_options, ensure_demo_market, synth, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED, DEMO_START,
+    DEMO_SYMBOLS,
+};
+
+use crate::store::Db;
+use chrono::NaiveDate;
+
+/// A failure while writing or inspecting stock data. Messages never contain a password.
+#[derive(Debug, thiserror::Error)]
+pub enum MarketError {
+    #[error("invalid synth options: {0}")]
+    Options(String),
+    #[error(
+        "synth would overwrite imported symbols ({codes}); use another --style or a separate \
+         STOCK_DATABASE_URL"
+    )]
+    WouldOverwrite { codes: String },
+    #[error("database error: {0}")]
+    Db(String),
+}
+
+impl From<sqlx::Error> for MarketError {
+    fn from(e: sqlx::Error) -> Self {
+        MarketError::Db(db_message(&e))
+    }
+}
+
+/// A driver error as text. Query errors quote the server's message, never the connection
+/// URL (connecting, where a URL could appear, is `Db::connect`'s job and redacts it).
+pub(crate) fn db_message(e: &sqlx::Error) -> String {
+    e.to_string()
+}
+
+/// Whether `code` may be a symbol code: 1 to 32 characters from `[A-Za-z0-9._^=-]`.
+///
+/// None of these characters can end or escape an SQL string literal (no quote, no backslash,
+/// no whitespace), which is what makes a validated code safe to embed in a `COPY` statement.
+/// `^` and `=` admit index and currency tickers such as `^GSPC` and `EURUSD=X`.
+pub fn is_valid_code(code: &str) -> bool {
+    (1..=32).contains(&code.len())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'^' | b'='))
+}
+
+/// One row of `symbols`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SymbolInfo {
+    pub code: String,
+    pub name: String,
+    pub exchange: String,
+    pub currency: String,
+    pub listed: Option<NaiveDate>,
+    pub delisted: Option<NaiveDate>,
+    pub sector: Option<String>,
+}
+
+impl SymbolInfo {
+    /// What can be inferred from a code alone (imports carry no names or sectors).
+    pub fn from_code(code: &str) -> Self {
+        let (exchange, currency) = match code.rsplit_once('.').map(|(_, s)| s) {
+            Some("SH") => ("SSE", "CNY"),
+            Some("SZ") => ("SZSE", "CNY"),
+            Some("BJ") => ("BSE", "CNY"),
+            Some("HK") => ("HKEX", "HKD"),
+            _ => ("", ""),
+        };
+        SymbolInfo {
+            code: code.to_owned(),
+            name: String::new(),
+            exchange: exchange.to_owned(),
+            currency: currency.to_owned(),
+            listed: None,
+            delisted: None,
+            sector: None,
+        }
+    }
+}
+
+/// One daily bar without its symbol.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Bar {
+    pub date: NaiveDate,
+    pub open: f64,
+    pub high: f64,
+    pub low: f64,
+    pub close: f64,
+    pub volume: f64,
+    pub amount: f64,
+    pub adj_factor: f64,
+}
+
+/// The bars of one symbol, sorted by date.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SymbolRows {
+    pub code: String,
+    pub bars: Vec<Bar>,
+}
+
+/// Whether the stock tables hold any bar at all.
+pub async fn has_bars(db: &Db) -> Result<bool, MarketError> {
+    let sql = "SELECT EXISTS (SELECT 1 FROM daily_bars)";
+    let exists = match db {
+        Db::Sqlite(pool) => sqlx::query_scalar::<_, i64>(sql).fetch_one(pool).await? != 0,
+        Db::Postgres(pool) => sqlx::query_scalar::<_, bool>(sql).fetch_one(pool).await?,
+    };
+    Ok(exists)
+}

@@ -1,0 +1,271 @@
+//! Tests of CSV files -> import -> stock tables -> load on both backends.
+
+use super::tests::{both_backends, count_rows, flatten, load_with, on_postgres, on_sqlite};
+use super::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+both_backends!(
+    both_layouts_import_and_load_back,
+    reimport_creates_no_duplicates,
+    malformed_file_writes_nothing_unless_skip_bad,
+);
+
+const YAHOO: &str = "\
+Date,Open,High,Low,Close,Adj Close,Volume
+2024-01-02,187.15,188.44,183.89,185.64,184.94,82488700
+2024-01-03,184.22,185.88,183.43,184.25,183.55,58414500
+2024-01-04,182.15,183.09,180.88,181.91,181.22,71983600
+";
+
+// Tushare exports come newest first; `vol` is in lots and `amount` in thousands.
+const TUSHARE: &str = "\
+ts_code,trade_date,open,high,low,close,pre_close,change,pct_chg,vol,amount
+000001.SZ,20240104,9.19,9.24,9.13,9.20,9.21,-0.01,-0.11,1158366.45,1064961.59
+600519.SH,20240104,1650.00,1670.00,1645.00,1660.00,1655.00,5.00,0.30,30000.00,4980000.00
+000001.SZ,20240103,9.20,9.27,9.17,9.21,9.21,0.00,0.00,1021560.95,941178.84
+600519.SH,20240103,1640.00,1660.00,1635.00,1655.00,1640.00,15.00,0.91,28000.00,4620000.00
+";
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn write_gz(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&path).unwrap(), flate2::Compression::default());
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap();
+    path
+}
+
+fn opts(files: Vec<PathBuf>) -> ImportOptions {
+    ImportOptions {
+        files,
+        ..ImportOptions::default()
+    }
+}
+
+fn only(codes: &[&str]) -> LoadParams {
+    LoadParams {
+        symbols: SymbolSelection::List(codes.iter().map(|c| c.to_string()).collect()),
+        adjust: false,
+        ..LoadParams::default()
+    }
+}
+
+fn day(d: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(2024, 1, d).unwrap()
+}
+
+async fn both_layouts_import_and_load_back(db: Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![
+        write(dir.path(), "AAPL.csv", YAHOO),
+        // Gzip by extension, and by magic bytes under a plain name.
+        write_gz(dir.path(), "MSFT.csv.gz", YAHOO),
+        write_gz(dir.path(), "daily.csv", TUSHARE),
+    ];
+    let report = import(&db, &opts(files)).await.unwrap();
+    assert_eq!((report.rows_read, report.rows_written, report.symbols), (10, 10, 4));
+    assert_eq!((report.first_date, report.last_date), (Some(day(2)), Some(day(4))));
+    assert!(report.to_string().contains("10 rows written for 4 symbols"), "{report}");
+
+    let aapl = load_with(&db, only(&["AAPL"])).await.0.unwrap();
+    let rows = flatten(&aapl);
+    assert_eq!(rows.len(), 3);
+    let (_, date, v) = &rows[0];
+    assert_eq!(*date, day(2));
+    assert_eq!(&v[..5], &[187.15, 188.44, 183.89, 185.64, 82488700.0]);
+    assert_eq!(v[5], 82488700.0 * 185.64, "amount estimated as volume x close");
+    assert_eq!(v[6], 184.94 / 185.64, "adj_factor = Adj Close / Close");
+    let msft = load_with(&db, only(&["MSFT"])).await.0.unwrap();
+    assert_eq!(flatten(&msft)[2].2, rows[2].2, "gzip reads the same");
+
+    let china = load_with(&db, only(&["600519.SH", "000001.SZ"])).await.0.unwrap();
+    assert_eq!(china.symbols[0].symbol, "600519.SH");
+    assert_eq!(china.symbols[1].dates, vec![day(3), day(4)], "sorted by date");
+    let first = &flatten(&china)[2];
+    assert_eq!(first.0, "000001.SZ");
+    assert_eq!(first.2, [9.20, 9.27, 9.17, 9.21, 102156095.0, 941178840.0, 1.0]);
+
+    // The explicit mapping with its own date format.
+    let custom = write(
+        dir.path(),
+        "custom.csv",
+        "Ticker;Day;O;H;L;C;V\nX.HK;02.01.2024;1;2;0.5;1.5;10\n",
+    );
+    let explicit = ImportOptions {
+        columns: Some("symbol=Ticker,date=Day,open=O,high=H,low=L,close=C,volume=V".into()),
+        date_format: Some("%d.%m.%Y".into()),
+        ..opts(vec![custom])
+    };
+    // Not comma-separated: the header is one column, so the mapping cannot be satisfied.
+    let err = import(&db, &explicit).await.unwrap_err().to_string();
+    assert!(err.contains("no column `Ticker`") && err.contains("hint:"), "{err}");
+    let custom = write(
+        dir.path(),
+        "custom.csv",
+        "Ticker,Day,O,H,L,C,V\nX.HK,02.01.2024,1,2,0.5,1.5,10\n",
+    );
+    let explicit = ImportOptions {
+        files: vec![custom],
+        ..explicit
+    };
+    import(&db, &explicit).await.unwrap();
+    let x = load_with(&db, only(&["X.HK"])).await.0.unwrap();
+    assert_eq!(
+        flatten(&x),
+        vec![("X.HK".into(), day(2), [1.0, 2.0, 0.5, 1.5, 10.0, 15.0, 1.0])]
+    );
+}
+
+async fn reimport_creates_no_duplicates(db: Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![
+        write(dir.path(), "AAPL.csv", YAHOO),
+        write(dir.path(), "t.csv", TUSHARE),
+    ];
+    import(&db, &opts(files.clone())).await.unwrap();
+    let before = load_with(&db, LoadParams::default()).await.0.unwrap();
+    let again = import(&db, &opts(files)).await.unwrap();
+    assert_eq!(again.rows_written, 7, "every row upserted again");
+    assert_eq!(count_rows(&db).await, 7);
+    // A corrected value replaces the stored one.
+    let fixed = YAHOO.replace("181.91,181.22", "181.95,181.22");
+    import(&db, &opts(vec![write(dir.path(), "AAPL.csv", &fixed)]))
+        .await
+        .unwrap();
+    assert_eq!(count_rows(&db).await, 7);
+    let after = load_with(&db, only(&["AAPL"])).await.0.unwrap();
+    assert_eq!(after.symbols[0].close[2], 181.95);
+    assert_ne!(
+        before.content_hash,
+        load_with(&db, LoadParams::default()).await.0.unwrap().content_hash
+    );
+}
+
+async fn malformed_file_writes_nothing_unless_skip_bad(db: Db) {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "GOOD.csv", YAHOO);
+    let bad = write(
+        dir.path(),
+        "BAD.csv",
+        "Date,Open,High,Low,Close,Adj Close,Volume\n\
+         2024-01-02,10,11,9,10.5,10.5,1000\n\
+         2024-01-03,abc,11,9,10.5,10.5,1000\n\
+         2024-01-04,10,9,11,10.5,10.5,1000\n\
+         2024-01-05,10,11,9,10.5,10.5,-5\n\
+         2024-01-02,10,11,9,10.5,10.5,1000\n\
+         2024-01-08,10,11,9,10.5,10.5,2000\n",
+    );
+    let shown = bad.display().to_string();
+    let files = vec![good, bad];
+    let err = import(&db, &opts(files.clone())).await.unwrap_err();
+    let text = err.to_string();
+    for want in [
+        format!("{shown}:3: open: `abc` is not a number"),
+        format!("{shown}:4: high 9 is below low 11"),
+        format!("{shown}:5: negative volume -5"),
+        format!("{shown}:6: duplicate date 2024-01-02 for BAD (first at {shown}:2)"),
+        "4 bad rows".to_owned(),
+        "--skip-bad".to_owned(),
+    ] {
+        assert!(text.contains(&want), "missing {want:?} in\n{text}");
+    }
+    assert_eq!(count_rows(&db).await, 0, "the good file was not written either");
+
+    let report = import(
+        &db,
+        &ImportOptions {
+            skip_bad: true,
+            ..opts(files)
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!((report.rows_read, report.skipped, report.rows_written), (9, 4, 5));
+    assert!(report.to_string().contains("skipped 4 bad rows"), "{report}");
+    let bad_rows = load_with(&db, only(&["BAD"])).await.0.unwrap();
+    assert_eq!(bad_rows.symbols[0].dates, vec![day(2), day(8)]);
+}
+
+#[test]
+fn error_lists_twenty_rows_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("Date,Open,High,Low,Close,Volume\n");
+    for d in 1..=25 {
+        text.push_str(&format!("2024-02-{d:02},1,2,1,null,5\n"));
+    }
+    let path = write(dir.path(), "Z.csv", &text);
+    on_sqlite(|db| async move {
+        let err = import(&db, &opts(vec![path])).await.unwrap_err().to_string();
+        assert_eq!(err.matches("is not a number").count(), 20, "{err}");
+        assert!(err.contains("25 bad rows") && err.contains("... and 5 more"), "{err}");
+        assert_eq!(count_rows(&db).await, 0);
+    });
+}
+
+#[test]
+fn unknown_header_and_bad_names_get_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = write(dir.path(), "Q.csv", "when,price\n2024-01-02,3\n");
+    let spaced = write(dir.path(), "my file.csv", YAHOO);
+    on_sqlite(|db| async move {
+        let err = import(&db, &opts(vec![odd])).await.unwrap_err().to_string();
+        assert!(
+            err.contains("cannot tell the layout") && err.contains("--columns"),
+            "{err}"
+        );
+        let err = import(&db, &opts(vec![spaced.clone()])).await.unwrap_err().to_string();
+        assert!(err.contains("--symbol"), "{err}");
+        let named = ImportOptions {
+            symbol: Some("SPCD".into()),
+            ..opts(vec![spaced])
+        };
+        assert_eq!(import(&db, &named).await.unwrap().symbols, 1);
+        let bad_map = ImportOptions {
+            columns: Some("price=Close".into()),
+            ..opts(vec![dir.path().join("Q.csv")])
+        };
+        let err = import(&db, &bad_map).await.unwrap_err().to_string();
+        assert!(err.contains("unknown field `price`"), "{err}");
+    });
+}
+
+both_backends!(synth_keeps_imported_symbols_and_never_overwrites_them);
+
+async fn synth_keeps_imported_symbols_and_never_overwrites_them(db: Db) {
+    let dir = tempfile::tempdir().unwrap();
+    import(&db, &opts(vec![write(dir.path(), "KEEP.csv", YAHOO)]))
+        .await
+        .unwrap();
+    let hidden = indicatif::ProgressBar::hidden();
+    let market = super::tests::small_market(4);
+    let first = synth(&db, &market, &hidden).await.unwrap();
+    let again = synth(&db, &market, &hidden).await.unwrap();
+    assert_eq!(first.rows, again.rows);
+    assert_eq!(
+        count_rows(&db).await,
+        again.rows as i64 + 3,
+        "imported rows kept, no duplicates"
+    );
+    assert_eq!(load_with(&db, only(&["KEEP"])).await.0.unwrap().rows(), 3);
+
+    // Importing a code the generator uses makes it an imported symbol: synth now refuses.
+    let taken = load_with(&db, LoadParams::default()).await.0.unwrap().symbols[0]
+        .symbol
+        .clone();
+    let file = write(dir.path(), "taken.csv", YAHOO);
+    let named = ImportOptions {
+        symbol: Some(taken.clone()),
+        ..opts(vec![file])
+    };
+    import(&db, &named).await.unwrap();
+    let before = count_rows(&db).await;
+    let err = synth(&db, &market, &hidden).await.unwrap_err().to_string();
+    assert!(err.contains(&taken) && err.contains("overwrite"), "{err}");
+    assert_eq!(count_rows(&db).await, before, "nothing changed");
+}

@@ -1,0 +1,29 @@
+//! The `load` stage (exec -> stage -> market): reads daily bars from the stock database.
+
+use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use crate::artifact::Artifact;
+use crate::market::{load, LoadParams};
+use std::sync::Arc;
+
+#[derive(Debug)]
+struct LoadStage {
+    params: LoadParams,
+}
+
+pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+    let params: LoadParams = super::params_from_table(table)?;
+    params.check()?;
+    Ok(Arc::new(LoadStage { params }))
+}
+
+impl Stage for LoadStage {
+    fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
+        let db = ctx.services.stock_db().map_err(StageError::new)?;
+        let bars = ctx
+            .services
+            .block_on(load(db, &self.params, &mut ctx.rec))
+            .map_err(|e| StageError::new(e.to_string()))?;
+        ctx.content_hash = Some(bars.content_hash.clone());
+        Ok(Artifact::Bars(Arc::new(bars)))
+    }
+}

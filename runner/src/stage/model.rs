@@ -1,0 +1,54 @@
+//! The model stages (exec -> stage -> tensor): `train` fits an MLP on the windows, `validate`
+//! scores it on the validation windows against naive baselines.
+
+use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use crate::artifact::{Artifact, ArtifactKind};
+use crate::tensor::{train, validate, TrainError, TrainParams, ValidateParams};
+use std::sync::Arc;
+
+#[derive(Debug)]
+struct TrainStage {
+    params: TrainParams,
+}
+
+pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+    let params: TrainParams = super::params_from_table(table)?;
+    params.check()?;
+    Ok(Arc::new(TrainStage { params }))
+}
+
+impl Stage for TrainStage {
+    fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
+        let Some(Artifact::Windows(windows)) = inputs.get(ArtifactKind::Windows) else {
+            return Err(StageError::new("train needs the windows of a normalize stage"));
+        };
+        // An explicit seed in the manifest wins; otherwise the per-repetition stage seed.
+        let seed = self.params.seed.unwrap_or(ctx.seed);
+        match train(windows.clone(), &self.params, seed, &mut ctx.rec, ctx.cancel) {
+            Ok(model) => Ok(Artifact::Model(Arc::new(model))),
+            Err(TrainError::Cancelled) => Err(StageError::cancelled()),
+            Err(e) => Err(StageError::new(e.to_string())),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ValidateStage {
+    params: ValidateParams,
+}
+
+pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+    let params: ValidateParams = super::params_from_table(table)?;
+    params.check()?;
+    Ok(Arc::new(ValidateStage { params }))
+}
+
+impl Stage for ValidateStage {
+    fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
+        let Some(Artifact::Model(model)) = inputs.get(ArtifactKind::Model) else {
+            return Err(StageError::new("validate needs the model of a train stage"));
+        };
+        validate(model, &self.params, &mut ctx.rec).map_err(|e| StageError::new(e.to_string()))?;
+        Ok(Artifact::None)
+    }
+}
