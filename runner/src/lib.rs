@@ -19,4 +19,5 @@ pub mod rundata;
 pub mod stage;
 pub mod stats;
 pub mod store;
+pub mod tensor;
 pub mod transfer;

@@ -6,6 +6,7 @@
 
 mod command;
 mod load;
+mod model;
 mod params;
 mod transfer;
 
@@ -132,7 +133,7 @@ pub fn find_kind(kind: &str) -> Option<&'static KindSpec> {
     REGISTRY.iter().find(|k| k.kind == kind)
 }
 
-static REGISTRY: [KindSpec; 3] = [
+static REGISTRY: [KindSpec; 5] = [
     KindSpec {
         kind: "command",
         input: None,
@@ -146,6 +147,20 @@ static REGISTRY: [KindSpec; 3] = [
         output: ArtifactKind::Bars,
         fields: field_names::<crate::market::LoadParams>,
         build: load::build_load,
+    },
+    KindSpec {
+        kind: "train",
+        input: Some(ArtifactKind::Windows),
+        output: ArtifactKind::Model,
+        fields: field_names::<crate::tensor::TrainParams>,
+        build: model::build_train,
+    },
+    KindSpec {
+        kind: "validate",
+        input: Some(ArtifactKind::Model),
+        output: ArtifactKind::None,
+        fields: field_names::<crate::tensor::ValidateParams>,
+        build: model::build_validate,
     },
     KindSpec {
         kind: "transfer",

@@ -1,0 +1,92 @@
+"""PyTorch reference for `runner/examples/train_bench.rs`: the same MLP, data layout and loop.
+
+Synthetic windows (one symbol, 60 days x 16 features, windows one row apart), a shuffled
+gather of each batch into a contiguous tensor, forward, MSE, backward, Adam (PyTorch defaults,
+which the Rust side also uses), and the loss read back every step. Prints one Markdown table row
+per configuration with the median samples/s over the repetitions.
+
+Usage: python bench/torch_mlp.py [--reps N] [--threads N] [--config small|large|all]
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+SEQ_LEN = 60
+FEATURES = 16
+INPUT = SEQ_LEN * FEATURES
+
+CONFIGS = {
+    # name: (hidden widths, batch size, steps per epoch)
+    "small": ([256, 128], 256, 40),
+    "large": ([2048, 1024, 512], 1024, 16),
+}
+
+
+def synthetic_windows(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Flattened windows (n, 960) over one feature matrix, plus targets (n, 1)."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = n + SEQ_LEN - 1
+    features = torch.rand(rows, FEATURES, generator=gen) * 2 - 1
+    # unfold gives the overlapping windows as a view; materialize them once, as the Rust side
+    # reads each window as one contiguous slice.
+    windows = features.unfold(0, SEQ_LEN, 1).permute(0, 2, 1).reshape(n, INPUT).contiguous()
+    targets = (torch.rand(n, 1, generator=gen) - 0.5) * 0.1
+    return windows, targets
+
+
+def mlp(hidden: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    width = INPUT
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, 1))
+    return nn.Sequential(*layers)
+
+
+def samples_per_second(x: torch.Tensor, y: torch.Tensor, hidden: list[int], batch: int, seed: int) -> float:
+    torch.manual_seed(seed)
+    model = mlp(hidden)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.MSELoss()
+    n = x.shape[0]
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    start = time.perf_counter()
+    for i in range(0, n, batch):
+        idx = order[i : i + batch]
+        xb, yb = x[idx], y[idx]  # gather into new contiguous tensors, like the Rust loop
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        assert loss.item() == loss.item()  # read the loss back every step (and reject NaN)
+    return n / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--config", default="all", choices=["all", *CONFIGS])
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    print(f"| config | implementation | median samples/s | runs |  (torch {torch.__version__})")
+    print("|---|---|---|---|")
+    for name, (hidden, batch, steps) in CONFIGS.items():
+        if args.config not in ("all", name):
+            continue
+        x, y = synthetic_windows(batch * steps, 7)
+        samples_per_second(x, y, hidden, batch, 0)  # warm-up, not counted
+        runs = [samples_per_second(x, y, hidden, batch, r + 1) for r in range(args.reps)]
+        label = f"{name} {INPUT}-{hidden}-1 batch {batch}"
+        shown = ", ".join(f"{r:.0f}" for r in runs)
+        print(f"| {label} | PyTorch {torch.__version__} | {statistics.median(runs):.0f} | [{shown}] |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+//! Tensor work of the `train` and `validate` stages (Windows -> TrainedModel -> metrics): device
+//! selection (CPU, or CUDA with the `cuda` feature), the runtime-width MLP, its optimizer glue
+//! and the training loop.
+//!
+//! Everything below the two entry points is generic over the dfdx device, so both devices run
+//! the same code and every knob has a real implementation on each.
+
+mod batches;
+mod config;
+mod eval;
+mod mlp;
+mod optim;
+mod train_loop;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{Activation, DeviceKind, Precision, TrainParams, ValidateParams};
+pub use eval::{direction_accuracy, mae, mse, spearman};
+pub use mlp::{Layer, Matrix, Mlp};
+
+use crate::artifact::{TrainedModel, Windows};
+use crate::metrics::Recorder;
+use crate::params::ParamError;
+use dfdx::tensor::{Cpu, CpuError, TensorToArray};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// What the training loop needs from a dfdx device, beyond the kernels: synchronization for
+/// honest timing and reading a scalar loss back.
+pub trait TrainDevice:
+    dfdx::tensor_ops::Device<f32> + dfdx::tensor::Synchronize + TensorToArray<(), f32, Array = f32>
+{
+}
+
+impl<D> TrainDevice for D where
+    D: dfdx::tensor_ops::Device<f32> + dfdx::tensor::Synchronize + TensorToArray<(), f32, Array = f32>
+{
+}
+
+/// Why training or validation could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error("invalid parameter {0}")]
+    Params(#[from] ParamError),
+    #[error("no data: {0}")]
+    EmptyData(String),
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+    #[error("device error: {0}")]
+    Device(String),
+    #[error("training diverged: the mean loss of epoch {epoch} is {loss}")]
+    Diverged { epoch: usize, loss: f64 },
+    #[error("cancelled")]
+    Cancelled,
+    #[error("model file {path}: {message}")]
+    ModelFile { path: String, message: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<CpuError> for TrainError {
+    fn from(e: CpuError) -> Self {
+        TrainError::Device(format!("cpu: {e}"))
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl From<dfdx::tensor::CudaError> for TrainError {
+    fn from(e: dfdx::tensor::CudaError) -> Self {
+        TrainError::Device(format!("cuda: {e}"))
+    }
+}
+
+/// Trains a model on `windows.train` with the effective `seed` (the manifest's, else one the
+/// caller derives per repetition) and records the stage's metrics.
+pub fn train(
+    windows: Arc<Windows>,
+    params: &TrainParams,
+    seed: u64,
+    rec: &mut Recorder,
+    cancel: &AtomicBool,
+) -> Result<TrainedModel, TrainError> {
+    params.check()?;
+    match params.device {
+        DeviceKind::Cpu => {
+            let dev = Cpu::seed_from_u64(seed);
+            let model = train_loop::run(&dev, &windows, params, seed, rec, cancel)?;
+            Ok(model.to_trained(windows))
+        }
+        DeviceKind::Cuda => train_cuda(windows, params, seed, rec, cancel),
+    }
+}
+
+/// Evaluates `model` on its validation windows and records `mse`, `mae`,
+/// `direction_accuracy`, `ic` and the naive baselines (see `eval` for their definitions).
+pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorder) -> Result<(), TrainError> {
+    params.check()?;
+    let predictions = match params.device {
+        DeviceKind::Cpu => {
+            let dev = Cpu::default();
+            let mlp = Mlp::from_trained(&dev, model)?;
+            eval::predict_valid(&dev, &mlp, &model.windows, params.batch_size)?
+        }
+        DeviceKind::Cuda => predict_cuda(model, params)?,
+    };
+    eval::record_scores(model, &predictions, rec)
+}
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    //! CUDA device selection and device-memory readout.
+
+    use super::TrainError;
+    use dfdx::tensor::Cuda;
+
+    /// GPU 0, or a message saying why not. Never `AutoDevice::default()`: it panics when no
+    /// device or driver is present.
+    pub fn device(seed: u64) -> Result<Cuda, TrainError> {
+        Cuda::try_build(0, seed).map_err(|e| {
+            TrainError::Device(format!(
+                "cannot open CUDA device 0 ({e}); check that a GPU and its driver are present, \
+                 that libcublas and libnvrtc are on LD_LIBRARY_PATH, or use `device = \"cpu\"`"
+            ))
+        })
+    }
+
+    /// Device memory this process holds, as the driver reports it. dfdx keeps freed buffers in
+    /// its pool, so at the end of training this is the pool's high-water mark plus the context.
+    /// Read through `nvidia-smi` because dfdx does not expose the driver's memory query.
+    pub fn process_memory_bytes() -> Option<f64> {
+        let out = std::process::Command::new("nvidia-smi")
+            .args(["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
+            .output()
+            .ok()?;
+        let pid = std::process::id().to_string();
+        String::from_utf8_lossy(&out.stdout).lines().find_map(|line| {
+            let (p, mib) = line.split_once(',')?;
+            (p.trim() == pid)
+                .then(|| mib.trim().parse::<f64>().ok())
+                .flatten()
+                .map(|mib| mib * 1024.0 * 1024.0)
+        })
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn train_cuda(
+    windows: Arc<Windows>,
+    params: &TrainParams,
+    seed: u64,
+    rec: &mut Recorder,
+    cancel: &AtomicBool,
+) -> Result<TrainedModel, TrainError> {
+    let dev = cuda::device(seed)?;
+    let model = train_loop::run(&dev, &windows, params, seed, rec, cancel)?;
+    match cuda::process_memory_bytes() {
+        Some(bytes) => rec.record("device_mem_bytes", bytes, "B"),
+        None => tracing::warn!("device memory not recorded: nvidia-smi gave no reading"),
+    }
+    Ok(model.to_trained(windows))
+}
+
+#[cfg(feature = "cuda")]
+fn predict_cuda(model: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
+    let dev = cuda::device(0)?;
+    let mlp = Mlp::from_trained(&dev, model)?;
+    eval::predict_valid(&dev, &mlp, &model.windows, params.batch_size)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn train_cuda(
+    _: Arc<Windows>,
+    params: &TrainParams,
+    _: u64,
+    _: &mut Recorder,
+    _: &AtomicBool,
+) -> Result<TrainedModel, TrainError> {
+    // `check()` already refuses this; kept as an error rather than a panic for direct callers.
+    Err(params.check().err().map_or_else(
+        || TrainError::Internal("cuda requested in a build without it".into()),
+        TrainError::Params,
+    ))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn predict_cuda(_: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
+    Err(params.check().err().map_or_else(
+        || TrainError::Internal("cuda requested in a build without it".into()),
+        TrainError::Params,
+    ))
+}

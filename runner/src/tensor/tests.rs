@@ -1,0 +1,481 @@
+//! Tests of the tensor module: gradients against finite differences, learning, knob
+//! invariance, persistence, validation metrics and parameter checks. Models are tiny so the
+//! whole file runs in a few seconds in a debug build.
+
+use super::optim::clip_global_norm;
+use super::*;
+use crate::artifact::WindowSet;
+use dfdx::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const SEQ: usize = 4;
+const FEAT: usize = 3;
+
+/// One symbol, windows one row apart. The target is a fixed linear function of the window's
+/// last day plus a little noise, so a model can learn it and predicting 0 cannot.
+fn learnable_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut split = |n: usize| {
+        let rows = n + SEQ - 1;
+        let features: Vec<f32> = (0..rows * FEAT).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let targets = (0..n)
+            .map(|i| {
+                let last = &features[(i + SEQ - 1) * FEAT..(i + SEQ) * FEAT];
+                0.8 * last[0] - 0.5 * last[1] + 0.3 * last[2] + rng.gen_range(-0.02..0.02)
+            })
+            .collect();
+        WindowSet {
+            features,
+            starts: (0..n as u32).collect(),
+            targets,
+            symbol_idx: vec![0; n],
+            dates: Vec::new(),
+        }
+    };
+    let train = split(n_train);
+    let valid = split(n_valid);
+    Arc::new(Windows {
+        seq_len: SEQ,
+        n_features: FEAT,
+        horizons: 1,
+        feature_names: vec!["ret_1".into(), "volume_z".into(), "range".into()],
+        symbols: vec!["SYN".into()],
+        train,
+        valid,
+        content_hash: "test".into(),
+    })
+}
+
+fn run_train(windows: &Arc<Windows>, params: &TrainParams, seed: u64) -> (TrainedModel, Recorder) {
+    let mut rec = Recorder::new();
+    let model = train(windows.clone(), params, seed, &mut rec, &AtomicBool::new(false)).expect("training succeeds");
+    (model, rec)
+}
+
+fn series(rec: &Recorder, name: &str) -> Vec<f64> {
+    rec.metrics()
+        .iter()
+        .filter(|m| m.name == name && m.step.is_some())
+        .map(|m| m.value)
+        .collect()
+}
+
+fn single(rec: &Recorder, name: &str) -> Option<f64> {
+    rec.metrics()
+        .iter()
+        .find(|m| m.name == name && m.step.is_none())
+        .map(|m| m.value)
+}
+
+fn host_loss(model: &TrainedModel, x: &[f32], y: &[f32], rows: usize) -> f64 {
+    let dev = Cpu::default();
+    let mlp = Mlp::from_trained(&dev, model).unwrap();
+    let xt = dev.tensor_from_vec(x.to_vec(), (rows, mlp.input_width()));
+    let pred = mlp.forward(xt, false).unwrap().as_vec();
+    eval::mse(&pred, y)
+}
+
+#[test]
+fn gradients_match_finite_differences() {
+    for activation in [Activation::Tanh, Activation::Gelu, Activation::Relu] {
+        let dev = Cpu::seed_from_u64(3);
+        let mlp = Mlp::new(&dev, &[3, 4, 2], activation, 0.0, 11).unwrap();
+        let rows = 5;
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let x: Vec<f32> = (0..rows * 3).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let y: Vec<f32> = (0..rows * 2).map(|_| rng.gen_range(-1.0..1.0)).collect();
+
+        let xt = dev.tensor_from_vec(x.clone(), (rows, 3));
+        let yt = dev.tensor_from_vec(y.clone(), (rows, 2));
+        // The training path (first product off the tape) against a fully traced pass.
+        let (_, grads) = mlp.loss_and_grads(xt.clone(), yt.clone()).unwrap();
+        let pred = mlp.forward(xt.traced(Gradients::leaky()), true).unwrap();
+        let traced = (pred - yt).square().mean().backward();
+        for layer in &mlp.layers {
+            for (a, b) in grads
+                .get(&layer.weight)
+                .as_vec()
+                .iter()
+                .zip(traced.get(&layer.weight).as_vec())
+            {
+                assert!((a - b).abs() <= 1e-6, "{activation:?}: {a} vs fully traced {b}");
+            }
+            assert_eq!(grads.get(&layer.bias).as_vec(), traced.get(&layer.bias).as_vec());
+        }
+
+        let base = mlp.to_trained(learnable_windows(1, 1, 0));
+        let eps = 1e-2f32;
+        for (l, layer) in mlp.layers.iter().enumerate() {
+            let analytic = [grads.get(&layer.weight).as_vec(), grads.get(&layer.bias).as_vec()];
+            for (part, grad) in analytic.iter().enumerate() {
+                for (i, &g) in grad.iter().enumerate() {
+                    let nudged = |delta: f32| {
+                        let mut m = base.clone();
+                        let values = if part == 0 {
+                            &mut m.layers[l].0
+                        } else {
+                            &mut m.layers[l].1
+                        };
+                        values[i] += delta;
+                        host_loss(&m, &x, &y, rows)
+                    };
+                    let numeric = (nudged(eps) - nudged(-eps)) / (2.0 * f64::from(eps));
+                    let err = (numeric - f64::from(g)).abs();
+                    assert!(
+                        err <= 2e-3 + 2e-2 * numeric.abs(),
+                        "{activation:?} layer {l} part {part} [{i}]: backward {g}, numeric {numeric}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn training_beats_the_naive_baseline() {
+    let windows = learnable_windows(512, 128, 1);
+    let params = TrainParams {
+        hidden: vec![16],
+        batch_size: 32,
+        epochs: 15,
+        lr: 1e-2,
+        ..TrainParams::default()
+    };
+    let (model, rec) = run_train(&windows, &params, 42);
+    let losses = series(&rec, "train_loss");
+    assert_eq!(losses.len(), 15);
+    assert!(losses[14] < 0.2 * losses[0], "train loss {losses:?}");
+    for name in ["epoch_seconds", "samples_per_second", "prep_seconds", "h2d_seconds"] {
+        assert!(single(&rec, name).is_some_and(|v| v > 0.0), "{name} recorded");
+    }
+    assert_eq!(series(&rec, "epoch_seconds").len(), 15);
+
+    let mut vrec = Recorder::new();
+    validate(&model, &ValidateParams::default(), &mut vrec).unwrap();
+    let mse = single(&vrec, "mse").unwrap();
+    let naive = single(&vrec, "naive_zero_mse").unwrap();
+    assert!(mse < 0.1 * naive, "validation mse {mse} vs predict-zero {naive}");
+    assert!(single(&vrec, "direction_accuracy").unwrap() > 0.9);
+    assert!(single(&vrec, "ic").unwrap() > 0.9);
+    // `ret_1` is a feature, so the last-return baseline is reported (sign and rank only).
+    assert!(single(&vrec, "naive_last_direction_accuracy").is_some());
+    assert!(single(&vrec, "naive_last_ic").is_some());
+    assert!(single(&vrec, "naive_last_mse").is_none());
+    assert_eq!(single(&vrec, "valid_windows"), Some(128.0));
+}
+
+#[test]
+fn knobs_change_speed_never_results() {
+    // 150 windows in batches of 32: the last batch is short, exercising the second buffer.
+    let windows = learnable_windows(150, 8, 2);
+    let base = TrainParams {
+        hidden: vec![8, 6],
+        activation: Activation::Gelu,
+        dropout: 0.2,
+        batch_size: 32,
+        epochs: 3,
+        lr: 5e-3,
+        weight_decay: 0.01,
+        grad_clip: Some(0.5),
+        ..TrainParams::default()
+    };
+    let (reference, rec) = run_train(&windows, &base, 9);
+    let reference_losses = series(&rec, "train_loss");
+    let knobs = [
+        (true, 0, 1, 1, true),
+        (false, 1, 1, 1, false),
+        (true, 3, 0, 1, true),
+        (false, 2, 4, 2, true),
+        (true, 8, 2, 2, false),
+    ];
+    for (buffer_reuse, prefetch, loss_sync_every, loss_reads_per_step, phase_timing) in knobs {
+        let params = TrainParams {
+            buffer_reuse,
+            prefetch,
+            loss_sync_every,
+            loss_reads_per_step,
+            phase_timing,
+            log_every: 2,
+            ..base.clone()
+        };
+        let (model, rec) = run_train(&windows, &params, 9);
+        assert_eq!(series(&rec, "train_loss"), reference_losses, "{params:?}");
+        assert_eq!(model.layers, reference.layers, "{params:?}");
+        assert_eq!(single(&rec, "compute_seconds").is_some(), phase_timing);
+    }
+    let (_, other_seed) = run_train(&windows, &base, 10);
+    assert_ne!(series(&other_seed, "train_loss"), reference_losses);
+}
+
+#[test]
+fn gradient_clipping_bounds_the_global_norm() {
+    let dev = Cpu::seed_from_u64(0);
+    let mlp = Mlp::new(&dev, &[3, 5, 1], Activation::Relu, 0.0, 1).unwrap();
+    let x = dev.tensor_from_vec(vec![3.0; 12], (4, 3));
+    let y = dev.tensor_from_vec(vec![-9.0; 4], (4, 1));
+    let grads = mlp
+        .forward(x.traced(Gradients::leaky()), true)
+        .unwrap()
+        .try_sub(y)
+        .unwrap()
+        .square()
+        .mean()
+        .backward();
+    let flat = |g: &Gradients<f32, Cpu>| -> Vec<f32> {
+        mlp.layers
+            .iter()
+            .flat_map(|l| [g.get(&l.weight).as_vec(), g.get(&l.bias).as_vec()].concat())
+            .collect()
+    };
+    let norm = |v: &[f32]| v.iter().map(|g| f64::from(*g).powi(2)).sum::<f64>().sqrt();
+    let raw = flat(&grads);
+    assert!(norm(&raw) > 1.0, "the test needs a large gradient");
+    let clipped = flat(&clip_global_norm(&mlp, &grads, 1.0).unwrap());
+    assert!((norm(&clipped) - 1.0).abs() < 1e-4, "norm {}", norm(&clipped));
+    let scale = norm(&clipped) / norm(&raw);
+    for (c, r) in clipped.iter().zip(&raw) {
+        assert!((f64::from(*c) - scale * f64::from(*r)).abs() < 1e-5);
+    }
+    // Below the bound, gradients pass through unchanged.
+    let untouched = flat(&clip_global_norm(&mlp, &grads, 1e9).unwrap());
+    assert_eq!(untouched, raw);
+}
+
+#[test]
+fn save_load_round_trip() {
+    let windows = learnable_windows(64, 16, 3);
+    let params = TrainParams {
+        hidden: vec![5, 4],
+        activation: Activation::Tanh,
+        batch_size: 16,
+        ..TrainParams::default()
+    };
+    let (model, _) = run_train(&windows, &params, 1);
+    let dev = Cpu::default();
+    let mlp = Mlp::from_trained(&dev, &model).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.safetensors");
+    mlp.save_model(&path).unwrap();
+    let loaded = Mlp::load_model(&dev, &path).unwrap();
+    assert_eq!(loaded.activation, Activation::Tanh);
+    let back = loaded.to_trained(windows.clone());
+    assert_eq!(back, model);
+    let a = eval::predict_valid(&dev, &mlp, &windows, 7).unwrap();
+    let b = eval::predict_valid(&dev, &loaded, &windows, 1000).unwrap();
+    assert_eq!(a, b, "batch size does not change predictions");
+
+    std::fs::write(&path, b"not a model").unwrap();
+    assert!(matches!(
+        Mlp::load_model(&dev, &path),
+        Err(TrainError::ModelFile { .. })
+    ));
+    let mut broken = model.clone();
+    broken.layers[0].0.pop();
+    assert!(matches!(Mlp::from_trained(&dev, &broken), Err(TrainError::Shape(_))));
+}
+
+#[test]
+fn cancellation_stops_training() {
+    let windows = learnable_windows(64, 8, 4);
+    for prefetch in [0, 2] {
+        let params = TrainParams {
+            hidden: vec![4],
+            batch_size: 8,
+            prefetch,
+            ..TrainParams::default()
+        };
+        let cancel = AtomicBool::new(false);
+        cancel.store(true, Ordering::Relaxed);
+        let result = train(windows.clone(), &params, 0, &mut Recorder::new(), &cancel);
+        assert!(matches!(result, Err(TrainError::Cancelled)), "prefetch {prefetch}");
+    }
+}
+
+#[test]
+fn malformed_windows_are_errors() {
+    let mut windows = (*learnable_windows(16, 4, 5)).clone();
+    windows.train.targets.pop();
+    let r = train(
+        Arc::new(windows),
+        &TrainParams::default(),
+        0,
+        &mut Recorder::new(),
+        &AtomicBool::new(false),
+    );
+    assert!(matches!(r, Err(TrainError::Shape(_))));
+    let mut empty = (*learnable_windows(16, 4, 5)).clone();
+    empty.train = WindowSet::default();
+    let r = train(
+        Arc::new(empty),
+        &TrainParams::default(),
+        0,
+        &mut Recorder::new(),
+        &AtomicBool::new(false),
+    );
+    assert!(matches!(r, Err(TrainError::EmptyData(_))));
+}
+
+#[test]
+fn rank_and_sign_metrics() {
+    let spearman_tied = spearman(&[1.0, 2.0, 2.0, 3.0], &[10.0, 20.0, 20.0, 30.0]).unwrap();
+    assert!((spearman_tied - 1.0).abs() < 1e-12);
+    let reversed = spearman(&[1.0, 2.0, 3.0], &[3.0, 1.0, 0.0]).unwrap();
+    assert!((reversed + 1.0).abs() < 1e-12);
+    assert_eq!(spearman(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]), None);
+    // Zero targets are skipped; a zero prediction is a miss.
+    let acc = direction_accuracy(&[0.5, -0.1, 0.0, 2.0], &[1.0, 1.0, 1.0, 0.0]).unwrap();
+    assert!((acc - 1.0 / 3.0).abs() < 1e-12);
+    assert_eq!(direction_accuracy(&[1.0], &[0.0]), None);
+    assert!((mse(&[1.0, 3.0], &[0.0, 0.0]) - 5.0).abs() < 1e-12);
+    assert!((mae(&[1.0, -3.0], &[0.0, 0.0]) - 2.0).abs() < 1e-12);
+}
+
+#[test]
+fn params_parse_with_defaults_and_reject_unknown_keys() {
+    let p: TrainParams = toml::from_str("").unwrap();
+    assert_eq!(p, TrainParams::default());
+    let p: TrainParams =
+        toml::from_str("hidden = [2048, 1024, 512]\nactivation = \"gelu\"\nprecision = \"f32\"\ngrad_clip = 1.0")
+            .unwrap();
+    assert_eq!(p.hidden, vec![2048, 1024, 512]);
+    assert_eq!(p.activation, Activation::Gelu);
+    assert!(p.check().is_ok());
+    assert!(toml::from_str::<TrainParams>("batchsize = 3").is_err());
+    assert!(toml::from_str::<ValidateParams>("epochs = 3").is_err());
+    assert!(toml::from_str::<TrainParams>("device = \"tpu\"").is_err());
+}
+
+#[test]
+fn check_reports_the_offending_field() {
+    let cases: Vec<(TrainParams, &str)> = vec![
+        (
+            TrainParams {
+                hidden: vec![8, 0],
+                ..Default::default()
+            },
+            "hidden",
+        ),
+        (
+            TrainParams {
+                dropout: 1.0,
+                ..Default::default()
+            },
+            "dropout",
+        ),
+        (
+            TrainParams {
+                batch_size: 0,
+                ..Default::default()
+            },
+            "batch_size",
+        ),
+        (
+            TrainParams {
+                epochs: 0,
+                ..Default::default()
+            },
+            "epochs",
+        ),
+        (
+            TrainParams {
+                lr: 0.0,
+                ..Default::default()
+            },
+            "lr",
+        ),
+        (
+            TrainParams {
+                lr: f64::NAN,
+                ..Default::default()
+            },
+            "lr",
+        ),
+        (
+            TrainParams {
+                weight_decay: -1.0,
+                ..Default::default()
+            },
+            "weight_decay",
+        ),
+        (
+            TrainParams {
+                grad_clip: Some(0.0),
+                ..Default::default()
+            },
+            "grad_clip",
+        ),
+        (
+            TrainParams {
+                prefetch: 1000,
+                ..Default::default()
+            },
+            "prefetch",
+        ),
+        (
+            TrainParams {
+                loss_reads_per_step: 0,
+                ..Default::default()
+            },
+            "loss_reads_per_step",
+        ),
+        (
+            TrainParams {
+                precision: Precision::F16,
+                ..Default::default()
+            },
+            "precision",
+        ),
+    ];
+    for (params, field) in cases {
+        let err = params.check().expect_err(field);
+        assert_eq!(err.field, field, "{err}");
+        // A run with bad parameters fails cleanly too, before touching any data.
+        let r = train(
+            learnable_windows(4, 1, 0),
+            &params,
+            0,
+            &mut Recorder::new(),
+            &AtomicBool::new(false),
+        );
+        assert!(matches!(r, Err(TrainError::Params(e)) if e.field == field));
+    }
+    let f16 = TrainParams {
+        precision: Precision::F16,
+        ..Default::default()
+    }
+    .check()
+    .unwrap_err();
+    assert!(f16.message.contains("not supported"), "{}", f16.message);
+    assert!(ValidateParams {
+        batch_size: 0,
+        ..Default::default()
+    }
+    .check()
+    .is_err());
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_without_the_feature_says_how_to_build_it() {
+    let train_err = TrainParams {
+        device: DeviceKind::Cuda,
+        ..Default::default()
+    }
+    .check()
+    .unwrap_err();
+    let valid_err = ValidateParams {
+        device: DeviceKind::Cuda,
+        ..Default::default()
+    }
+    .check()
+    .unwrap_err();
+    for err in [train_err, valid_err] {
+        assert_eq!(err.field, "device");
+        assert!(
+            err.hint.as_deref().unwrap_or("").contains("scripts/build-cuda.sh"),
+            "{err:?}"
+        );
+    }
+}

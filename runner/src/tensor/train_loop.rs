@@ -1,0 +1,275 @@
+//! The training loop of the `train` stage (Windows -> host batches -> device -> forward/backward
+//! -> AdamW), generic over the dfdx device, with the knobs experiments compare and the metrics
+//! they are judged on.
+
+use super::batches::{BatchSource, HostBatch};
+use super::config::TrainParams;
+use super::mlp::{Matrix, Mlp};
+use super::optim::{clip_global_norm, AdamW};
+use super::{TrainDevice, TrainError};
+use crate::artifact::Windows;
+use crate::metrics::Recorder;
+use dfdx::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Trains a fresh model on `windows.train` and records the stage's metrics into `rec`:
+/// - `epoch_seconds` (s) per epoch as a series, and their mean as a single value;
+/// - `train_loss` (loss): the mean batch loss per epoch as a series, and the last epoch's value;
+/// - `samples_per_second` (samples/s) over all epochs;
+/// - with `phase_timing`, the totals `prep_seconds`, `h2d_seconds`, `compute_seconds` and
+///   `readback_seconds` (s). With `prefetch > 0`, prep is only the time spent waiting for the
+///   producer thread, i.e. the part of batch preparation that was not hidden.
+///
+/// `seed` drives three independent streams: weight init, the per-epoch visiting order, and the
+/// device RNG (dropout masks).
+pub fn run<D: TrainDevice>(
+    dev: &D,
+    windows: &Arc<Windows>,
+    params: &TrainParams,
+    seed: u64,
+    rec: &mut Recorder,
+    cancel: &AtomicBool,
+) -> Result<Mlp<D>, TrainError>
+where
+    TrainError: From<D::Err>,
+{
+    check_windows(windows)?;
+    let n = windows.train.len();
+    let input = windows.input_len();
+    let horizons = windows.horizons;
+    let mut widths = Vec::with_capacity(params.hidden.len() + 2);
+    widths.push(input);
+    widths.extend_from_slice(&params.hidden);
+    widths.push(horizons);
+
+    let mut model = Mlp::new(dev, &widths, params.activation, params.dropout, seed)?;
+    let mut opt = AdamW::new(&model, params.lr, params.weight_decay)?;
+    let mut source = BatchSource::new(
+        windows.clone(),
+        seed,
+        params.shuffle,
+        params.batch_size,
+        params.epochs,
+        params.prefetch,
+    )?;
+    let mut buffers = ReusedBuffers::default();
+    let mut clock = PhaseClock::new(dev, params.phase_timing);
+    let steps_per_epoch = n.div_ceil(params.batch_size);
+    let mut epoch_seconds = Vec::with_capacity(params.epochs);
+    let mut last_epoch_loss = f64::NAN;
+    let mut global_step = 0usize;
+
+    for epoch in 0..params.epochs {
+        dev.try_synchronize()?;
+        let epoch_start = Instant::now();
+        clock.restart();
+        // The epoch's mean loss is summed on the device, so it is exact whatever
+        // `loss_sync_every` says; only the per-step reads below move data to the host.
+        let mut loss_sum: Option<Tensor<(), f32, D>> = None;
+        let mut last_read: Option<f32> = None;
+        for step in 0..steps_per_epoch {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(TrainError::Cancelled);
+            }
+            let batch = source.next_batch(epoch)?;
+            clock.lap(Phase::Prep)?;
+
+            let (x, y) = if params.buffer_reuse {
+                buffers.fill(dev, batch, input, horizons)?
+            } else {
+                (
+                    dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, input))?,
+                    dev.try_tensor_from_vec(batch.y.clone(), (batch.rows, horizons))?,
+                )
+            };
+            clock.lap(Phase::HostToDevice)?;
+
+            let (loss_value, mut grads) = model.loss_and_grads(x, y)?;
+            loss_sum = Some(match loss_sum.take() {
+                None => loss_value.clone(),
+                Some(sum) => sum.try_add(loss_value.clone())?,
+            });
+            if let Some(max_norm) = params.grad_clip {
+                grads = clip_global_norm(&model, &grads, max_norm)?;
+            }
+            opt.step(&mut model, &mut grads)?;
+            drop(grads);
+            clock.lap(Phase::Compute)?;
+
+            let k = params.loss_sync_every;
+            if k > 0 && (step + 1) % k == 0 {
+                for _ in 0..params.loss_reads_per_step {
+                    last_read = Some(loss_value.array());
+                }
+                clock.lap(Phase::Readback)?;
+            }
+            global_step += 1;
+            if params.log_every > 0 && global_step % params.log_every == 0 {
+                tracing::debug!(epoch, step, global_step, loss = ?last_read, "train step");
+            }
+        }
+
+        let sum = loss_sum.map(|s| s.array()).unwrap_or(0.0);
+        clock.lap(Phase::Readback)?;
+        dev.try_synchronize()?;
+        let seconds = epoch_start.elapsed().as_secs_f64();
+        let mean_loss = f64::from(sum) / steps_per_epoch as f64;
+        if !mean_loss.is_finite() {
+            return Err(TrainError::Diverged { epoch, loss: mean_loss });
+        }
+        tracing::debug!(epoch, seconds, loss = mean_loss, "train epoch");
+        rec.record_step("epoch_seconds", epoch as i64, seconds, "s");
+        rec.record_step("train_loss", epoch as i64, mean_loss, "loss");
+        epoch_seconds.push(seconds);
+        last_epoch_loss = mean_loss;
+    }
+
+    let total: f64 = epoch_seconds.iter().sum();
+    rec.record("epoch_seconds", total / epoch_seconds.len() as f64, "s");
+    rec.record("train_loss", last_epoch_loss, "loss");
+    rec.record("samples_per_second", (n * params.epochs) as f64 / total, "samples/s");
+    if params.phase_timing {
+        for (phase, spent) in Phase::ALL.iter().zip(clock.spent) {
+            rec.record(phase.metric(), spent.as_secs_f64(), "s");
+        }
+    }
+    Ok(model)
+}
+
+fn check_windows(windows: &Windows) -> Result<(), TrainError> {
+    let set = &windows.train;
+    if set.is_empty() {
+        return Err(TrainError::EmptyData("the training split has no windows".into()));
+    }
+    if windows.input_len() == 0 || windows.horizons == 0 {
+        return Err(TrainError::Shape(format!(
+            "windows have {} inputs and {} horizons; both must be at least 1",
+            windows.input_len(),
+            windows.horizons
+        )));
+    }
+    check_split("train", windows, set)?;
+    check_split("valid", windows, &windows.valid)
+}
+
+/// Catches malformed windows before they become an out-of-bounds panic in a batch gather.
+pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowSet) -> Result<(), TrainError> {
+    if set.targets.len() != set.len() * windows.horizons {
+        return Err(TrainError::Shape(format!(
+            "{name}: {} targets for {} windows of {} horizons",
+            set.targets.len(),
+            set.len(),
+            windows.horizons
+        )));
+    }
+    let rows = set.features.len() / windows.n_features.max(1);
+    if let Some(&start) = set.starts.iter().max() {
+        if start as usize + windows.seq_len > rows {
+            return Err(TrainError::Shape(format!(
+                "{name}: a window starts at row {start} but only {rows} feature rows exist"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Device tensors allocated once and overwritten each batch (`buffer_reuse = true`). The last
+/// batch of an epoch may be shorter, so it gets its own pair, allocated on first use.
+#[derive(Default)]
+struct ReusedBuffers<D: Device<f32>> {
+    full: Option<(Matrix<D>, Matrix<D>)>,
+    tail: Option<(Matrix<D>, Matrix<D>)>,
+}
+
+impl<D: Device<f32>> ReusedBuffers<D>
+where
+    TrainError: From<D::Err>,
+{
+    fn fill(
+        &mut self,
+        dev: &D,
+        batch: &HostBatch,
+        input: usize,
+        horizons: usize,
+    ) -> Result<(Matrix<D>, Matrix<D>), TrainError> {
+        let fits =
+            |slot: &Option<(Matrix<D>, Matrix<D>)>| slot.as_ref().is_some_and(|(x, _)| x.shape().0 == batch.rows);
+        let slot = if self.full.is_none() || fits(&self.full) {
+            &mut self.full
+        } else {
+            &mut self.tail
+        };
+        if !fits(slot) {
+            *slot = Some((
+                dev.try_zeros_like(&(batch.rows, input))?,
+                dev.try_zeros_like(&(batch.rows, horizons))?,
+            ));
+        }
+        let (x, y) = slot.as_mut().expect("filled just above");
+        // The previous step's clones are gone by now, so these copies write in place.
+        x.copy_from(&batch.x);
+        y.copy_from(&batch.y);
+        Ok((x.clone(), y.clone()))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Phase {
+    Prep,
+    HostToDevice,
+    Compute,
+    Readback,
+}
+
+impl Phase {
+    const ALL: [Phase; 4] = [Phase::Prep, Phase::HostToDevice, Phase::Compute, Phase::Readback];
+
+    fn metric(self) -> &'static str {
+        match self {
+            Phase::Prep => "prep_seconds",
+            Phase::HostToDevice => "h2d_seconds",
+            Phase::Compute => "compute_seconds",
+            Phase::Readback => "readback_seconds",
+        }
+    }
+}
+
+/// Splits wall time into phases. Each boundary synchronizes the device first (a no-op on CPU),
+/// so queued GPU work is charged to the phase that issued it rather than to whichever phase
+/// happens to block next.
+struct PhaseClock<'a, D> {
+    dev: &'a D,
+    enabled: bool,
+    last: Instant,
+    spent: [Duration; 4],
+}
+
+impl<'a, D: TrainDevice> PhaseClock<'a, D>
+where
+    TrainError: From<D::Err>,
+{
+    fn new(dev: &'a D, enabled: bool) -> Self {
+        Self {
+            dev,
+            enabled,
+            last: Instant::now(),
+            spent: [Duration::ZERO; 4],
+        }
+    }
+
+    fn restart(&mut self) {
+        self.last = Instant::now();
+    }
+
+    fn lap(&mut self, phase: Phase) -> Result<(), TrainError> {
+        if self.enabled {
+            self.dev.try_synchronize()?;
+            let now = Instant::now();
+            self.spent[phase as usize] += now - self.last;
+            self.last = now;
+        }
+        Ok(())
+    }
+}
