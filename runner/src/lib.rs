@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod exec;
+pub mod features;
 pub mod manifest;
 pub mod market;
 pub mod measure;

@@ -2,15 +2,33 @@
 
 use super::format;
 use super::model::{ClaimRow, FailedTrialRow, GuardRow, KeyValue, StageRow, SweepRow, SweepTable};
-use super::samples::{compare_configs, direction_of, metric_samples, settings_of, sweep_label};
+use super::samples::{compare_configs, direction_of, metric_samples, settings_of, sweep_label, trial_value};
 use super::{ConfigData, RunData};
-use crate::stats::{assess, bootstrap_median_ci, guard, median, Direction, GuardVerdict, Tolerance};
+use crate::stats::{assess, bootstrap_median_ci, guard, guard_paired, median, Direction, GuardVerdict, Tolerance};
+
+/// `(baseline, candidate)` values of `metric` from successful trials with the same repetition.
+fn paired_by_repetition(base: &ConfigData, cand: &ConfigData, metric: &str) -> Vec<(f64, f64)> {
+    base.trials
+        .iter()
+        .filter(|t| t.ok)
+        .filter_map(|bt| {
+            let ct = cand.trials.iter().find(|c| c.ok && c.repetition == bt.repetition)?;
+            Some((trial_value(bt, metric)?.0, trial_value(ct, metric)?.0))
+        })
+        .collect()
+}
 
 pub(crate) fn guard_row(cand: &ConfigData, base: &ConfigData, metric: &str, tol: Tolerance, alpha: f64) -> GuardRow {
     let a = metric_samples(base, metric);
     let b = metric_samples(cand, metric);
     let unit = a.unit.clone().or(b.unit.clone()).unwrap_or_default();
-    let r = guard(&a.values, &b.values, tol, alpha);
+    // Trials of one repetition share their seed: compare them pairwise when every trial pairs.
+    let pairs = paired_by_repetition(base, cand, metric);
+    let r = if pairs.len() >= 2 && pairs.len() == a.values.len().min(b.values.len()) {
+        guard_paired(&pairs, tol, alpha)
+    } else {
+        guard(&a.values, &b.values, tol, alpha)
+    };
     let mean = |v: &[f64]| {
         if v.is_empty() {
             f64::NAN

@@ -7,6 +7,7 @@
 mod command;
 mod load;
 mod model;
+mod normalize;
 mod params;
 mod transfer;
 
@@ -133,7 +134,7 @@ pub fn find_kind(kind: &str) -> Option<&'static KindSpec> {
     REGISTRY.iter().find(|k| k.kind == kind)
 }
 
-static REGISTRY: [KindSpec; 5] = [
+static REGISTRY: [KindSpec; 6] = [
     KindSpec {
         kind: "command",
         input: None,
@@ -147,6 +148,13 @@ static REGISTRY: [KindSpec; 5] = [
         output: ArtifactKind::Bars,
         fields: field_names::<crate::market::LoadParams>,
         build: load::build_load,
+    },
+    KindSpec {
+        kind: "normalize",
+        input: Some(ArtifactKind::Bars),
+        output: ArtifactKind::Windows,
+        fields: field_names::<crate::features::NormalizeParams>,
+        build: normalize::build_normalize,
     },
     KindSpec {
         kind: "train",

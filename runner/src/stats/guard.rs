@@ -159,9 +159,75 @@ pub fn guard(baseline: &[f64], candidate: &[f64], tolerance: Tolerance, alpha: f
     r
 }
 
+/// Equivalence test on paired samples `(baseline, candidate)`: trials of one repetition share
+/// their seed and block, so the per-pair difference removes the seed-to-seed variance that
+/// an unpaired test would have to see through. The (1 - 2 alpha) t-interval of the mean
+/// difference must lie inside ±margin to pass, entirely outside to fail.
+pub fn guard_paired(pairs: &[(f64, f64)], tolerance: Tolerance, alpha: f64) -> GuardResult {
+    let mut r = GuardResult {
+        verdict: GuardVerdict::Inconclusive,
+        diff: f64::NAN,
+        relative_diff: f64::NAN,
+        ci: None,
+        margin: f64::NAN,
+        reason: None,
+    };
+    if pairs.iter().any(|(a, b)| !a.is_finite() || !b.is_finite()) {
+        r.reason = Some("samples contain non-finite values".to_owned());
+        return r;
+    }
+    if pairs.len() < 2 {
+        r.reason = Some("needs at least 2 paired repetitions".to_owned());
+        return r;
+    }
+    let base: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let diffs: Vec<f64> = pairs.iter().map(|(a, b)| b - a).collect();
+    let (ma, _) = mean_var(&base);
+    let (md, vd) = mean_var(&diffs);
+    r.diff = md;
+    r.relative_diff = if ma != 0.0 { md / ma.abs() } else { f64::NAN };
+    r.margin = tolerance.margin(ma);
+    let se = (vd / diffs.len() as f64).sqrt();
+    let half = if se == 0.0 {
+        0.0
+    } else {
+        student_t_quantile(1.0 - alpha, (diffs.len() - 1) as f64) * se
+    };
+    let (lo, hi) = (md - half, md + half);
+    r.ci = Some((lo, hi));
+    r.verdict = if lo >= -r.margin && hi <= r.margin {
+        GuardVerdict::Pass
+    } else if lo > r.margin || hi < -r.margin {
+        GuardVerdict::Fail
+    } else {
+        r.reason = Some("interval overlaps the tolerance edge".to_owned());
+        GuardVerdict::Inconclusive
+    };
+    r
+}
+
 #[cfg(test)]
 mod unit_tests {
     use super::*;
+
+    #[test]
+    fn paired_guard_sees_through_seed_variance() {
+        // Per-seed values vary by ±20%, but each pair differs by exactly 0 or by 5%.
+        let same: Vec<(f64, f64)> = [1.0, 1.2, 0.8, 1.1, 0.9].iter().map(|&v| (v, v)).collect();
+        let tol = Tolerance::Relative(0.01);
+        assert_eq!(guard_paired(&same, tol, 0.05).verdict, GuardVerdict::Pass);
+        let unpaired_a: Vec<f64> = same.iter().map(|p| p.0).collect();
+        assert_eq!(
+            guard(&unpaired_a, &unpaired_a, tol, 0.05).verdict,
+            GuardVerdict::Inconclusive
+        );
+        let shifted: Vec<(f64, f64)> = [1.0, 1.2, 0.8, 1.1, 0.9].iter().map(|&v| (v, v * 1.05)).collect();
+        assert_eq!(guard_paired(&shifted, tol, 0.05).verdict, GuardVerdict::Fail);
+        assert_eq!(
+            guard_paired(&shifted[..1], tol, 0.05).verdict,
+            GuardVerdict::Inconclusive
+        );
+    }
 
     #[test]
     fn parses_relative_and_absolute() {

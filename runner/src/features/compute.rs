@@ -1,0 +1,277 @@
+//! Feature columns of one symbol (Bars -> compute -> normalize statistics -> windows).
+//!
+//! All math runs in f64 over column-major buffers (one contiguous column per feature), and
+//! rows before a feature's warm-up hold NaN. Nothing here looks at a later row than the one it
+//! writes, which is what makes the train/validation split free of look-ahead.
+
+use super::rolling::{rolling_mean, rolling_moments, rolling_skew};
+use super::spec::{Feature, MACD_FAST, MACD_SIGNAL, MACD_SLOW};
+use super::NormalizeError;
+use crate::artifact::SymbolBars;
+use rayon::prelude::*;
+
+/// Split-adjusted series of one symbol, shared by its feature columns.
+///
+/// Prices are multiplied by the cumulative adjustment factor but not divided by the latest
+/// factor: every feature is a ratio or a log difference, so that constant cancels, and leaving
+/// it out keeps values from the end of the series (validation data) out of training rows,
+/// even in rounding.
+pub(crate) struct Prepared {
+    pub(crate) close: Vec<f64>,
+    pub(crate) open: Vec<f64>,
+    pub(crate) high: Vec<f64>,
+    pub(crate) low: Vec<f64>,
+    /// Volume divided by the adjustment factor: the same holding counted in shares of one
+    /// fixed split basis, so a 10:1 split does not look like a tenfold volume surge.
+    pub(crate) volume: Vec<f64>,
+    /// `ln(close)`; log returns and targets are differences of it.
+    pub(crate) log_close: Vec<f64>,
+    /// `ret_1`, NaN at row 0.
+    pub(crate) ret1: Vec<f64>,
+}
+
+/// The feature columns of one symbol: `cols[j * rows + t]` is feature `j` on row `t`.
+pub(crate) struct SymbolFeatures {
+    pub(crate) rows: usize,
+    pub(crate) cols: Vec<f64>,
+    pub(crate) log_close: Vec<f64>,
+}
+
+impl SymbolFeatures {
+    pub(crate) fn col(&self, j: usize) -> &[f64] {
+        &self.cols[j * self.rows..(j + 1) * self.rows]
+    }
+}
+
+fn bad(bars: &SymbolBars, t: usize, field: &'static str, value: f64) -> NormalizeError {
+    NormalizeError::BadBar {
+        symbol: bars.symbol.clone(),
+        date: bars.dates[t],
+        field,
+        value,
+    }
+}
+
+/// Checks one symbol's bars and builds its adjusted series.
+pub(crate) fn prepare(bars: &SymbolBars) -> Result<Prepared, NormalizeError> {
+    let n = bars.len();
+    for (column, len) in [
+        ("open", bars.open.len()),
+        ("high", bars.high.len()),
+        ("low", bars.low.len()),
+        ("close", bars.close.len()),
+        ("volume", bars.volume.len()),
+        ("adj_factor", bars.adj_factor.len()),
+    ] {
+        if len != n {
+            return Err(NormalizeError::Ragged {
+                symbol: bars.symbol.clone(),
+                column,
+                got: len,
+                expected: n,
+            });
+        }
+    }
+    let mut p = Prepared {
+        close: Vec::with_capacity(n),
+        open: Vec::with_capacity(n),
+        high: Vec::with_capacity(n),
+        low: Vec::with_capacity(n),
+        volume: Vec::with_capacity(n),
+        log_close: Vec::with_capacity(n),
+        ret1: Vec::with_capacity(n),
+    };
+    for t in 0..n {
+        if t > 0 && bars.dates[t] <= bars.dates[t - 1] {
+            return Err(NormalizeError::Unsorted {
+                symbol: bars.symbol.clone(),
+                previous: bars.dates[t - 1],
+                date: bars.dates[t],
+            });
+        }
+        let adj = bars.adj_factor[t];
+        let fields = [
+            ("adj_factor", adj),
+            ("open", bars.open[t]),
+            ("high", bars.high[t]),
+            ("low", bars.low[t]),
+            ("close", bars.close[t]),
+        ];
+        for (field, value) in fields {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(bad(bars, t, field, value));
+            }
+        }
+        let volume = bars.volume[t];
+        if !(volume.is_finite() && volume >= 0.0) {
+            return Err(bad(bars, t, "volume", volume));
+        }
+        let close = bars.close[t] * adj;
+        p.close.push(close);
+        p.open.push(bars.open[t] * adj);
+        p.high.push(bars.high[t] * adj);
+        p.low.push(bars.low[t] * adj);
+        p.volume.push(volume / adj);
+        p.log_close.push(close.ln());
+    }
+    if n > 0 {
+        p.ret1.push(f64::NAN);
+        p.ret1.extend(p.log_close.windows(2).map(|pair| pair[1] - pair[0]));
+    }
+    Ok(p)
+}
+
+/// Computes every column of one symbol; with `parallel`, columns are rayon tasks too, so a
+/// handful of long series still spreads over the pool.
+pub(crate) fn compute_symbol(
+    bars: &SymbolBars,
+    features: &[Feature],
+    parallel: bool,
+) -> Result<SymbolFeatures, NormalizeError> {
+    let p = prepare(bars)?;
+    let rows = bars.len();
+    let mut cols = vec![f64::NAN; rows * features.len()];
+    if rows > 0 {
+        if parallel {
+            cols.par_chunks_mut(rows)
+                .zip(features.par_iter())
+                .for_each(|(out, &f)| compute_column(f, &p, out));
+        } else {
+            for (out, &f) in cols.chunks_mut(rows).zip(features) {
+                compute_column(f, &p, out);
+            }
+        }
+    }
+    Ok(SymbolFeatures {
+        rows,
+        cols,
+        log_close: p.log_close,
+    })
+}
+
+/// Fills one feature column; `out` arrives filled with NaN and keeps it on warm-up rows.
+pub(crate) fn compute_column(feature: Feature, p: &Prepared, out: &mut [f64]) {
+    let n = out.len();
+    match feature {
+        Feature::Ret(k) => {
+            let lc = &p.log_close;
+            for ((o, now), then) in out.iter_mut().skip(k).zip(&lc[k.min(n)..]).zip(lc) {
+                *o = now - then;
+            }
+        }
+        Feature::HlRange => {
+            for (o, ((h, l), c)) in out.iter_mut().zip(p.high.iter().zip(&p.low).zip(&p.close)) {
+                *o = (h - l) / c;
+            }
+        }
+        Feature::ClosePos => {
+            for (o, ((h, l), c)) in out.iter_mut().zip(p.high.iter().zip(&p.low).zip(&p.close)) {
+                let range = h - l;
+                *o = if range > 0.0 { (c - l) / range } else { 0.5 };
+            }
+        }
+        Feature::Gap => {
+            for (o, (open, prev)) in out.iter_mut().skip(1).zip(p.open[1..].iter().zip(&p.close)) {
+                *o = (open / prev).ln();
+            }
+        }
+        Feature::Vol(w) => rolling_moments(&p.ret1, 1, w, |t, _, m2| {
+            out[t] = (m2 / (w as f64 - 1.0)).sqrt();
+        }),
+        Feature::SmaRatio(w) => rolling_mean(&p.close, 0, w, |t, mean| {
+            out[t] = p.close[t] / mean - 1.0;
+        }),
+        Feature::Rsi(w) => rsi(&p.close, w, out),
+        Feature::Macd | Feature::MacdSignal => macd(feature, &p.close, out),
+        Feature::BbPctb(w) => rolling_moments(&p.close, 0, w, |t, mean, m2| {
+            let sd = (m2 / w as f64).sqrt();
+            out[t] = if sd > 1e-7 * mean {
+                (p.close[t] - (mean - 2.0 * sd)) / (4.0 * sd)
+            } else {
+                0.5
+            };
+        }),
+        Feature::VolZ(w) => rolling_moments(&p.volume, 0, w, |t, mean, m2| {
+            let sd = (m2 / (w as f64 - 1.0)).sqrt();
+            out[t] = if sd > 1e-7 * mean {
+                (p.volume[t] - mean) / sd
+            } else {
+                0.0
+            };
+        }),
+        Feature::DlogVolume => {
+            for (o, pair) in out.iter_mut().skip(1).zip(p.volume.windows(2)) {
+                let (prev, cur) = (pair[0], pair[1]);
+                *o = if prev > 0.0 && cur > 0.0 {
+                    (cur / prev).ln()
+                } else {
+                    0.0
+                };
+            }
+        }
+        Feature::Skew(w) => rolling_skew(&p.ret1, 1, w, |t, skew| out[t] = skew),
+    }
+}
+
+/// Wilder's RSI: the first average gain/loss is the plain mean of the first `w` changes,
+/// later ones `avg = (1 - 1/w) avg + gain / w`.
+fn rsi(close: &[f64], w: usize, out: &mut [f64]) {
+    let n = close.len();
+    if n <= w {
+        return;
+    }
+    let (mut gain, mut loss) = (0.0, 0.0);
+    for t in 1..=w {
+        let d = close[t] - close[t - 1];
+        gain += d.max(0.0);
+        loss += (-d).max(0.0);
+    }
+    let alpha = 1.0 / w as f64;
+    gain *= alpha;
+    loss *= alpha;
+    out[w] = rsi_value(gain, loss);
+    for t in w + 1..n {
+        let d = close[t] - close[t - 1];
+        gain = (1.0 - alpha) * gain + alpha * d.max(0.0);
+        loss = (1.0 - alpha) * loss + alpha * (-d).max(0.0);
+        out[t] = rsi_value(gain, loss);
+    }
+}
+
+fn rsi_value(gain: f64, loss: f64) -> f64 {
+    let total = gain + loss;
+    if total > 0.0 {
+        100.0 * gain / total
+    } else {
+        50.0
+    }
+}
+
+/// MACD line `EMA12 - EMA26` or its signal `EMA9(line)`, divided by the close so the value
+/// does not scale with the price level. EMAs are seeded with the first value, as pandas'
+/// `ewm(span, adjust=False)` is.
+fn macd(feature: Feature, close: &[f64], out: &mut [f64]) {
+    let Some(&seed) = close.first() else {
+        return;
+    };
+    let alpha = |s: usize| 2.0 / (s as f64 + 1.0);
+    let (af, asl, asig) = (alpha(MACD_FAST), alpha(MACD_SLOW), alpha(MACD_SIGNAL));
+    let (mut fast, mut slow, mut signal) = (seed, seed, 0.0);
+    let start = feature.warmup();
+    let want_signal = feature == Feature::MacdSignal;
+    for (t, (&c, o)) in close.iter().zip(out.iter_mut()).enumerate() {
+        if t > 0 {
+            fast = (1.0 - af) * fast + af * c;
+            slow = (1.0 - asl) * slow + asl * c;
+        }
+        let line = fast - slow;
+        signal = if t == 0 {
+            line
+        } else {
+            (1.0 - asig) * signal + asig * line
+        };
+        if t >= start {
+            *o = if want_signal { signal } else { line } / c;
+        }
+    }
+}

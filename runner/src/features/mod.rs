@@ -1,0 +1,323 @@
+//! The `normalize` stage's computation (load: `Bars` -> features -> `Windows` -> train).
+//!
+//! Three timed phases: feature columns per symbol (`compute`), training-period statistics
+//! (`normalize`), and window assembly with the content hash (`windows`). Sequential and
+//! parallel runs execute the same per-symbol code and combine results in symbol order, so
+//! they produce identical bytes.
+
+mod compute;
+mod normalize;
+mod params;
+mod rolling;
+mod spec;
+mod synth;
+mod windows;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_math;
+
+pub use params::{NormMethod, NormScope, NormalizeParams, DEFAULT_VALID_FRACTION};
+pub use spec::{Feature, DEFAULT_PRESET, MINIMAL_PRESET, PRESETS};
+pub use synth::synthetic_bars;
+pub use windows::{window_set_hash, windows_hash};
+
+use crate::artifact::{Bars, SymbolBars, Windows};
+use crate::metrics::Recorder;
+use crate::params::ParamError;
+use chrono::NaiveDate;
+use compute::SymbolFeatures;
+use normalize::Stats;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use windows::{Layout, Piece};
+
+/// Why the stage could not build windows from the bars it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum NormalizeError {
+    #[error("invalid parameter {0}")]
+    Params(#[from] ParamError),
+    #[error("symbol `{symbol}` on {date}: {field} is {value}, expected a positive finite number")]
+    BadBar {
+        symbol: String,
+        date: NaiveDate,
+        field: &'static str,
+        value: f64,
+    },
+    #[error("symbol `{symbol}`: dates must increase, but {date} follows {previous}")]
+    Unsorted {
+        symbol: String,
+        previous: NaiveDate,
+        date: NaiveDate,
+    },
+    #[error("symbol `{symbol}`: column `{column}` has {got} values for {expected} dates")]
+    Ragged {
+        symbol: String,
+        column: &'static str,
+        got: usize,
+        expected: usize,
+    },
+    #[error("no bars to build windows from")]
+    NoBars,
+    #[error(
+        "no symbol has enough history for one training window: `{symbol}` has the most, {rows} \
+         rows before {split}, and needs {needed} ({warmup} warm-up + seq_len {seq_len} + \
+         horizon {horizon})"
+    )]
+    NotEnoughHistory {
+        symbol: String,
+        rows: usize,
+        needed: usize,
+        split: NaiveDate,
+        warmup: usize,
+        seq_len: usize,
+        horizon: usize,
+    },
+    #[error(
+        "no symbol has enough data for one validation window: `{symbol}` has the most, {rows} \
+         rows from {split} on, and needs {needed} (gap {gap} + horizon {horizon} + 1, or more \
+         while features warm up)"
+    )]
+    NoValidationWindows {
+        symbol: String,
+        rows: usize,
+        needed: usize,
+        split: NaiveDate,
+        gap: usize,
+        horizon: usize,
+    },
+    #[error("could not start a pool of {threads} threads: {message}")]
+    ThreadPool { threads: usize, message: String },
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Builds normalized train/validation windows from daily bars.
+///
+/// Records `windows`, `train_windows`, `valid_windows`, `features`, `symbols`, `threads`
+/// (count), `bytes` (B), `features_seconds`, `normalize_seconds`, `windows_seconds` (s) and
+/// `windows_per_second`. With `parallel = true` the work runs on a rayon pool of `threads`
+/// threads built for this call, so a sweep over `threads` measures scaling.
+pub fn build_windows(
+    bars: &Bars,
+    params: &NormalizeParams,
+    rec: &mut Recorder,
+    cancel: &AtomicBool,
+) -> Result<Windows, NormalizeError> {
+    params.check()?;
+    let features = params.feature_list()?;
+    if !params.parallel {
+        rec.record("threads", 1.0, "count");
+        return run(bars, params, &features, rec, cancel);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(params.threads)
+        .thread_name(|i| format!("normalize-{i}"))
+        .build()
+        .map_err(|e| NormalizeError::ThreadPool {
+            threads: params.threads,
+            message: e.to_string(),
+        })?;
+    rec.record("threads", pool.current_num_threads() as f64, "count");
+    pool.install(|| run(bars, params, &features, rec, cancel))
+}
+
+/// The raw (not normalized) feature columns of one symbol, `out[j][t]` for feature `j` on
+/// row `t`, NaN on warm-up rows: for inspecting values and comparing with other tools.
+pub fn feature_columns(bars: &SymbolBars, features: &[Feature]) -> Result<Vec<Vec<f64>>, NormalizeError> {
+    let computed = compute::compute_symbol(bars, features, false)?;
+    Ok((0..features.len()).map(|j| computed.col(j).to_vec()).collect())
+}
+
+/// Maps `f` over `0..n`, in parallel or not, and reports the lowest-indexed error so the
+/// outcome does not depend on scheduling.
+fn map_indexed<T: Send>(
+    parallel: bool,
+    n: usize,
+    f: impl Fn(usize) -> Result<T, NormalizeError> + Sync + Send,
+) -> Result<Vec<T>, NormalizeError> {
+    let results: Vec<Result<T, NormalizeError>> = if parallel {
+        (0..n).into_par_iter().map(f).collect()
+    } else {
+        (0..n).map(f).collect()
+    };
+    results.into_iter().collect()
+}
+
+fn check_cancel(cancel: &AtomicBool) -> Result<(), NormalizeError> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(NormalizeError::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+/// The first validation day: `split_date`, or the calendar date `1 - valid_fraction` of the
+/// way from the earliest to the latest date in the bars.
+fn split_date(bars: &Bars, params: &NormalizeParams) -> Result<NaiveDate, NormalizeError> {
+    if let Some(date) = params.split_date {
+        return Ok(date);
+    }
+    let firsts = bars.symbols.iter().filter_map(|s| s.dates.first());
+    let lasts = bars.symbols.iter().filter_map(|s| s.dates.last());
+    let (Some(&min), Some(&max)) = (firsts.min(), lasts.max()) else {
+        return Err(NormalizeError::NoBars);
+    };
+    let fraction = params.valid_fraction.unwrap_or(DEFAULT_VALID_FRACTION);
+    let span = (max - min).num_days() as f64;
+    let offset = (span * (1.0 - fraction)).round() as i64;
+    Ok(min + chrono::Duration::days(offset))
+}
+
+fn run(
+    bars: &Bars,
+    params: &NormalizeParams,
+    features: &[spec::Feature],
+    rec: &mut Recorder,
+    cancel: &AtomicBool,
+) -> Result<Windows, NormalizeError> {
+    let parallel = params.parallel;
+    let nf = features.len();
+    let warm = features.iter().map(|f| f.warmup()).max().unwrap_or(0);
+    let layout = Layout {
+        seq_len: params.seq_len,
+        horizon: params.horizon,
+        gap: params.gap_rows(),
+    };
+    let split = split_date(bars, params)?;
+
+    let t0 = Instant::now();
+    let computed: Vec<SymbolFeatures> = map_indexed(parallel, bars.symbols.len(), |s| {
+        check_cancel(cancel)?;
+        compute::compute_symbol(&bars.symbols[s], features, parallel)
+    })?;
+    let features_seconds = t0.elapsed().as_secs_f64();
+
+    // Rows of a symbol dated before the split; its statistics rows are those after warm-up.
+    let t1 = Instant::now();
+    let v0: Vec<usize> = bars
+        .symbols
+        .iter()
+        .map(|s| s.dates.partition_point(|d| *d < split))
+        .collect();
+    let train_rows: Vec<_> = v0.iter().map(|&v| warm.min(v)..v).collect();
+    check_cancel(cancel)?;
+    let stats: Vec<Option<Stats>> = match params.scope {
+        NormScope::PerSymbol => map_indexed(parallel, computed.len(), |s| {
+            check_cancel(cancel)?;
+            // Fewer training rows than one window is too little to estimate a spread from.
+            let rows = train_rows[s].clone();
+            Ok((rows.len() >= params.seq_len.max(2))
+                .then(|| normalize::symbol_stats(&computed[s], nf, rows, params.method)))
+        })?,
+        NormScope::Pooled => {
+            let pooled = normalize::pooled_stats(&computed, &train_rows, nf, params.method, parallel);
+            vec![Some(pooled); computed.len()]
+        }
+    };
+    let normalize_seconds = t1.elapsed().as_secs_f64();
+
+    let t2 = Instant::now();
+    check_cancel(cancel)?;
+    let mut train_pieces = Vec::new();
+    let mut valid_pieces = Vec::new();
+    for (s, sym_stats) in stats.iter().enumerate() {
+        let Some(sym_stats) = sym_stats else { continue };
+        let n = computed[s].rows;
+        let piece = |span| Piece {
+            symbol: s,
+            span,
+            features: &computed[s],
+            bars: &bars.symbols[s],
+            stats: sym_stats,
+        };
+        if let Some(span) = layout.train(warm, v0[s]) {
+            train_pieces.push(piece(span));
+        }
+        if let Some(span) = layout.valid(n, warm, v0[s]) {
+            valid_pieces.push(piece(span));
+        }
+    }
+    if train_pieces.is_empty() {
+        // The first symbol among those with the most rows, so the message is stable.
+        let (s, &rows) = v0
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+            .ok_or(NormalizeError::NoBars)?;
+        return Err(NormalizeError::NotEnoughHistory {
+            symbol: bars.symbols[s].symbol.clone(),
+            rows,
+            needed: warm + params.seq_len + params.horizon,
+            split,
+            warmup: warm,
+            seq_len: params.seq_len,
+            horizon: params.horizon,
+        });
+    }
+    if valid_pieces.is_empty() {
+        let after = |s: usize| computed[s].rows - v0[s];
+        let s = (0..computed.len())
+            .max_by(|&a, &b| after(a).cmp(&after(b)).then(b.cmp(&a)))
+            .ok_or(NormalizeError::NoBars)?;
+        return Err(NormalizeError::NoValidationWindows {
+            symbol: bars.symbols[s].symbol.clone(),
+            rows: after(s),
+            needed: layout.gap + params.horizon + 1,
+            split,
+            gap: layout.gap,
+            horizon: params.horizon,
+        });
+    }
+    let assemble =
+        |pieces: &[Piece<'_>]| windows::assemble(pieces, nf, params.seq_len, params.horizon, params.clip, parallel);
+    let (train, valid) = if parallel {
+        rayon::join(|| assemble(&train_pieces), || assemble(&valid_pieces))
+    } else {
+        (assemble(&train_pieces), assemble(&valid_pieces))
+    };
+    let mut has_windows = vec![false; bars.symbols.len()];
+    for piece in train_pieces.iter().chain(&valid_pieces) {
+        has_windows[piece.symbol] = true;
+    }
+    let used = has_windows.iter().filter(|&&u| u).count();
+    let mut out = Windows {
+        seq_len: params.seq_len,
+        n_features: nf,
+        horizons: 1,
+        feature_names: features.iter().map(|f| f.name()).collect(),
+        symbols: bars.symbols.iter().map(|s| s.symbol.clone()).collect(),
+        train,
+        valid,
+        content_hash: String::new(),
+    };
+    out.content_hash = windows::windows_hash_with(&out, parallel);
+    let windows_seconds = t2.elapsed().as_secs_f64();
+
+    let (n_train, n_valid) = (out.train.len(), out.valid.len());
+    let total = (n_train + n_valid) as f64;
+    rec.record("windows", total, "count");
+    rec.record("train_windows", n_train as f64, "count");
+    rec.record("valid_windows", n_valid as f64, "count");
+    rec.record("features", nf as f64, "count");
+    rec.record("symbols", used as f64, "count");
+    rec.record("bytes", set_bytes(&out.train) + set_bytes(&out.valid), "B");
+    rec.record("features_seconds", features_seconds, "s");
+    rec.record("normalize_seconds", normalize_seconds, "s");
+    rec.record("windows_seconds", windows_seconds, "s");
+    let seconds = features_seconds + normalize_seconds + windows_seconds;
+    rec.record("windows_per_second", total / seconds.max(1e-9), "windows/s");
+    Ok(out)
+}
+
+/// Bytes held by one split's buffers.
+fn set_bytes(set: &crate::artifact::WindowSet) -> f64 {
+    use std::mem::size_of_val;
+    (size_of_val(set.features.as_slice())
+        + size_of_val(set.starts.as_slice())
+        + size_of_val(set.targets.as_slice())
+        + size_of_val(set.symbol_idx.as_slice())
+        + size_of_val(set.dates.as_slice())) as f64
+}

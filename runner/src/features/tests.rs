@@ -1,0 +1,375 @@
+//! Acceptance tests of build_windows (Bars -> build_windows -> Windows): determinism across
+//! execution modes, no look-ahead, window layout, errors and parameters.
+
+use super::*;
+use crate::artifact::Bars;
+use chrono::NaiveDate;
+
+fn market() -> Bars {
+    synthetic_bars(8, 600, 7)
+}
+
+fn base() -> NormalizeParams {
+    NormalizeParams {
+        seq_len: 20,
+        split_date: Some(date("2015-09-01")),
+        ..NormalizeParams::default()
+    }
+}
+
+fn date(s: &str) -> NaiveDate {
+    s.parse().unwrap()
+}
+
+fn try_build(bars: &Bars, p: &NormalizeParams) -> Result<(Windows, Recorder), NormalizeError> {
+    let mut rec = Recorder::new();
+    let w = build_windows(bars, p, &mut rec, &AtomicBool::new(false))?;
+    Ok((w, rec))
+}
+
+fn build(bars: &Bars, p: &NormalizeParams) -> Windows {
+    try_build(bars, p).unwrap().0
+}
+
+fn variants() -> Vec<NormalizeParams> {
+    let mut out = Vec::new();
+    for scope in [NormScope::PerSymbol, NormScope::Pooled] {
+        for method in [NormMethod::ZScore, NormMethod::Robust] {
+            out.push(NormalizeParams {
+                scope,
+                method,
+                ..base()
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn sequential_and_parallel_runs_are_bit_identical() {
+    let bars = market();
+    for p in variants() {
+        let seq = build(&bars, &p);
+        let par = build(
+            &bars,
+            &NormalizeParams {
+                parallel: true,
+                threads: 2,
+                ..p.clone()
+            },
+        );
+        assert!(!seq.train.is_empty() && !seq.valid.is_empty());
+        assert_eq!(seq.content_hash, par.content_hash, "{:?}/{:?}", p.scope, p.method);
+        assert!(seq == par, "{:?}/{:?}", p.scope, p.method);
+    }
+}
+
+#[test]
+fn one_and_two_threads_are_bit_identical() {
+    let bars = market();
+    for p in variants() {
+        let with = |threads| NormalizeParams {
+            parallel: true,
+            threads,
+            ..p.clone()
+        };
+        let (one, rec) = try_build(&bars, &with(1)).unwrap();
+        let two = build(&bars, &with(2));
+        assert!(one == two, "{:?}/{:?}", p.scope, p.method);
+        let threads = rec.metrics().iter().find(|m| m.name == "threads").unwrap();
+        assert_eq!(threads.value, 1.0);
+    }
+}
+
+/// Multiplies every bar dated on or after `split` (prices, volume and adjustment factor).
+fn perturb_after(bars: &Bars, split: NaiveDate) -> Bars {
+    let mut out = bars.clone();
+    for s in &mut out.symbols {
+        let v0 = s.dates.partition_point(|d| *d < split);
+        for t in v0..s.len() {
+            let k = 1.0 + 0.05 * ((t % 7) as f64);
+            s.open[t] *= k;
+            s.high[t] *= k * 1.1;
+            s.low[t] *= k * 0.9;
+            s.close[t] *= k;
+            s.volume[t] *= 3.0;
+            s.adj_factor[t] *= 2.0;
+        }
+    }
+    out
+}
+
+#[test]
+fn validation_prices_do_not_reach_training_tensors() {
+    let bars = market();
+    let split = base().split_date.unwrap();
+    let changed = perturb_after(&bars, split);
+    let mut cases = variants();
+    // A split from `valid_fraction` depends only on dates, which stay the same.
+    cases.push(NormalizeParams {
+        split_date: None,
+        valid_fraction: Some(0.3),
+        ..base()
+    });
+    for p in cases {
+        let a = build(&bars, &p);
+        let b = build(&changed, &p);
+        assert!(a.train.features == b.train.features, "{p:?}");
+        assert!(a.train.targets == b.train.targets, "{p:?}");
+        assert_eq!(window_set_hash(&a.train), window_set_hash(&b.train));
+        assert!(a.train == b.train);
+        // The perturbation is visible where it should be, so the test can fail.
+        assert_ne!(window_set_hash(&a.valid), window_set_hash(&b.valid));
+        assert_ne!(a.content_hash, b.content_hash);
+    }
+}
+
+#[test]
+fn train_targets_precede_the_split_and_valid_inputs_follow_it() {
+    let bars = market();
+    for (gap, horizon) in [(None, 1), (Some(0), 5), (Some(3), 2)] {
+        let p = NormalizeParams { gap, horizon, ..base() };
+        let split = p.split_date.unwrap();
+        let w = build(&bars, &p);
+        let row_of = |sym: u32, d: NaiveDate| {
+            let dates = &bars.symbols[sym as usize].dates;
+            (dates, dates.binary_search(&d).unwrap())
+        };
+        for i in 0..w.train.len() {
+            let (dates, t) = row_of(w.train.symbol_idx[i], w.train.dates[i]);
+            assert!(dates[t + horizon] < split, "train target after split");
+        }
+        let mut first_valid = NaiveDate::MAX;
+        for i in 0..w.valid.len() {
+            let (dates, t) = row_of(w.valid.symbol_idx[i], w.valid.dates[i]);
+            let v0 = dates.partition_point(|d| *d < split);
+            assert!(t >= v0 + p.gap_rows(), "prediction day inside the gap");
+            if gap.is_none() {
+                assert!(dates[t + 1 - p.seq_len] >= split, "input row from training");
+            }
+            first_valid = first_valid.min(w.valid.dates[i]);
+        }
+        if gap == Some(0) {
+            assert_eq!(first_valid, split, "gap 0 predicts from the first validation day");
+        }
+    }
+}
+
+#[test]
+fn windows_are_contiguous_rows_with_forward_log_return_targets() {
+    let bars = market();
+    let p = NormalizeParams { horizon: 3, ..base() };
+    let w = build(&bars, &p);
+    assert_eq!(w.n_features, DEFAULT_PRESET.len());
+    assert_eq!(w.feature_names, DEFAULT_PRESET);
+    assert_eq!(w.horizons, 1);
+    for set in [&w.train, &w.valid] {
+        assert_eq!(set.features.len() % w.n_features, 0);
+        assert_eq!(set.targets.len(), set.len());
+        for i in 0..set.len() {
+            assert_eq!(w.window(set, i).len(), 20 * w.n_features);
+            let s = &bars.symbols[set.symbol_idx[i] as usize];
+            let t = s.dates.binary_search(&set.dates[i]).unwrap();
+            // Adjusted closes; the latest factor cancels in the ratio.
+            let c = |k: usize| s.close[k] * s.adj_factor[k];
+            let want = (c(t + 3) / c(t)).ln();
+            assert!((set.targets[i] as f64 - want).abs() < 1e-6, "target {i}");
+            if i > 0 && set.symbol_idx[i] == set.symbol_idx[i - 1] {
+                // Consecutive days of one symbol are windows one row apart.
+                assert_eq!(set.starts[i], set.starts[i - 1] + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn training_rows_are_standardized_per_symbol() {
+    let bars = market();
+    let w = build(&bars, &base());
+    let nf = w.n_features;
+    let sym = w.train.symbol_idx[0];
+    let rows = w.train.symbol_idx.iter().filter(|&&s| s == sym).count() + w.seq_len - 1;
+    for j in 0..nf {
+        let col: Vec<f64> = (0..rows).map(|r| w.train.features[r * nf + j] as f64).collect();
+        let mean = col.iter().sum::<f64>() / rows as f64;
+        let sd = (col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (rows - 1) as f64).sqrt();
+        // Statistics also cover the `horizon` last training rows, which hold no window.
+        assert!(mean.abs() < 0.05, "{}: mean {mean}", w.feature_names[j]);
+        assert!((sd - 1.0).abs() < 0.05, "{}: sd {sd}", w.feature_names[j]);
+    }
+}
+
+#[test]
+fn clip_bounds_normalized_values() {
+    let bars = market();
+    let w = build(
+        &bars,
+        &NormalizeParams {
+            clip: Some(1.0),
+            ..base()
+        },
+    );
+    let all = w.train.features.iter().chain(&w.valid.features);
+    assert!(all.clone().all(|v| (-1.0..=1.0).contains(v)));
+    assert!(all.filter(|v| v.abs() == 1.0).count() > 100);
+}
+
+#[test]
+fn records_metrics_with_units() {
+    let (w, rec) = try_build(&market(), &base()).unwrap();
+    let get = |name: &str| {
+        let m = rec.metrics().iter().find(|m| m.name == name).unwrap();
+        (m.value, m.unit.clone())
+    };
+    assert_eq!(get("windows"), ((w.train.len() + w.valid.len()) as f64, "count".into()));
+    assert_eq!(get("features"), (20.0, "count".into()));
+    assert_eq!(get("symbols"), (8.0, "count".into()));
+    assert_eq!(get("bytes").1, "B");
+    assert!(get("bytes").0 > (w.train.features.len() * 4) as f64);
+    for name in ["features_seconds", "normalize_seconds", "windows_seconds"] {
+        let (v, unit) = get(name);
+        assert!(v >= 0.0 && unit == "s", "{name}");
+    }
+    assert!(get("windows_per_second").0 > 0.0);
+    assert_eq!(get("windows_per_second").1, "windows/s");
+    assert_eq!(w.content_hash, windows_hash(&w));
+    assert_eq!(w.content_hash.len(), 64);
+}
+
+#[test]
+fn too_short_history_names_the_longest_symbol() {
+    let mut bars = synthetic_bars(3, 200, 1);
+    let mut short = bars.symbols[0].clone();
+    short.dates.truncate(50);
+    for col in [&mut short.open, &mut short.high, &mut short.low, &mut short.close] {
+        col.truncate(50);
+    }
+    for col in [&mut short.volume, &mut short.amount, &mut short.adj_factor] {
+        col.truncate(50);
+    }
+    bars.symbols[0] = short;
+    let p = NormalizeParams {
+        seq_len: 150,
+        valid_fraction: Some(0.2),
+        ..NormalizeParams::default()
+    };
+    let err = try_build(&bars, &p).unwrap_err().to_string();
+    // 200 weekdays from 2014-01-02 span 279 calendar days; 0.8 of that is 223 days, so the
+    // split is 2014-08-13, after 159 weekdays. Of the two full symbols the first is named.
+    assert!(
+        err.contains("`000002.SZ` has the most, 159 rows before 2014-08-13"),
+        "{err}"
+    );
+    assert!(
+        err.contains("needs 211 (60 warm-up + seq_len 150 + horizon 1)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_validation_data_is_an_error() {
+    let bars = market();
+    let p = NormalizeParams {
+        split_date: Some(date("2016-04-01")),
+        ..base()
+    };
+    let err = try_build(&bars, &p).unwrap_err();
+    assert!(matches!(err, NormalizeError::NoValidationWindows { .. }), "{err}");
+}
+
+#[test]
+fn bad_bars_are_reported_with_symbol_and_date() {
+    let mut bars = market();
+    bars.symbols[2].close[10] = -1.0;
+    let err = try_build(&bars, &base()).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "symbol `000003.SZ` on 2014-01-16: close is -1, expected a positive finite number"
+    );
+    let mut bars = market();
+    bars.symbols[1].dates.swap(3, 4);
+    let err = try_build(&bars, &base()).unwrap_err();
+    assert!(matches!(err, NormalizeError::Unsorted { .. }), "{err}");
+}
+
+#[test]
+fn a_raised_cancel_flag_stops_the_run() {
+    for parallel in [false, true] {
+        let p = NormalizeParams { parallel, ..base() };
+        let err = build_windows(&market(), &p, &mut Recorder::new(), &AtomicBool::new(true));
+        assert!(matches!(err, Err(NormalizeError::Cancelled)));
+    }
+}
+
+#[test]
+fn manifest_tables_deserialize_with_defaults() {
+    let p: NormalizeParams = toml::from_str(
+        "seq_len = 30\nsplit_date = 2022-01-01\nscope = \"pooled\"\nmethod = \"robust\"\n\
+         features = [\"ret_1\", \"vol_120\"]\nparallel = true\nthreads = 2",
+    )
+    .unwrap();
+    assert_eq!(p.split_date, Some(date("2022-01-01")));
+    assert_eq!((p.seq_len, p.horizon, p.gap_rows()), (30, 1, 30));
+    assert_eq!((p.scope, p.method), (NormScope::Pooled, NormMethod::Robust));
+    assert_eq!(p.feature_list().unwrap(), vec![Feature::Ret(1), Feature::Vol(120)]);
+    p.check().unwrap();
+    // Through a parsed table, as a manifest loader hands it over, and with a quoted date.
+    let table: toml::Table = toml::from_str("split_date = 2021-06-30").unwrap();
+    let p: NormalizeParams = toml::Value::Table(table).try_into().unwrap();
+    assert_eq!(p.split_date, Some(date("2021-06-30")));
+    let p: NormalizeParams = toml::from_str("split_date = \"2021-06-30\"").unwrap();
+    assert_eq!(p.split_date, Some(date("2021-06-30")));
+    let d = NormalizeParams::default();
+    assert_eq!((d.seq_len, d.parallel, d.threads), (60, false, 0));
+    assert_eq!(d.feature_list().unwrap().len(), DEFAULT_PRESET.len());
+    assert!(toml::from_str::<NormalizeParams>("seq_length = 3").is_err());
+    assert!(toml::from_str::<NormalizeParams>("split_date = 2021-06-30T10:00:00").is_err());
+}
+
+#[test]
+fn bad_parameters_name_the_field_and_suggest_a_fix() {
+    let check = |text: &str| toml::from_str::<NormalizeParams>(text).unwrap().check().unwrap_err();
+    let e = check("features = [\"ret_1\", \"rsi14\"]");
+    assert_eq!(e.field, "features");
+    assert_eq!(e.message, "unknown feature `rsi14`");
+    assert_eq!(e.hint.as_deref(), Some("did you mean `rsi_14`?"));
+    let e = check("preset = \"defualt\"");
+    assert_eq!(
+        (e.field.as_str(), e.hint.as_deref()),
+        ("preset", Some("did you mean `default`?"))
+    );
+    assert_eq!(check("preset = \"minimal\"\nfeatures = [\"gap\"]").field, "preset");
+    assert_eq!(check("features = [\"gap\", \"gap\"]").message, "`gap` is listed twice");
+    assert_eq!(check("features = []").field, "features");
+    assert!(check("features = [\"vol_1\"]")
+        .message
+        .contains("window must be in 2..=1000"));
+    assert!(check("features = [\"zzz\"]").hint.unwrap().contains("ret_N"));
+    assert_eq!(check("seq_len = 0").field, "seq_len");
+    assert_eq!(check("horizon = 0").field, "horizon");
+    assert_eq!(check("valid_fraction = 1.0").field, "valid_fraction");
+    assert_eq!(
+        check("valid_fraction = 0.2\nsplit_date = 2020-01-01").field,
+        "valid_fraction"
+    );
+    assert_eq!(check("clip = -1.0").field, "clip");
+    assert_eq!(check("threads = 5000").field, "threads");
+    let err = try_build(&market(), &NormalizeParams { seq_len: 0, ..base() }).unwrap_err();
+    assert!(matches!(err, NormalizeError::Params(_)));
+}
+
+#[test]
+fn minimal_preset_warms_up_faster() {
+    let bars = market();
+    let full = build(&bars, &base());
+    let minimal = build(
+        &bars,
+        &NormalizeParams {
+            preset: Some("minimal".into()),
+            ..base()
+        },
+    );
+    assert_eq!(minimal.n_features, MINIMAL_PRESET.len());
+    // Warm-up 20 rows instead of 60: 40 more training windows per symbol.
+    assert_eq!(minimal.train.len(), full.train.len() + 40 * 8);
+}
