@@ -20,9 +20,69 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
 impl Stage for TransferStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         match run_transfer(&self.params, &mut ctx.rec, ctx.cancel) {
-            Ok(()) => Ok(Artifact::None),
+            Ok(()) => {
+                add_mode_free_names(&mut ctx.rec);
+                Ok(Artifact::None)
+            }
             Err(TransferError::Cancelled) => Err(StageError::cancelled()),
             Err(e) => Err(StageError::new(e.to_string())),
         }
+    }
+}
+
+/// When a direction was measured in exactly one mode, also records its series under a name
+/// without the mode (`h2d_gbps`, `h2d_seconds`) and the bandwidth at the largest size
+/// (`h2d_gbps_at_max`), so variants that differ only in mode (pageable vs pinned) can be
+/// compared on one metric.
+fn add_mode_free_names(rec: &mut crate::metrics::Recorder) {
+    let metrics = rec.metrics().to_vec();
+    for dir in ["h2d", "d2h"] {
+        let modes: std::collections::BTreeSet<&str> = metrics
+            .iter()
+            .filter_map(|m| m.name.strip_prefix(dir)?.strip_prefix('_')?.strip_suffix("_gbps"))
+            .collect();
+        let [mode] = modes.into_iter().collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        for kind in ["gbps", "seconds"] {
+            let name = format!("{dir}_{mode}_{kind}");
+            let unit = if kind == "gbps" { "GB/s" } else { "s" };
+            for m in metrics.iter().filter(|m| m.name == name) {
+                if let Some(step) = m.step {
+                    rec.record_step(format!("{dir}_{kind}"), step, m.value, unit);
+                }
+            }
+        }
+        let gbps = format!("{dir}_{mode}_gbps");
+        if let Some(last) = metrics
+            .iter()
+            .filter(|m| m.name == gbps)
+            .max_by_key(|m| m.step.unwrap_or(0))
+        {
+            rec.record(format!("{dir}_gbps_at_max"), last.value, "GB/s");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Recorder;
+
+    #[test]
+    fn single_mode_directions_get_mode_free_names() {
+        let mut rec = Recorder::new();
+        rec.record_step("h2d_pinned_reuse_gbps", 4096, 1.0, "GB/s");
+        rec.record_step("h2d_pinned_reuse_gbps", 1 << 20, 5.0, "GB/s");
+        rec.record_step("h2d_pinned_reuse_seconds", 4096, 0.1, "s");
+        rec.record_step("d2h_pinned_reuse_gbps", 4096, 1.0, "GB/s");
+        rec.record_step("d2h_pageable_reuse_gbps", 4096, 2.0, "GB/s");
+        add_mode_free_names(&mut rec);
+        let named = |n: &str| rec.metrics().iter().filter(|m| m.name == n).count();
+        assert_eq!(named("h2d_gbps"), 2);
+        assert_eq!(named("h2d_seconds"), 1);
+        let at_max = rec.metrics().iter().find(|m| m.name == "h2d_gbps_at_max").unwrap();
+        assert_eq!((at_max.value, at_max.step), (5.0, None));
+        assert_eq!(named("d2h_gbps"), 0, "two modes for d2h: no mode-free name");
     }
 }
