@@ -4,5 +4,6 @@ mod common;
 mod experiments;
 mod manifests;
 mod plan;
+mod reports;
 mod runs;
 mod transfer;

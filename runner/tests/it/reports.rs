@@ -1,0 +1,205 @@
+//! Reports from real runs: verdicts against known truths, and before/after comparisons.
+
+use crate::common::{bin, run, text, write};
+use std::path::Path;
+
+fn report_json(stdout: &str) -> serde_json::Value {
+    let md = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("report: "))
+        .expect("report path printed");
+    let json = Path::new(md).with_file_name("report.json");
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+fn manifest(slow: &str, fast: &str) -> String {
+    format!(
+        r#"
+[experiment]
+name = "known-truth"
+[schedule]
+warmup = 1
+repetitions = 10
+seed = 5
+[stages.noop]
+kind = "command"
+argv = ["true"]
+[stages.work]
+kind = "command"
+argv = ["sleep", "{{{{ secs }}}}"]
+vars = {{ secs = {slow} }}
+[variants.a]
+[variants.b]
+"stages.work.vars.secs" = {fast}
+[compare]
+primary = "work.seconds"
+"#
+    )
+}
+
+#[test]
+fn a_truly_faster_variant_is_reported_faster_with_a_ci_holding_the_true_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "k.toml", &manifest("0.1", "0.07"));
+    let out = run(bin()
+        .arg("--database")
+        .arg(dir.path().join("r.sqlite"))
+        .args(["run", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json = report_json(&String::from_utf8_lossy(&out.stdout));
+    let c = &json["comparisons"][0]["comparison"];
+    assert_eq!(c["verdict"], "faster", "{c}");
+    // The true ratio includes the cost of starting a process, measured by the `noop` stage.
+    let spawn = median_stage_seconds(&dir.path().join("r.sqlite"), "noop");
+    let truth = (0.1 + spawn) / (0.07 + spawn);
+    let (lo, hi) = (
+        c["speedup_ci"][0].as_f64().unwrap(),
+        c["speedup_ci"][1].as_f64().unwrap(),
+    );
+    // 1% slack for the spawn-cost estimate itself.
+    assert!(
+        lo * 0.99 <= truth && truth <= hi * 1.01,
+        "true speedup {truth:.4} outside CI [{lo:.4}, {hi:.4}]"
+    );
+}
+
+fn median_stage_seconds(db: &Path, stage: &str) -> f64 {
+    let mut v: Vec<f64> = crate::common::strings(
+        db.to_str().unwrap(),
+        &format!("SELECT CAST(seconds AS TEXT) FROM stage_results WHERE stage = '{stage}'"),
+    )
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn an_a_a_run_is_no_change_or_inconclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "k.toml", &manifest("0.05", "0.05"));
+    let out = run(bin()
+        .arg("--database")
+        .arg(dir.path().join("r.sqlite"))
+        .args(["run", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json = report_json(&String::from_utf8_lossy(&out.stdout));
+    let v = json["comparisons"][0]["comparison"]["verdict"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(v == "no_change" || v == "inconclusive", "A/A verdict {v}");
+}
+
+const DELAYED: &str = r#"
+[experiment]
+name = "delayed"
+[schedule]
+warmup = 0
+repetitions = 8
+seed = 2
+[stages.work]
+kind = "command"
+shell = true
+argv = ["sleep $DELAY"]
+"#;
+
+#[test]
+fn compare_flags_a_regression_between_two_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "d.toml", DELAYED);
+    let db = dir.path().join("r.sqlite");
+    for delay in ["0.01", "0.05"] {
+        let out = run(bin()
+            .env("DELAY", delay)
+            .arg("--database")
+            .arg(&db)
+            .args(["run", "--no-report"])
+            .arg(&m));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let ids = crate::common::strings(db.to_str().unwrap(), "SELECT id FROM runs ORDER BY started_at, id");
+    let cmp = |extra: &[&str]| {
+        run(bin()
+            .arg("--database")
+            .arg(&db)
+            .args(["compare", &ids[0], &ids[1], "--results-dir"])
+            .arg(dir.path())
+            .args(extra))
+    };
+    let plain = cmp(&[]);
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain));
+    assert!(text(&plain).contains("slower"), "{}", text(&plain));
+    let path = text(&plain)
+        .lines()
+        .find_map(|l| l.strip_prefix("comparison: ").map(str::to_owned))
+        .unwrap();
+    assert!(std::fs::read_to_string(path).unwrap().contains("slower"));
+    let gated = cmp(&["--fail-on-regression"]);
+    assert_eq!(gated.status.code(), Some(1), "{}", text(&gated));
+}
+
+const LOADS: &str = r#"
+[experiment]
+name = "loads"
+[schedule]
+warmup = 0
+repetitions = 2
+seed = 2
+[stages.load]
+kind = "load"
+symbols = { first = 3 }
+"#;
+
+#[test]
+fn compare_refuses_runs_that_loaded_different_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "l.toml", LOADS);
+    let db = dir.path().join("r.sqlite");
+    let first = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert!(
+        text(&first).contains("was empty, so it was filled with a synthetic market"),
+        "{}",
+        text(&first)
+    );
+    // Another synthetic market: same codes, other prices.
+    let synth = run(bin().arg("--database").arg(&db).args([
+        "data",
+        "synth",
+        "--symbols",
+        "50",
+        "--days",
+        "200",
+        "--seed",
+        "9",
+        "--style",
+        "mixed",
+    ]));
+    assert_eq!(synth.status.code(), Some(0), "{}", text(&synth));
+    let second = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second));
+    let ids = crate::common::strings(db.to_str().unwrap(), "SELECT id FROM runs ORDER BY started_at, id");
+    let refused = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["compare", &ids[0], &ids[1], "--results-dir"])
+        .arg(dir.path()));
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("different data") && text(&refused).contains("--allow-different-data"),
+        "{}",
+        text(&refused)
+    );
+    let allowed = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["compare", &ids[0], &ids[1], "--allow-different-data", "--results-dir"])
+        .arg(dir.path()));
+    assert_eq!(allowed.status.code(), Some(0), "{}", text(&allowed));
+}
