@@ -59,13 +59,14 @@ pub async fn queue_run(pool: &PgPool, run_id: &str) -> Result<Option<(f64, Optio
 }
 
 /// Claims the next free unit (of `run`, or of any run when `None`): a queued one, or one whose
-/// lease expired with attempts left. Locked rows are skipped, so concurrent workers never wait
+/// lease expired with attempts left. The lease is the run's (from `submit`) unless overridden.
+/// Locked rows are skipped, so concurrent workers never wait
 /// on each other and never get the same unit.
 pub async fn claim(
     pool: &PgPool,
     run: Option<&str>,
     worker: &str,
-    lease_seconds: f64,
+    lease_override: Option<f64>,
 ) -> Result<Option<Claimed>, sqlx::Error> {
     let row = sqlx::query(
         "WITH next AS ( \
@@ -74,13 +75,14 @@ pub async fn claim(
              AND (q.status = 'queued' OR (q.status = 'running' AND q.lease_expires_at < now() AND q.attempts < $4)) \
            ORDER BY q.run_id, q.unit LIMIT 1 FOR UPDATE SKIP LOCKED) \
          UPDATE queue_units u SET status = 'running', worker = $2, attempts = u.attempts + 1, claimed_at = now(), \
-           lease_expires_at = now() + make_interval(secs => $3) \
+           lease_expires_at = now() + make_interval(secs => COALESCE($3::DOUBLE PRECISION, \
+           (SELECT r.lease_seconds FROM queue_runs r WHERE r.run_id = next.run_id))) \
          FROM next WHERE u.run_id = next.run_id AND u.unit = next.unit \
          RETURNING u.run_id, u.unit, u.attempts",
     )
     .bind(run)
     .bind(worker)
-    .bind(lease_seconds)
+    .bind(lease_override)
     .bind(MAX_ATTEMPTS)
     .fetch_optional(pool)
     .await?;

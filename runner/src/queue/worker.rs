@@ -126,23 +126,23 @@ pub fn serve(
         worker: me.clone(),
         ..WorkerSummary::default()
     };
-    let default_lease = o.lease_seconds.unwrap_or(super::DEFAULT_LEASE_SECONDS);
-    let poll = Duration::from_secs_f64((default_lease / 4.0).clamp(0.1, 1.0));
+    // Poll for expired leases a few times per lease, so a dead worker's unit moves on soon.
+    let lease = match (&o.run, o.lease_seconds) {
+        (_, Some(l)) => l,
+        (Some(r), None) => rt
+            .block_on(claim::queue_run(pool, r))?
+            .map_or(super::DEFAULT_LEASE_SECONDS, |q| q.0),
+        (None, None) => super::DEFAULT_LEASE_SECONDS,
+    };
+    let poll = Duration::from_secs_f64((lease / 4.0).clamp(0.1, 1.0));
     let mut idle_since = Instant::now();
     loop {
         if cancel.load(Ordering::SeqCst) {
             sum.interrupted = true;
             break;
         }
-        // The lease of the claim is the run's; for `--any` the run is known only after the
-        // claim, so claim with the default and let the first renewal set the run's length.
-        let lease = match (&o.run, o.lease_seconds) {
-            (_, Some(l)) => l,
-            (Some(r), None) => runs.get(r).map_or(default_lease, |s| s.lease),
-            (None, None) => default_lease,
-        };
         let t = Instant::now();
-        let claimed = rt.block_on(claim::claim(pool, o.run.as_deref(), &me, lease))?;
+        let claimed = rt.block_on(claim::claim(pool, o.run.as_deref(), &me, o.lease_seconds))?;
         sum.claim_seconds += t.elapsed().as_secs_f64();
         let Some(c) = claimed else {
             if drained(rt, pool, o.run.as_deref())? {

@@ -3,5 +3,6 @@
 mod common;
 mod manifests;
 mod plan;
+mod queue;
 mod runs;
 mod transfer;
