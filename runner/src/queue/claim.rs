@@ -144,18 +144,22 @@ pub async fn release(pool: &PgPool, c: &Claimed, worker: &str, error: Option<&st
     Ok(())
 }
 
-/// Units whose lease expired on their last allowed attempt become failed.
-pub async fn fail_exhausted(pool: &PgPool, run: Option<&str>) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query(
+/// Units whose lease expired on their last allowed attempt become failed; returns the runs
+/// they belong to (each may now be drained).
+pub async fn fail_exhausted(pool: &PgPool, run: Option<&str>) -> Result<Vec<String>, sqlx::Error> {
+    let mut runs: Vec<String> = sqlx::query_scalar(
         "UPDATE queue_units SET status = 'failed', \
            error = 'lease of ' || worker || ' expired on attempt ' || attempts || ' of ' || $2 \
-         WHERE ($1::TEXT IS NULL OR run_id = $1) AND status = 'running' AND lease_expires_at < now() AND attempts >= $2",
+         WHERE ($1::TEXT IS NULL OR run_id = $1) AND status = 'running' AND lease_expires_at < now() AND attempts >= $2 \
+         RETURNING run_id",
     )
     .bind(run)
     .bind(MAX_ATTEMPTS)
-    .execute(pool)
+    .fetch_all(pool)
     .await?;
-    Ok(done.rows_affected())
+    runs.sort();
+    runs.dedup();
+    Ok(runs)
 }
 
 /// Units not yet done or failed (of `run`, or of every run).
@@ -166,13 +170,6 @@ pub async fn remaining(pool: &PgPool, run: Option<&str>) -> Result<i64, sqlx::Er
     .bind(run)
     .fetch_one(pool)
     .await
-}
-
-/// Runs of which units remain (for `--any` workers to close the ones they drained).
-pub async fn runs_with_units(pool: &PgPool) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT DISTINCT run_id FROM queue_units WHERE status IN ('queued', 'running')")
-        .fetch_all(pool)
-        .await
 }
 
 /// Marks the run finished (or failed, when a unit failed) once no unit is queued or running.

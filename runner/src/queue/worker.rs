@@ -161,8 +161,15 @@ pub fn serve(
             continue;
         };
         if !runs.contains_key(&c.run_id) {
-            let state = load_run_state(rt, pool, db, &c.run_id, o.lease_seconds)?;
-            runs.insert(c.run_id.clone(), state);
+            match load_run_state(rt, pool, db, &c.run_id, o.lease_seconds) {
+                Ok(state) => {
+                    runs.insert(c.run_id.clone(), state);
+                }
+                Err(e) => {
+                    let _ = rt.block_on(claim::release(pool, &c, &me, Some(&e.to_string())));
+                    return Err(e);
+                }
+            }
         }
         let state = runs.get_mut(&c.run_id).expect("inserted above");
         let result = run_unit(rt, pool, db, &c, state, &services, &env, &me, cancel, &mut sum, o.quiet);
@@ -178,14 +185,8 @@ pub fn serve(
 
 /// True when no unit remains to wait for; closes runs whose last units failed by lease expiry.
 fn drained(rt: &tokio::runtime::Runtime, pool: &PgPool, run: Option<&str>) -> Result<bool, QueueError> {
-    if rt.block_on(claim::fail_exhausted(pool, run))? > 0 {
-        let ids = match run {
-            Some(r) => vec![r.to_owned()],
-            None => rt.block_on(claim::runs_with_units(pool))?,
-        };
-        for id in ids {
-            rt.block_on(claim::close_run_if_drained(pool, &id))?;
-        }
+    for id in rt.block_on(claim::fail_exhausted(pool, run))? {
+        rt.block_on(claim::close_run_if_drained(pool, &id))?;
     }
     if let Some(r) = run {
         // Covers a run whose units were all done before this worker started.

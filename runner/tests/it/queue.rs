@@ -273,6 +273,104 @@ fn paused_worker_that_lost_its_lease_stores_no_duplicate() {
     assert_each_trial_once(&url, &run_id, 6);
 }
 
+#[test]
+fn any_worker_serves_every_queued_run_and_fails_on_failed_trials() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = write(dir.path(), "ok.toml", &manifest("any-ok", 0, 2, 0.0));
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        &manifest("any-bad", 0, 2, 0.0).replace(r#"argv = ["sleep", "0"]"#, r#"argv = ["false"]"#),
+    );
+    let url = pg_url();
+    let (first, _) = submit(&url, dir.path(), &ok, &[], &[]);
+    let (second, _) = submit(&url, dir.path(), &bad, &[], &[]);
+    let out = run(bin().env("DATABASE_URL", &url).args(["worker", "--any"]));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "failed trials make the worker fail: {}",
+        text(&out)
+    );
+    assert!(text(&out).contains("failed=4"), "{}", text(&out));
+    assert_each_trial_once(&url, &first, 4);
+    assert_eq!(run_status(&url, &first), "finished");
+    assert_eq!(
+        scalar(
+            &url,
+            &format!("SELECT COUNT(*) FROM trials WHERE run_id = '{second}' AND status = 'failed'")
+        ),
+        4,
+        "failed trials are results too, stored once"
+    );
+    assert_eq!(run_status(&url, &second), "finished");
+}
+
+#[test]
+fn idle_limit_lets_a_worker_leave_while_another_holds_a_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "q.toml", &manifest("idle", 0, 3, 0.3));
+    let url = pg_url();
+    let (run_id, _) = submit(&url, dir.path(), &m, &["--lease-seconds", "30"], &[]);
+    let mut holder = worker(&url, &run_id, &["--quiet"]).spawn().unwrap();
+    wait_until("the first stored trial", Duration::from_secs(20), || {
+        scalar(&url, &format!("SELECT COUNT(*) FROM trials WHERE run_id = '{run_id}'")) >= 1
+    });
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGSTOP) };
+    let start = Instant::now();
+    let out = run(&mut worker(&url, &run_id, &["--max-idle-seconds", "0.5"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("idle for"), "{}", text(&out));
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "left long before the 30 s lease expired"
+    );
+    let st = run(bin().env("DATABASE_URL", &url).args(["status", &run_id]));
+    assert!(
+        text(&st).contains("0 queued, 1 running, 2 done") && text(&st).contains("expires in"),
+        "{}",
+        text(&st)
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}
+
+#[test]
+fn a_unit_that_kills_every_worker_fails_after_three_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "q.toml", &manifest("poison", 0, 1, 5.0));
+    let url = pg_url();
+    let (run_id, _) = submit(&url, dir.path(), &m, &["--lease-seconds", "0.5"], &[]);
+    let attempts = || {
+        scalar(
+            &url,
+            &format!("SELECT attempts FROM queue_units WHERE run_id = '{run_id}'"),
+        )
+    };
+    for attempt in 1..=3 {
+        let mut w = worker(&url, &run_id, &["--quiet"]).spawn().unwrap();
+        wait_until("the unit to be claimed", Duration::from_secs(20), || {
+            attempts() == attempt
+        });
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+    let out = run(&mut worker(&url, &run_id, &[]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(run_status(&url, &run_id), "failed");
+    let st = run(bin().env("DATABASE_URL", &url).args(["status", &run_id]));
+    assert!(
+        text(&st).contains("0 queued, 0 running, 0 done, 1 failed") && text(&st).contains("expired on attempt 3 of 3"),
+        "{}",
+        text(&st)
+    );
+    assert_eq!(
+        scalar(&url, &format!("SELECT COUNT(*) FROM trials WHERE run_id = '{run_id}'")),
+        0
+    );
+}
+
 /// A throwaway Slurm cluster (scripts/slurm-start.sh), one at a time; stopped on drop.
 struct Slurm {
     dir: PathBuf,
