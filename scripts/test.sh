@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, including the tests against a real PostgreSQL server: starts a
 # throwaway PostgreSQL (installed with apt-get when missing), runs `cargo test`, stops it.
-# Extra arguments go to `cargo test`.
+# The Slurm tests (tests/it/queue.rs) start their own single-node cluster with
+# scripts/slurm-start.sh (root; installs slurm-wlm and munge when missing); under CI=true they
+# fail rather than skip when it cannot start. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pgdir=$(mktemp -d /tmp/measured-pg.XXXXXX)

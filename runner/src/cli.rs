@@ -110,6 +110,74 @@ pub enum Command {
         /// Run id, a unique prefix of one, or `latest`.
         run: String,
     },
+    /// Queue an experiment's trials in Postgres for `measured worker`s (optionally a Slurm array).
+    #[command(
+        after_help = "Examples:\n  measured submit experiments/quickstart.toml\n  measured submit experiments/prefetch.toml --slurm --workers 8 --partition gpu --gres gpu:1 --time 02:00:00\n  measured submit experiments/prefetch.toml --slurm --workers 8 --dry-run\n\nNeeds DATABASE_URL=postgres://...; Slurm tasks get it through the environment (--export=ALL)."
+    )]
+    Submit(SubmitArgs),
+    /// Claim and run queued units of trials until none remain (on any machine reaching the database).
+    #[command(
+        after_help = "Examples:\n  measured worker --run 20261122-101500-3fa2\n  measured worker --any --max-idle-seconds 300"
+    )]
+    Worker {
+        /// Serve this run (id, unique prefix, or `latest`).
+        #[arg(long, required_unless_present = "any", conflicts_with = "any")]
+        run: Option<String>,
+        /// Serve every queued run, oldest first.
+        #[arg(long)]
+        any: bool,
+        /// Lease length in seconds (default: the one given to `measured submit`).
+        #[arg(long)]
+        lease_seconds: Option<f64>,
+        /// Exit after this many seconds without a claimable unit, even while other workers hold units.
+        #[arg(long)]
+        max_idle_seconds: Option<f64>,
+    },
+    /// Queue state of a submitted run: units, worker leases, Slurm array state.
+    #[command(after_help = "Example:\n  measured status latest")]
+    Status {
+        /// Run id, a unique prefix of one, or `latest`.
+        run: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct SubmitArgs {
+    /// The manifest to queue.
+    pub file: PathBuf,
+    /// Seed for the trial order and stage seeds (default: [schedule] seed, else drawn and stored).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Reduced-size run with the manifest's `[smoke]` overrides.
+    #[arg(long)]
+    pub smoke: bool,
+    /// Lease a worker holds on a unit; renewed every third of it while the worker lives.
+    #[arg(long, default_value_t = crate::queue::DEFAULT_LEASE_SECONDS)]
+    pub lease_seconds: f64,
+    /// Start the workers as a Slurm job array (`sbatch --array`).
+    #[arg(long, requires = "workers")]
+    pub slurm: bool,
+    /// Number of array tasks (one worker each).
+    #[arg(long, requires = "slurm")]
+    pub workers: Option<u32>,
+    /// Slurm partition.
+    #[arg(long, requires = "slurm")]
+    pub partition: Option<String>,
+    /// Generic resources per task, e.g. `gpu:1`.
+    #[arg(long, requires = "slurm")]
+    pub gres: Option<String>,
+    /// Time limit per task, e.g. `02:00:00`.
+    #[arg(long, requires = "slurm")]
+    pub time: Option<String>,
+    /// Further sbatch option (repeatable), e.g. `--sbatch-arg=--mem=8G`.
+    #[arg(long, requires = "slurm", allow_hyphen_values = true)]
+    pub sbatch_arg: Vec<String>,
+    /// Print the batch script; queue nothing, submit nothing.
+    #[arg(long, requires = "slurm")]
+    pub dry_run: bool,
+    /// The script and task logs go to `<dir>/<experiment>/<run-id>/`.
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -202,6 +270,41 @@ pub fn main() -> u8 {
         Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),
         Command::Data(DataCommand::Import(a)) => commands::data_import(&g, a.into()),
         Command::Show { run } => commands::show(&g, &run).map(|s| {
+            print!("{s}");
+            EXIT_OK
+        }),
+        Command::Submit(a) => crate::queue::submit(
+            &g,
+            &crate::queue::SubmitOptions {
+                file: a.file,
+                seed: a.seed,
+                smoke: a.smoke,
+                lease_seconds: a.lease_seconds,
+                slurm: a.slurm.then(|| crate::queue::SlurmOptions {
+                    workers: a.workers.unwrap_or(1),
+                    partition: a.partition,
+                    gres: a.gres,
+                    time: a.time,
+                    sbatch_args: a.sbatch_arg,
+                }),
+                dry_run: a.dry_run,
+                results_dir: a.results_dir,
+            },
+        ),
+        Command::Worker {
+            run,
+            any: _,
+            lease_seconds,
+            max_idle_seconds,
+        } => crate::queue::worker(
+            &g,
+            &crate::queue::WorkerArgs {
+                run,
+                lease_seconds,
+                max_idle_seconds,
+            },
+        ),
+        Command::Status { run } => crate::queue::status(&g, &run).map(|s| {
             print!("{s}");
             EXIT_OK
         }),

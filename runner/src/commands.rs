@@ -106,7 +106,7 @@ pub fn cancel_flag() -> Arc<AtomicBool> {
     .clone()
 }
 
-fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     format!(
         "{}-{:04x}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
@@ -268,7 +268,19 @@ fn write_run_report(
     results_dir: &Path,
 ) -> Result<WrittenReport, CommandError> {
     let env = rt.block_on(store::environment(db, &row.environment_hash))?;
-    let data = crate::rundata::run_data(row, exp, trials, env.as_ref());
+    let mut data = crate::rundata::run_data(row, exp, trials, env.as_ref());
+    // Runs served by several workers get a per-host breakdown (and warnings when hosts differ).
+    let mut envs = BTreeMap::new();
+    for hash in trials
+        .iter()
+        .map(|t| t.environment_hash.as_str())
+        .collect::<HashSet<_>>()
+    {
+        if let Some(e) = rt.block_on(store::environment(db, hash))? {
+            envs.insert(hash.to_owned(), e);
+        }
+    }
+    data.notes.extend(crate::rundata::host_notes(trials, &envs));
     let out = results_dir.join(&row.experiment).join(&row.id);
     let paths = crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?;
     Ok(WrittenReport {

@@ -15,6 +15,7 @@ pub mod measure;
 pub mod metrics;
 pub mod params;
 pub mod plan;
+pub mod queue;
 pub mod report;
 pub mod rundata;
 pub mod stage;

@@ -150,6 +150,59 @@ pub fn run_data(row: &RunRow, exp: &Experiment, trials: &[TrialRecord], env: Opt
     }
 }
 
+/// Per-host breakdown for runs served by more than one worker (`measured worker`, Slurm
+/// arrays): one note per host with its trial counts and machine, then a warning per machine
+/// property that differs between hosts, since a speedup measured on mixed hardware is only
+/// fair when every block ran on one host (units are whole blocks, so paired statistics hold).
+/// `envs` maps environment hashes to the stored fingerprints. Empty for single-worker runs.
+pub fn host_notes(trials: &[TrialRecord], envs: &BTreeMap<String, Fingerprint>) -> Vec<String> {
+    let workers: BTreeSet<&str> = trials.iter().map(|t| t.worker.as_str()).collect();
+    if workers.len() < 2 {
+        return Vec::new();
+    }
+    let mut by_env: BTreeMap<&str, Vec<&TrialRecord>> = BTreeMap::new();
+    for t in trials {
+        by_env.entry(t.environment_hash.as_str()).or_default().push(t);
+    }
+    let mut notes = Vec::new();
+    for (hash, ts) in &by_env {
+        let mut per_variant: BTreeMap<&str, usize> = BTreeMap::new();
+        for t in ts.iter().filter(|t| !t.warmup) {
+            *per_variant.entry(t.variant.as_str()).or_default() += 1;
+        }
+        let counts: Vec<String> = per_variant.iter().map(|(v, n)| format!("{n} {v}")).collect();
+        let warm = ts.iter().filter(|t| t.warmup).count();
+        let n_workers = ts.iter().map(|t| t.worker.as_str()).collect::<BTreeSet<_>>().len();
+        let host = ts[0].worker.split(':').next().unwrap_or_default();
+        let machine = match envs.get(*hash) {
+            Some(e) => format!("CPU {} ({} cores); GPU {}; OS {}", e.cpu, e.cores, e.gpu, e.os),
+            None => "machine details not stored".to_owned(),
+        };
+        notes.push(format!(
+            "Host `{host}` (environment {hash}): {} measured trials ({}) and {warm} warm-up by {n_workers} worker{}; {machine}.",
+            ts.len() - warm,
+            counts.join(", "),
+            if n_workers == 1 { "" } else { "s" }
+        ));
+    }
+    let known: Vec<&Fingerprint> = by_env.keys().filter_map(|h| envs.get(*h)).collect();
+    let differing = |what: &str, field: fn(&Fingerprint) -> String| -> Option<String> {
+        let values: BTreeSet<String> = known.iter().map(|e| field(e)).collect();
+        (values.len() > 1).then(|| {
+            let list: Vec<String> = known.iter().map(|e| format!("{} on `{}`", field(e), e.host)).collect();
+            format!(
+                "Warning: hosts differ in {what} ({}); compare variants within blocks only, and do not pool absolute times across hosts.",
+                list.join("; ")
+            )
+        })
+    };
+    notes.extend(differing("CPU model", |e| e.cpu.clone()));
+    notes.extend(differing("core count", |e| e.cores.to_string()));
+    notes.extend(differing("GPU model or driver", |e| e.gpu.clone()));
+    notes.extend(differing("measured version", |e| e.measured_version.clone()));
+    notes
+}
+
 /// Stage -> content hash of its output; differing hashes across configs are listed.
 fn data_hashes(trials: &[TrialRecord]) -> BTreeMap<String, String> {
     let mut per_stage: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -167,4 +220,96 @@ fn data_hashes(trials: &[TrialRecord]) -> BTreeMap<String, String> {
             (stage, v.join(", "))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(host: &str, cpu: &str, gpu: &str) -> Fingerprint {
+        Fingerprint {
+            hash: format!("h-{host}"),
+            host: host.into(),
+            cpu: cpu.into(),
+            cores: 8,
+            os: "Linux".into(),
+            gpu: gpu.into(),
+            measured_version: "0.1.0".into(),
+            rustc: "rustc".into(),
+            git_commit: "abc".into(),
+            git_dirty: false,
+        }
+    }
+
+    fn trial(index: u32, variant: &str, host: &str, pid: u32, warmup: bool) -> TrialRecord {
+        TrialRecord {
+            index,
+            config: variant.into(),
+            variant: variant.into(),
+            sweep: Vec::new(),
+            repetition: 0,
+            block: index / 2,
+            warmup,
+            ok: true,
+            error: None,
+            seconds: 1.0,
+            started_at: chrono::Utc::now(),
+            finished_at: chrono::Utc::now(),
+            environment_hash: format!("h-{host}"),
+            worker: format!("{host}:{pid}"),
+            stages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_note_per_host_and_a_warning_when_machines_differ() {
+        let trials = vec![
+            trial(0, "a", "n1", 10, true),
+            trial(1, "b", "n1", 10, true),
+            trial(2, "a", "n1", 10, false),
+            trial(3, "b", "n1", 10, false),
+            trial(4, "a", "n2", 20, false),
+            trial(5, "b", "n2", 20, false),
+        ];
+        let envs: BTreeMap<String, Fingerprint> = [
+            fp("n1", "Xeon 8480", "H100, 550.1"),
+            fp("n2", "EPYC 9654", "H100, 550.1"),
+        ]
+        .into_iter()
+        .map(|e| (e.hash.clone(), e))
+        .collect();
+        let notes = host_notes(&trials, &envs);
+        assert_eq!(notes.len(), 3, "{notes:#?}");
+        assert!(
+            notes[0].starts_with(
+                "Host `n1` (environment h-n1): 2 measured trials (1 a, 1 b) and 2 warm-up by 1 worker; CPU Xeon 8480"
+            ),
+            "{}",
+            notes[0]
+        );
+        assert!(
+            notes[1].contains("Host `n2`") && notes[1].contains("EPYC 9654"),
+            "{}",
+            notes[1]
+        );
+        assert!(
+            notes[2].starts_with("Warning: hosts differ in CPU model (Xeon 8480 on `n1`; EPYC 9654 on `n2`)"),
+            "{}",
+            notes[2]
+        );
+    }
+
+    #[test]
+    fn same_machines_no_warning_and_single_worker_no_notes() {
+        let envs: BTreeMap<String, Fingerprint> = [fp("n1", "Xeon", "none"), fp("n2", "Xeon", "none")]
+            .into_iter()
+            .map(|e| (e.hash.clone(), e))
+            .collect();
+        let two = vec![trial(0, "a", "n1", 1, false), trial(1, "b", "n2", 2, false)];
+        let notes = host_notes(&two, &envs);
+        assert_eq!(notes.len(), 2);
+        assert!(notes.iter().all(|n| !n.starts_with("Warning")), "{notes:#?}");
+        let one = vec![trial(0, "a", "n1", 1, false), trial(1, "b", "n1", 1, false)];
+        assert!(host_notes(&one, &envs).is_empty());
+    }
 }

@@ -4,6 +4,7 @@ mod common;
 mod experiments;
 mod manifests;
 mod plan;
+mod queue;
 mod reports;
 mod runs;
 mod transfer;

@@ -1,0 +1,60 @@
+//! Scale-out (manifest/plan -> **queue** -> workers -> exec -> store): a run's trials as
+//! claimable units in a Postgres queue, served by `measured worker` processes on any machine
+//! that reaches the database, optionally started as a Slurm job array.
+//!
+//! A unit is one block of the schedule (one repetition of every config, in the planned
+//! interleaved order), so the configs a comparison pairs always run back to back on one host.
+//! Exactly one result per planned trial holds because trials are stored under their primary key
+//! (run, trial index): a unit re-claimed after a lost lease skips what is stored, and a late
+//! duplicate from the old holder is rejected by the key.
+
+mod claim;
+mod cmd;
+mod slurm;
+mod status;
+mod worker;
+
+pub use claim::{Claimed, UnitRow, MAX_ATTEMPTS};
+pub use cmd::{status, submit, worker, SubmitOptions, WorkerArgs};
+pub use slurm::{script, ScriptSpec, SlurmOptions};
+pub use status::{ArrayState, QueueStatus};
+pub use worker::{serve, worker_id, WorkerOptions, WorkerSummary};
+
+use std::path::PathBuf;
+
+/// Lease length when neither `submit --lease-seconds` nor `worker --lease-seconds` says.
+pub const DEFAULT_LEASE_SECONDS: f64 = 60.0;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error(
+        "the trial queue needs PostgreSQL, but the database is `{0}` (SQLite), which workers on other machines cannot share\n\
+         (hint: set DATABASE_URL=postgres://user:password@host/db, reachable from every worker)"
+    )]
+    NotPostgres(String),
+    #[error("run {0} has no trial queue (only runs created by `measured submit` do)")]
+    NoQueue(String),
+    #[error("the stored manifest of run {0} does not validate: {1}")]
+    Manifest(String, String),
+    #[error("invalid Slurm option: {0}")]
+    SlurmOption(String),
+    #[error("{0}")]
+    Sbatch(String),
+    #[error("cannot write {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("trial execution failed: {0}")]
+    Exec(String),
+}
+
+/// The queue lives in Postgres only: a SQLite URL (or the SQLite default) is a usage error.
+pub fn require_postgres(url: &str) -> Result<(), QueueError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(())
+    } else {
+        Err(QueueError::NotPostgres(crate::store::redact_url(url)))
+    }
+}
