@@ -70,6 +70,23 @@ pub(crate) fn bytes(v: f64) -> String {
     }
 }
 
+/// A size in bytes for axis ticks and row labels: `4 KiB`, `256 MiB`, `6.15 MiB`. Unlike
+/// [`bytes`], whole multiples carry no decimals, because copy sizes are usually powers of two.
+pub(crate) fn size(v: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = v;
+    let mut i = 0;
+    while x.abs() >= 1024.0 && i + 1 < UNITS.len() {
+        x /= 1024.0;
+        i += 1;
+    }
+    if x.fract() == 0.0 {
+        format!("{x:.0} {}", UNITS[i])
+    } else {
+        format!("{} {}", sig(x, 3), UNITS[i])
+    }
+}
+
 /// `10000` -> `10,000`.
 pub(crate) fn thousands(n: usize) -> String {
     let digits = n.to_string();
@@ -215,5 +232,9 @@ mod unit_tests {
         assert_eq!(duration(390), "6m 30s");
         assert_eq!(duration(3720), "1h 02m");
         assert_eq!(value(0.43219, "loss"), "0.4322");
+        assert_eq!(size(4096.0), "4 KiB");
+        assert_eq!(size(268_435_456.0), "256 MiB");
+        assert_eq!(size(6_451_200.0), "6.15 MiB");
+        assert_eq!(size(1000.0), "1000 B");
     }
 }

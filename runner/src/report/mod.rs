@@ -7,6 +7,7 @@
 //! the stage recorded its own metric called `seconds`; `trial.seconds` is the sum of the trial's
 //! stage times.
 
+mod bandwidth;
 mod charts;
 mod compare;
 mod format;
@@ -16,6 +17,8 @@ mod prose;
 mod samples;
 mod tables;
 
+#[cfg(test)]
+mod bandwidth_tests;
 #[cfg(test)]
 mod tests;
 
@@ -30,8 +33,8 @@ use crate::stats::{Claim, Direction, Tolerance, Verdict};
 pub use compare::{build_comparison, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
 pub use markdown::{render_compare_markdown, render_markdown};
 pub use model::{
-    build_report, ChartRef, ClaimRow, ComparisonRecord, FailedTrialRow, GuardRow, KeyValue, Report, ResultRow,
-    StageRow, SweepRow, SweepTable,
+    build_report, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, FailedTrialRow, GuardRow,
+    KeyValue, Report, ResultRow, StageRow, SweepRow, SweepTable,
 };
 
 /// One stored run, as the store hands it to the report (warm-up trials already excluded).

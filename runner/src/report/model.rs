@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::bandwidth::bandwidth_tables;
 use super::format;
 use super::prose::{comparison_sentence, guard_clause, method_sentence, verdict_cell};
 use super::samples::{compare_configs, comparison_plan, direction_of, metric_samples, settings_of};
@@ -35,6 +36,8 @@ pub struct Report {
     pub guards: Vec<GuardRow>,
     pub claims: Vec<ClaimRow>,
     pub sweeps: Vec<SweepTable>,
+    /// One table per stage that recorded `GB/s` series over copy sizes.
+    pub bandwidth: Vec<BandwidthTable>,
     pub failed_trials: Vec<FailedTrialRow>,
     pub environment: Vec<KeyValue>,
     pub data_hashes: Vec<KeyValue>,
@@ -124,6 +127,24 @@ pub struct SweepRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct BandwidthTable {
+    pub stage: String,
+    /// File of the chart drawn from the same series, for the template to place beside it.
+    pub chart: String,
+    /// Per series its median GB/s and, where recorded, `% of peak`; then each config's peak.
+    pub columns: Vec<String>,
+    pub rows: Vec<BandwidthRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BandwidthRow {
+    /// Copy size (`4 KiB`).
+    pub size: String,
+    /// Aligned with `BandwidthTable::columns`.
+    pub cells: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct FailedTrialRow {
     pub config: String,
     pub repetition: u32,
@@ -141,14 +162,15 @@ pub struct KeyValue {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ChartRef {
-    /// `stages`, `distribution`, `sweep` or `loss`: where the template places the chart.
+    /// `stages`, `distribution`, `sweep`, `loss` or `bandwidth`: where the template places the chart.
     pub kind: String,
     pub title: String,
     pub file: String,
 }
 
 /// Builds the report model of one run: comparisons of the primary metric (Benjamini-Hochberg
-/// adjusted across the report), guards, claims, stage breakdown, sweep tables and provenance.
+/// adjusted across the report), guards, claims, stage breakdown, sweep and bandwidth tables and
+/// provenance.
 pub fn build_report(run: &RunData) -> Report {
     let settings = settings_of(run);
     let primary = &run.compare.primary;
@@ -309,6 +331,7 @@ pub fn build_report(run: &RunData) -> Report {
         guards,
         claims,
         sweeps: sweep_tables(run, &unit),
+        bandwidth: bandwidth_tables(run, charts::bandwidth_file),
         failed_trials: failed_trials(run),
         environment: key_values(&run.environment),
         data_hashes: key_values(&run.data_hashes),

@@ -4,16 +4,17 @@ use std::collections::BTreeMap;
 
 use chrono::{TimeZone, Utc};
 
+use super::bandwidth_tests::transfer_run;
 use super::*;
 use crate::metrics::Metric;
 use crate::stats::{Claim, GuardVerdict, Tolerance, Verdict};
 
 /// Deterministic noise in [-0.5, 0.5) so fixtures need no RNG.
-fn noise(k: u32) -> f64 {
+pub(super) fn noise(k: u32) -> f64 {
     f64::from((k * 7919 + 13) % 101) / 101.0 - 0.5
 }
 
-fn metric(name: &str, value: f64, unit: &str, step: Option<i64>) -> Metric {
+pub(super) fn metric(name: &str, value: f64, unit: &str, step: Option<i64>) -> Metric {
     Metric {
         name: name.to_owned(),
         value,
@@ -62,7 +63,7 @@ fn trial(rep: u32, block: Option<u32>, train_s: f64, val_loss: f64, loss_scale: 
     }
 }
 
-fn config(name: &str, variant: &str, batch: Option<&str>, trials: Vec<TrialData>) -> ConfigData {
+pub(super) fn config(name: &str, variant: &str, batch: Option<&str>, trials: Vec<TrialData>) -> ConfigData {
     ConfigData {
         name: name.to_owned(),
         variant: variant.to_owned(),
@@ -87,7 +88,7 @@ fn trials(train_s: f64, val_loss: f64, loss_scale: f64, blocked: bool, seed: u32
         .collect()
 }
 
-fn base_run(configs: Vec<ConfigData>) -> RunData {
+pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
     let environment: BTreeMap<String, String> = [
         ("git_commit", "3f2a9c1"),
         ("git_dirty", "false"),
@@ -149,7 +150,7 @@ fn claim(metric: &str, variant: &str, text: &str, source: Option<&str>) -> Claim
 /// Baseline and reuse at two batch sizes, blocked (paired) design. reuse@64 is 1.3x faster with
 /// identical validation loss; reuse@256 is faster but changes the validation loss by 2%; one
 /// baseline trial failed.
-fn sweep_run() -> RunData {
+pub(super) fn sweep_run() -> RunData {
     let mut base256 = trials(6.0, 0.5, 1.02, true, 2);
     base256.push(TrialData {
         repetition: 8,
@@ -370,17 +371,15 @@ fn user_templates_override_the_builtin_ones() {
         .starts_with("# buffer-reuse"));
 }
 
-#[test]
-fn write_report_writes_markdown_json_and_valid_svg() {
+/// Writes the report of `run` into a fresh directory and checks that every chart is linked from
+/// report.md and is well-formed SVG; returns the directory and the chart file names.
+pub(super) fn write_and_check(run: &RunData) -> (tempfile::TempDir, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
-    let paths = write_report(&sweep_run(), dir.path(), None).unwrap();
+    let paths = write_report(run, dir.path(), None).unwrap();
     let md = std::fs::read_to_string(&paths.markdown).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
-    assert_eq!(json["experiment"], "buffer-reuse");
-    assert_eq!(json["comparisons"][0]["comparison"]["verdict"], "faster");
-    assert_eq!(paths.charts.len(), 4);
+    let mut names = Vec::new();
     for chart in &paths.charts {
-        let name = chart.file_name().unwrap().to_str().unwrap();
+        let name = chart.file_name().unwrap().to_str().unwrap().to_owned();
         assert!(
             md.contains(&format!("]({name})")),
             "{name} is not linked from report.md"
@@ -388,6 +387,7 @@ fn write_report_writes_markdown_json_and_valid_svg() {
         let svg = std::fs::read_to_string(chart).unwrap();
         assert_well_formed_svg(&svg).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(svg.contains("<svg") && svg.contains("</svg>"));
+        names.push(name);
     }
     // Set MEASURED_CHART_DUMP to a directory to keep the charts for looking at them.
     if let Ok(out) = std::env::var("MEASURED_CHART_DUMP") {
@@ -395,10 +395,56 @@ fn write_report_writes_markdown_json_and_valid_svg() {
             std::fs::copy(chart, std::path::Path::new(&out).join(chart.file_name().unwrap())).unwrap();
         }
     }
+    (dir, names)
+}
+
+#[test]
+fn write_report_writes_markdown_json_and_valid_svg() {
+    let (dir, charts) = write_and_check(&sweep_run());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["experiment"], "buffer-reuse");
+    assert_eq!(json["comparisons"][0]["comparison"]["verdict"], "faster");
+    assert_eq!(json["bandwidth"], serde_json::json!([]));
+    assert_eq!(charts.len(), 4);
     let breakdown = std::fs::read_to_string(dir.path().join("stage_breakdown.svg")).unwrap();
     for label in ["reuse[batch_size=64]", "features", "train"] {
         assert!(breakdown.contains(label), "stage chart lacks {label}");
     }
+
+    let (dir, charts) = write_and_check(&transfer_run());
+    assert_eq!(
+        charts,
+        vec![
+            "stage_breakdown.svg",
+            "primary_distribution.svg",
+            "bandwidth_transfer.svg"
+        ]
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["bandwidth"][0]["stage"], "transfer");
+    assert_eq!(json["bandwidth"][0]["chart"], "bandwidth_transfer.svg");
+    assert_eq!(json["bandwidth"][0]["rows"][2]["size"], "256 MiB");
+    let svg = std::fs::read_to_string(dir.path().join("bandwidth_transfer.svg")).unwrap();
+    for label in [
+        "4 KiB",
+        "64 KiB",
+        "1 MiB",
+        "16 MiB",
+        "256 MiB",
+        "baseline · h2d_pageable_reuse",
+        "prefault · h2d_pinned_reuse",
+    ] {
+        assert!(svg.contains(label), "bandwidth chart lacks {label}");
+    }
+    // The reference is in the table; drawn next to the modes it would only crowd them.
+    assert!(
+        !svg.contains("peak"),
+        "bandwidth chart draws peak_gbps beside other series"
+    );
+    // Sizes between the labelled ones get grid lines, not labels that would collide.
+    assert!(!svg.contains(">8 KiB<") && !svg.contains(">2 MiB<"));
 }
 
 /// Parses `svg` with a real XML parser: every element closed, attributes unique, entities

@@ -1,14 +1,16 @@
 //! SVG charts of a run (run data -> plotters SVG strings -> files beside report.md).
 
-use std::collections::BTreeMap;
+mod series;
+
 use std::error::Error;
 
 use plotters::prelude::*;
 
+use super::bandwidth::bandwidth_stages;
 use super::model::ChartRef;
-use super::samples::{metric_samples, settings_of, sweep_label};
+use super::samples::metric_samples;
 use super::{ReportError, RunData};
-use crate::stats::{bootstrap_median_ci, median};
+use crate::stats::median;
 
 type DrawResult<T> = Result<T, Box<dyn Error>>;
 
@@ -36,6 +38,7 @@ enum ChartKind {
     Distribution,
     Sweep,
     Loss { stage: String, metric: String },
+    Bandwidth { stage: String },
 }
 
 struct ChartSpec {
@@ -104,7 +107,19 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
             kind: ChartKind::Loss { stage, metric },
         });
     }
+    for b in bandwidth_stages(run) {
+        specs.push(ChartSpec {
+            file: bandwidth_file(&b.stage),
+            title: format!("{} bandwidth by copy size (median over trials)", b.stage),
+            kind: ChartKind::Bandwidth { stage: b.stage },
+        });
+    }
     specs
+}
+
+/// File of the bandwidth chart of `stage`; the bandwidth tables link to it by this name.
+pub(crate) fn bandwidth_file(stage: &str) -> String {
+    format!("bandwidth_{}.svg", file_safe(stage))
 }
 
 /// The charts `render_charts` will produce, for the report to link to.
@@ -117,6 +132,7 @@ pub(crate) fn chart_refs(run: &RunData) -> Vec<ChartRef> {
                 ChartKind::Distribution => "distribution",
                 ChartKind::Sweep => "sweep",
                 ChartKind::Loss { .. } => "loss",
+                ChartKind::Bandwidth { .. } => "bandwidth",
             }
             .to_owned(),
             title: s.title,
@@ -133,8 +149,9 @@ pub(crate) fn render_charts(run: &RunData) -> Result<Vec<(String, String)>, Repo
             let drawn = match &spec.kind {
                 ChartKind::StageBreakdown => stage_breakdown(run, &spec.title),
                 ChartKind::Distribution => distribution(run, &spec.title),
-                ChartKind::Sweep => sweep(run, &spec.title),
-                ChartKind::Loss { stage, metric } => loss(run, &spec.title, stage, metric),
+                ChartKind::Sweep => series::sweep(run, &spec.title),
+                ChartKind::Loss { stage, metric } => series::loss(run, &spec.title, stage, metric),
+                ChartKind::Bandwidth { stage } => series::bandwidth(run, &spec.title, stage),
             };
             drawn
                 .map(|svg| (spec.file.clone(), svg))
@@ -313,177 +330,6 @@ fn distribution(run: &RunData, title: &str) -> DrawResult<String> {
                 ))?;
             }
         }
-        root.present()?;
-    }
-    Ok(buf)
-}
-
-fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
-    let primary = &run.compare.primary;
-    let settings = settings_of(run);
-    let mut points: Vec<String> = Vec::new();
-    let mut variants: Vec<String> = Vec::new();
-    for c in &run.configs {
-        if !points.contains(&sweep_label(c)) {
-            points.push(sweep_label(c));
-        }
-        if !variants.contains(&c.variant) {
-            variants.push(c.variant.clone());
-        }
-    }
-    // Per variant: (point index, median, ci low, ci high).
-    let mut unit = String::new();
-    let curves: Vec<Vec<(i32, f64, f64, f64)>> = variants
-        .iter()
-        .map(|v| {
-            run.configs
-                .iter()
-                .filter(|c| &c.variant == v)
-                .filter_map(|c| {
-                    let s = metric_samples(c, primary);
-                    if let Some(u) = &s.unit {
-                        unit.clone_from(u);
-                    }
-                    let m = median(&s.values);
-                    let (lo, hi) = bootstrap_median_ci(&s.values, settings.resamples, settings.seed).unwrap_or((m, m));
-                    let p = points.iter().position(|p| *p == sweep_label(c))? as i32;
-                    m.is_finite().then_some((p, m, lo, hi))
-                })
-                .collect()
-        })
-        .collect();
-    let (y0, y1) = padded_range(curves.iter().flatten().flat_map(|&(_, _, lo, hi)| [lo, hi]));
-    let axis = run.configs[0]
-        .sweep
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .collect::<Vec<_>>()
-        .join(" × ");
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(categories(points.len()), y0..y1)?;
-        let labels = segment_label(&points);
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(BLACK.mix(0.04))
-            .x_labels(points.len())
-            .x_label_formatter(&labels)
-            .x_desc(axis)
-            .y_desc(format!("{primary} ({unit})"))
-            .draw()?;
-        for (vi, (variant, curve)) in variants.iter().zip(&curves).enumerate() {
-            let c = color(vi);
-            let at = |p: i32| SegmentValue::CenterOf(p);
-            if curve.len() > 1 {
-                let band: Vec<_> = curve
-                    .iter()
-                    .map(|&(p, _, _, hi)| (at(p), hi))
-                    .chain(curve.iter().rev().map(|&(p, _, lo, _)| (at(p), lo)))
-                    .collect();
-                chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?;
-            }
-            chart
-                .draw_series(LineSeries::new(
-                    curve.iter().map(|&(p, m, _, _)| (at(p), m)),
-                    c.stroke_width(2),
-                ))?
-                .label(variant.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
-            chart.draw_series(curve.iter().map(|&(p, m, _, _)| Circle::new((at(p), m), 4, c.filled())))?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.5))
-            .label_font((FONT, 14))
-            .draw()?;
-        root.present()?;
-    }
-    Ok(buf)
-}
-
-fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> DrawResult<String> {
-    // Per config: step -> mean value over successful trials.
-    let curves: Vec<(String, Vec<(f64, f64)>)> = run
-        .configs
-        .iter()
-        .map(|c| {
-            let mut acc: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
-            for t in c.trials.iter().filter(|t| t.ok) {
-                for m in t.stages.iter().filter(|s| s.name == stage).flat_map(|s| &s.metrics) {
-                    if let (true, Some(step)) = (m.name == metric, m.step) {
-                        let e = acc.entry(step).or_insert((0.0, 0));
-                        e.0 += m.value;
-                        e.1 += 1;
-                    }
-                }
-            }
-            let pts = acc
-                .into_iter()
-                .map(|(s, (sum, n))| (s as f64, sum / n as f64))
-                .collect();
-            (c.name.clone(), pts)
-        })
-        .collect();
-    let steps: Vec<f64> = curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
-    let first = steps.iter().copied().fold(f64::INFINITY, f64::min);
-    let last = steps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (x0, x1) = if first < last {
-        (first, last)
-    } else if first.is_finite() {
-        (first - 0.5, first + 0.5)
-    } else {
-        (0.0, 1.0)
-    };
-    let (y0, y1) = padded_range(curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        // Steps are integers: label whole positions only.
-        let step_label = |v: &f64| {
-            if v.fract() == 0.0 {
-                format!("{v:.0}")
-            } else {
-                String::new()
-            }
-        };
-        chart
-            .configure_mesh()
-            .light_line_style(BLACK.mix(0.04))
-            .x_label_formatter(&step_label)
-            .x_desc("step")
-            .y_desc(format!("{stage}.{metric}"))
-            .draw()?;
-        for (i, (name, pts)) in curves.iter().enumerate().filter(|(_, (_, p))| !p.is_empty()) {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.5))
-            .label_font((FONT, 14))
-            .draw()?;
         root.present()?;
     }
     Ok(buf)

@@ -1,0 +1,364 @@
+//! Line charts over an ordered x axis: the sweep, per-step loss and bandwidth-by-size charts.
+
+use std::collections::BTreeMap;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, KeyPointWeight, Ranged};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{categories, color, label_width, padded_range, segment_label, DrawResult, FONT};
+use crate::report::bandwidth::{bandwidth_stages, UNIT};
+use crate::report::format;
+use crate::report::samples::{metric_samples, settings_of, sweep_label};
+use crate::report::RunData;
+use crate::stats::{bootstrap_median_ci, median};
+
+pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
+    let primary = &run.compare.primary;
+    let settings = settings_of(run);
+    let mut points: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for c in &run.configs {
+        if !points.contains(&sweep_label(c)) {
+            points.push(sweep_label(c));
+        }
+        if !variants.contains(&c.variant) {
+            variants.push(c.variant.clone());
+        }
+    }
+    // Per variant: (point index, median, ci low, ci high).
+    let mut unit = String::new();
+    let curves: Vec<Vec<(i32, f64, f64, f64)>> = variants
+        .iter()
+        .map(|v| {
+            run.configs
+                .iter()
+                .filter(|c| &c.variant == v)
+                .filter_map(|c| {
+                    let s = metric_samples(c, primary);
+                    if let Some(u) = &s.unit {
+                        unit.clone_from(u);
+                    }
+                    let m = median(&s.values);
+                    let (lo, hi) = bootstrap_median_ci(&s.values, settings.resamples, settings.seed).unwrap_or((m, m));
+                    let p = points.iter().position(|p| *p == sweep_label(c))? as i32;
+                    m.is_finite().then_some((p, m, lo, hi))
+                })
+                .collect()
+        })
+        .collect();
+    let (y0, y1) = padded_range(curves.iter().flatten().flat_map(|&(_, _, lo, hi)| [lo, hi]));
+    let axis = run.configs[0]
+        .sweep
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(" × ");
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(categories(points.len()), y0..y1)?;
+        let labels = segment_label(&points);
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_labels(points.len())
+            .x_label_formatter(&labels)
+            .x_desc(axis)
+            .y_desc(format!("{primary} ({unit})"))
+            .draw()?;
+        for (vi, (variant, curve)) in variants.iter().zip(&curves).enumerate() {
+            let c = color(vi);
+            let at = |p: i32| SegmentValue::CenterOf(p);
+            if curve.len() > 1 {
+                let band: Vec<_> = curve
+                    .iter()
+                    .map(|&(p, _, _, hi)| (at(p), hi))
+                    .chain(curve.iter().rev().map(|&(p, _, lo, _)| (at(p), lo)))
+                    .collect();
+                chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?;
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    curve.iter().map(|&(p, m, _, _)| (at(p), m)),
+                    c.stroke_width(2),
+                ))?
+                .label(variant.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            chart.draw_series(curve.iter().map(|&(p, m, _, _)| Circle::new((at(p), m), 4, c.filled())))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.5))
+            .label_font((FONT, 14))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> DrawResult<String> {
+    // Per config: step -> mean value over successful trials.
+    let curves: Vec<(String, Vec<(f64, f64)>)> = run
+        .configs
+        .iter()
+        .map(|c| {
+            let mut acc: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
+            for t in c.trials.iter().filter(|t| t.ok) {
+                for m in t.stages.iter().filter(|s| s.name == stage).flat_map(|s| &s.metrics) {
+                    if let (true, Some(step)) = (m.name == metric, m.step) {
+                        let e = acc.entry(step).or_insert((0.0, 0));
+                        e.0 += m.value;
+                        e.1 += 1;
+                    }
+                }
+            }
+            let pts = acc
+                .into_iter()
+                .map(|(s, (sum, n))| (s as f64, sum / n as f64))
+                .collect();
+            (c.name.clone(), pts)
+        })
+        .collect();
+    let steps: Vec<f64> = curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
+    let first = steps.iter().copied().fold(f64::INFINITY, f64::min);
+    let last = steps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (x0, x1) = if first < last {
+        (first, last)
+    } else if first.is_finite() {
+        (first - 0.5, first + 0.5)
+    } else {
+        (0.0, 1.0)
+    };
+    let (y0, y1) = padded_range(curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        // Steps are integers: label whole positions only.
+        let step_label = |v: &f64| {
+            if v.fract() == 0.0 {
+                format!("{v:.0}")
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_label_formatter(&step_label)
+            .x_desc("step")
+            .y_desc(format!("{stage}.{metric}"))
+            .draw()?;
+        for (i, (name, pts)) in curves.iter().enumerate().filter(|(_, (_, p))| !p.is_empty()) {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.5))
+            .label_font((FONT, 14))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+/// Copy sizes in bytes on a base-2 logarithmic axis spanning exponents `lo..hi`. Grid lines sit
+/// on every power of two; labels only on every `stride`-th one, chosen so that at most
+/// `MAX_SIZE_LABELS` fit and `256 MiB` never runs into its neighbour.
+struct Log2Bytes {
+    lo: f64,
+    hi: f64,
+}
+
+const MAX_SIZE_LABELS: usize = 6;
+
+impl Log2Bytes {
+    /// Padded by half a power of two on each side so end markers stay clear of the frame.
+    fn covering(sizes: &[i64]) -> Self {
+        let exps = sizes.iter().filter(|&&s| s > 0).map(|&s| (s as f64).log2());
+        let (lo, hi) = exps.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), e| (a.min(e), b.max(e)));
+        match (lo.is_finite(), hi > lo) {
+            (true, true) => Self {
+                lo: lo - 0.5,
+                hi: hi + 0.5,
+            },
+            (true, false) => Self {
+                lo: lo - 1.0,
+                hi: hi + 1.0,
+            },
+            (false, _) => Self { lo: 0.0, hi: 10.0 },
+        }
+    }
+
+    fn powers(&self, stride: i32) -> Vec<f64> {
+        (self.lo.ceil() as i32..=self.hi.floor() as i32)
+            .filter(|e| e.rem_euclid(stride) == 0)
+            .map(|e| 2f64.powi(e))
+            .collect()
+    }
+
+    /// Every `stride`-th power of two, for the smallest power-of-two stride that fits `max`.
+    fn thinned(&self, max: usize) -> Vec<f64> {
+        let mut stride = 1;
+        loop {
+            let points = self.powers(stride);
+            if points.len() <= max.max(1) || stride >= 64 {
+                return points;
+            }
+            stride *= 2;
+        }
+    }
+}
+
+impl Ranged for Log2Bytes {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let e = value.max(f64::MIN_POSITIVE).log2();
+        let frac = (e - self.lo) / (self.hi - self.lo);
+        limit.0 + (frac * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        let labelled = self.thinned(hint.bold_points().min(MAX_SIZE_LABELS));
+        match hint.weight() {
+            KeyPointWeight::Bold => labelled,
+            KeyPointWeight::Any => {
+                let all = self.powers(1);
+                if all.len() <= hint.max_num_points() {
+                    all
+                } else {
+                    labelled
+                }
+            }
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        2f64.powf(self.lo)..2f64.powf(self.hi)
+    }
+}
+
+/// Draws `pts` with the marker of config number `shape`, so configs stay apart even where two
+/// lines share a colour after the palette wraps.
+fn markers<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<Log2Bytes, plotters::coord::types::RangedCoordf64>>,
+    pts: &[(f64, f64)],
+    shape: usize,
+    c: RGBColor,
+) -> DrawResult<()>
+where
+    DB::ErrorType: 'static,
+{
+    match shape % 3 {
+        0 => chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?,
+        1 => chart.draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 6, c.filled())))?,
+        _ => chart.draw_series(pts.iter().map(|&p| Cross::new(p, 5, c.stroke_width(2))))?,
+    };
+    Ok(())
+}
+
+/// Legend marker at pixel `(x, y)`, matching [`markers`].
+fn legend_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    x: i32,
+    y: i32,
+    shape: usize,
+    c: RGBColor,
+) -> DrawResult<()>
+where
+    DB::ErrorType: 'static,
+{
+    match shape % 3 {
+        0 => area.draw(&Circle::new((x, y), 4, c.filled()))?,
+        1 => area.draw(&TriangleMarker::new((x, y), 6, c.filled()))?,
+        _ => area.draw(&Cross::new((x, y), 5, c.stroke_width(2)))?,
+    }
+    Ok(())
+}
+
+pub(super) fn bandwidth(run: &RunData, title: &str, stage: &str) -> DrawResult<String> {
+    let stages = bandwidth_stages(run);
+    let data = stages
+        .iter()
+        .find(|b| b.stage == stage)
+        .ok_or_else(|| format!("stage {stage} recorded no {UNIT} series"))?;
+    let lines = data.lines();
+    let shapes: Vec<usize> = lines
+        .iter()
+        .map(|l| run.configs.iter().position(|c| c.name == l.config).unwrap_or(0))
+        .collect();
+    let labels: Vec<String> = lines.iter().map(|l| l.label()).collect();
+    let x = Log2Bytes::covering(&data.sizes());
+    // Bandwidth is a rate from zero: a truncated axis would exaggerate small differences.
+    let y_max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|&(_, v)| v))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
+    // The legend gets its own column: with one line per (config, mode) it would cover the data.
+    let legend_w = label_width(&labels) + 44;
+    let row_h = 22;
+    let height = (160 + row_h * lines.len() as u32).max(480);
+    let width = 700 + legend_w;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (width, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let body = root.titled(title, (FONT, 20))?;
+        let (plot, legend) = body.split_horizontally(700);
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x, 0f64..y_max)?;
+        let size_label = |v: &f64| format::size(*v);
+        chart
+            .configure_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .x_labels(MAX_SIZE_LABELS)
+            .x_label_formatter(&size_label)
+            .x_desc("copy size (log2 scale)")
+            .y_desc(format!("{UNIT} (median over successful trials)"))
+            .draw()?;
+        for (i, line) in lines.iter().enumerate() {
+            let c = color(i);
+            let pts: Vec<(f64, f64)> = line.points.iter().map(|&(s, v)| (s as f64, v)).collect();
+            chart.draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?;
+            markers(&mut chart, &pts, shapes[i], c)?;
+        }
+        let text = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, label) in labels.iter().enumerate() {
+            let (c, y) = (color(i), 24 + row_h as i32 * i as i32);
+            legend.draw(&PathElement::new(vec![(4, y), (32, y)], c.stroke_width(2)))?;
+            legend_marker(&legend, 18, y, shapes[i], c)?;
+            legend.draw(&Text::new(label.as_str(), (40, y), text.clone()))?;
+        }
+        root.present()?;
+    }
+    Ok(buf)
+}
