@@ -6,6 +6,9 @@ use super::RunData;
 use crate::stats::{Comparison, Design, GuardVerdict, Verdict};
 
 /// "faster"/"slower" for time and rate metrics, "better"/"worse" for anything else.
+/// Larger repetition estimates are shown as "more than" this.
+const MAX_REPS_SHOWN: usize = 1000;
+
 pub(crate) fn verdict_words(unit: &str) -> (&'static str, &'static str) {
     if unit == "s" || unit.ends_with("/s") {
         ("faster", "slower")
@@ -57,6 +60,12 @@ pub(crate) fn comparison_sentence(cand: &str, base: &str, metric: &str, unit: &s
         ),
         Verdict::Inconclusive => {
             let more = match c.reps_needed {
+                // Past a thousand the estimate mostly says the effect sits at the noise band's
+                // edge; a precise-looking large number would overstate what it knows.
+                Some(n) if n > MAX_REPS_SHOWN => format!(
+                    "; more than {MAX_REPS_SHOWN} repetitions per side would be needed: any effect is close to the ±{}% noise band",
+                    format::trimmed(c.band * 100.0)
+                ),
                 Some(n) => format!("; about {n} repetitions per side would settle it"),
                 None => String::new(),
             };
@@ -103,6 +112,9 @@ pub(crate) fn verdict_cell(c: &Comparison, failed_guard: bool) -> String {
         (Verdict::Faster, _) if failed_guard => "**faster but changed results**".to_owned(),
         (Verdict::Faster, _) => "**faster**".to_owned(),
         (Verdict::Slower, _) => "**slower**".to_owned(),
+        (Verdict::Inconclusive, Some(n)) if n > MAX_REPS_SHOWN => {
+            format!("inconclusive (>{MAX_REPS_SHOWN} reps/side needed)")
+        }
         (Verdict::Inconclusive, Some(n)) => format!("inconclusive (~{n} reps/side needed)"),
         (v, _) => v.as_str().to_owned(),
     }
@@ -121,4 +133,25 @@ pub(crate) fn method_sentence(run: &RunData, comparisons: usize) -> String {
         run.compare.alpha,
         format::trimmed(run.compare.band * 100.0)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{compare, CompareSettings, Direction};
+
+    #[test]
+    fn huge_repetition_estimates_are_not_printed_as_precise_numbers() {
+        let base = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0];
+        let cand = [1.02, 1.12, 0.92, 1.07, 0.97, 1.02];
+        let mut c = compare(&base, &cand, Direction::LowerIsBetter, &CompareSettings::default());
+        c.verdict = Verdict::Inconclusive;
+        c.reps_needed = Some(120_871);
+        let s = comparison_sentence("b", "a", "m", "s", &c);
+        assert!(s.contains("more than 1000 repetitions per side"), "{s}");
+        assert!(!s.contains("120871"), "{s}");
+        assert_eq!(verdict_cell(&c, false), "inconclusive (>1000 reps/side needed)");
+        c.reps_needed = Some(12);
+        assert!(comparison_sentence("b", "a", "m", "s", &c).contains("about 12 repetitions per side"));
+    }
 }
