@@ -20,15 +20,37 @@ seed = 1
 kind = "command"
 argv = ["true"]
 TOML
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-for round in 1 2 3; do
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+rounds=${ROUNDS:-7}
+: >"$work/rounds.txt"
+# Alternate the two sides round by round so both see the same background load; quote medians.
+for round in $(seq 1 "$rounds"); do
   start=$(date +%s.%N)
   "$bin" --quiet --database "$work/r$round.sqlite" run --no-report "$work/overhead.toml" >/dev/null
   end=$(date +%s.%N)
-  m=$(echo "$end - $start" | bc -l)
   hyperfine --runs 200 --warmup 3 -N --export-json "$work/h$round.json" true >/dev/null 2>&1
-  h=$(python3 -c "import json,sys; r=json.load(open('$work/h$round.json'))['results'][0]; print(sum(r['times']))")
-  hmean=$(python3 -c "import json; r=json.load(open('$work/h$round.json'))['results'][0]; print(r['mean'])")
-  printf 'round %d: measured 200 trials %.3f s; hyperfine 200 runs %.3f s (mean %.3f ms); per-trial overhead %.3f ms; ratio %.2f\n' \
-    "$round" "$m" "$h" "$(echo "$hmean*1000" | bc -l)" "$(echo "($m - $h) / 200 * 1000" | bc -l)" "$(echo "$m / $h" | bc -l)"
+  python3 - "$start" "$end" "$work/h$round.json" "$work/r$round.sqlite" >>"$work/rounds.txt" <<'PY'
+import json, sqlite3, sys
+from datetime import datetime
+m = float(sys.argv[2]) - float(sys.argv[1])
+h = sum(json.load(open(sys.argv[3]))["results"][0]["times"])
+# Steady state: from the first trial's start to the last trial's end, as stored.
+first, last = sqlite3.connect(sys.argv[4]).execute("SELECT MIN(started_at), MAX(finished_at) FROM trials").fetchone()
+ts = lambda s: datetime.fromisoformat(s[:26] + s[-6:])
+span = (ts(last) - ts(first)).total_seconds()
+print(m, h, span)
+PY
 done
+python3 - "$work/rounds.txt" <<'PY'
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
+for i, (m, h, s) in enumerate(rows, 1):
+    print(f"round {i}: measured {m:.3f} s end to end, {s:.3f} s from first to last trial; hyperfine {h:.3f} s")
+med = lambda k: statistics.median(k(r) for r in rows)
+m, h, s = med(lambda r: r[0]), med(lambda r: r[1]), med(lambda r: r[2])
+print(f"median of {len(rows)} rounds: hyperfine 200 runs {h:.3f} s; measured 200 trials {s:.3f} s steady state "
+      f"(ratio {s / h:.2f}, overhead {med(lambda r: (r[2] - r[1]) / 200 * 1e3):.3f} ms/trial), "
+      f"{m:.3f} s end to end incl. start-up, migrations and summary "
+      f"(ratio {m / h:.2f}, overhead {med(lambda r: (r[0] - r[1]) / 200 * 1e3):.3f} ms/trial)")
+PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
