@@ -70,8 +70,8 @@ impl Prepared {
 /// Checks one symbol's bars and builds its adjusted series into `p`, replacing what it held.
 ///
 /// `p` is scratch that one worker reuses for symbol after symbol: allocating seven fresh
-/// columns per symbol made every call fault in tens of megabytes of new pages, and those
-/// faults serialize across threads in the kernel, which kept the parallel path from scaling.
+/// columns per symbol cost every call tens of megabytes of allocation and, whenever the
+/// allocator had handed that memory back to the OS, its page faults again.
 pub(crate) fn prepare_into(bars: &SymbolBars, p: &mut Prepared) -> Result<(), NormalizeError> {
     let n = bars.len();
     for (column, len) in [
