@@ -165,14 +165,18 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 struct Timing {
     features: f64,
+    normalize: f64,
+    windows: f64,
     total: f64,
     hash: String,
 }
 
-/// One warm-up run, then `runs` timed runs; medians of the features phase and of the whole call.
+/// One warm-up run, then `runs` timed runs; medians of each phase and of the whole call.
 fn time_mode(bars: &Bars, params: &NormalizeParams, runs: usize) -> Result<Timing> {
     let cancel = AtomicBool::new(false);
     let mut features = Vec::with_capacity(runs);
+    let mut normalize = Vec::with_capacity(runs);
+    let mut windows_phase = Vec::with_capacity(runs);
     let mut totals = Vec::with_capacity(runs);
     let mut hash = String::new();
     for run in 0..=runs {
@@ -185,17 +189,23 @@ fn time_mode(bars: &Bars, params: &NormalizeParams, runs: usize) -> Result<Timin
         if run == 0 {
             continue;
         }
-        let seconds = rec
-            .metrics()
-            .iter()
-            .find(|m| m.name == "features_seconds")
-            .ok_or("features_seconds not recorded")?
-            .value;
-        features.push(seconds);
+        let phase = |name: &str| -> Result<f64> {
+            Ok(rec
+                .metrics()
+                .iter()
+                .find(|m| m.name == name)
+                .ok_or(format!("{name} not recorded"))?
+                .value)
+        };
+        features.push(phase("features_seconds")?);
+        normalize.push(phase("normalize_seconds")?);
+        windows_phase.push(phase("windows_seconds")?);
         totals.push(total);
     }
     Ok(Timing {
         features: median(features),
+        normalize: median(normalize),
+        windows: median(windows_phase),
         total: median(totals),
         hash,
     })
@@ -226,7 +236,10 @@ fn main() -> Result<()> {
         ("parallel, 1 thread", true, 1),
         ("parallel, 2 threads", true, 2),
     ];
-    println!("{:<22} {:>12} {:>12}", "mode", "features s", "total s");
+    println!(
+        "{:<22} {:>12} {:>12} {:>12} {:>12}",
+        "mode", "features s", "normalize s", "windows s", "total s"
+    );
     let mut results = Vec::new();
     for (name, parallel, threads) in modes {
         let params = NormalizeParams {
@@ -235,7 +248,10 @@ fn main() -> Result<()> {
             ..NormalizeParams::default()
         };
         let t = time_mode(&bars, &params, args.runs.max(1))?;
-        println!("{name:<22} {:>12.4} {:>12.4}", t.features, t.total);
+        println!(
+            "{name:<22} {:>12.4} {:>12.4} {:>12.4} {:>12.4}",
+            t.features, t.normalize, t.windows, t.total
+        );
         results.push(t);
     }
     let same = results.iter().all(|t| t.hash == results[0].hash);

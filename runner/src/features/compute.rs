@@ -52,8 +52,27 @@ fn bad(bars: &SymbolBars, t: usize, field: &'static str, value: f64) -> Normaliz
     }
 }
 
-/// Checks one symbol's bars and builds its adjusted series.
-pub(crate) fn prepare(bars: &SymbolBars) -> Result<Prepared, NormalizeError> {
+impl Prepared {
+    /// Empty series, to be filled by `prepare_into` and reused across symbols.
+    pub(crate) fn new() -> Prepared {
+        Prepared {
+            close: Vec::new(),
+            open: Vec::new(),
+            high: Vec::new(),
+            low: Vec::new(),
+            volume: Vec::new(),
+            log_close: Vec::new(),
+            ret1: Vec::new(),
+        }
+    }
+}
+
+/// Checks one symbol's bars and builds its adjusted series into `p`, replacing what it held.
+///
+/// `p` is scratch that one worker reuses for symbol after symbol: allocating seven fresh
+/// columns per symbol cost every call tens of megabytes of allocation and, whenever the
+/// allocator had handed that memory back to the OS, its page faults again.
+pub(crate) fn prepare_into(bars: &SymbolBars, p: &mut Prepared) -> Result<(), NormalizeError> {
     let n = bars.len();
     for (column, len) in [
         ("open", bars.open.len()),
@@ -72,15 +91,18 @@ pub(crate) fn prepare(bars: &SymbolBars) -> Result<Prepared, NormalizeError> {
             });
         }
     }
-    let mut p = Prepared {
-        close: Vec::with_capacity(n),
-        open: Vec::with_capacity(n),
-        high: Vec::with_capacity(n),
-        low: Vec::with_capacity(n),
-        volume: Vec::with_capacity(n),
-        log_close: Vec::with_capacity(n),
-        ret1: Vec::with_capacity(n),
-    };
+    for column in [
+        &mut p.close,
+        &mut p.open,
+        &mut p.high,
+        &mut p.low,
+        &mut p.volume,
+        &mut p.log_close,
+        &mut p.ret1,
+    ] {
+        column.clear();
+        column.reserve(n);
+    }
     for t in 0..n {
         if t > 0 && bars.dates[t] <= bars.dates[t - 1] {
             return Err(NormalizeError::Unsorted {
@@ -116,36 +138,42 @@ pub(crate) fn prepare(bars: &SymbolBars) -> Result<Prepared, NormalizeError> {
     }
     if n > 0 {
         p.ret1.push(f64::NAN);
-        p.ret1.extend(p.log_close.windows(2).map(|pair| pair[1] - pair[0]));
+        let lc = &p.log_close;
+        p.ret1.extend(lc.windows(2).map(|pair| pair[1] - pair[0]));
     }
-    Ok(p)
+    Ok(())
 }
 
-/// Computes every column of one symbol; with `parallel`, columns are rayon tasks too, so a
-/// handful of long series still spreads over the pool.
+/// Computes every column of one symbol, using `scratch` for its adjusted series. With
+/// `split_columns`, columns are rayon tasks too, so a handful of long series still spreads
+/// over the pool; with many symbols the per-symbol tasks already fill it and splitting
+/// further only adds scheduling overhead. Either way each column is computed by the same
+/// code from the same inputs, so the bytes are the same.
 pub(crate) fn compute_symbol(
     bars: &SymbolBars,
     features: &[Feature],
-    parallel: bool,
+    split_columns: bool,
+    scratch: &mut Prepared,
 ) -> Result<SymbolFeatures, NormalizeError> {
-    let p = prepare(bars)?;
+    prepare_into(bars, scratch)?;
+    let p = &*scratch;
     let rows = bars.len();
     let mut cols = vec![f64::NAN; rows * features.len()];
     if rows > 0 {
-        if parallel {
+        if split_columns {
             cols.par_chunks_mut(rows)
                 .zip(features.par_iter())
-                .for_each(|(out, &f)| compute_column(f, &p, out));
+                .for_each(|(out, &f)| compute_column(f, p, out));
         } else {
             for (out, &f) in cols.chunks_mut(rows).zip(features) {
-                compute_column(f, &p, out);
+                compute_column(f, p, out);
             }
         }
     }
     Ok(SymbolFeatures {
         rows,
         cols,
-        log_close: p.log_close,
+        log_close: p.log_close.clone(),
     })
 }
 

@@ -127,7 +127,7 @@ pub fn build_windows(
 /// The raw (not normalized) feature columns of one symbol, `out[j][t]` for feature `j` on
 /// row `t`, NaN on warm-up rows: for inspecting values and comparing with other tools.
 pub fn feature_columns(bars: &SymbolBars, features: &[Feature]) -> Result<Vec<Vec<f64>>, NormalizeError> {
-    let computed = compute::compute_symbol(bars, features, false)?;
+    let computed = compute::compute_symbol(bars, features, false, &mut compute::Prepared::new())?;
     Ok((0..features.len()).map(|j| computed.col(j).to_vec()).collect())
 }
 
@@ -152,6 +152,32 @@ fn check_cancel(cancel: &AtomicBool) -> Result<(), NormalizeError> {
     } else {
         Ok(())
     }
+}
+
+/// The feature columns of every symbol, in symbol order. Each worker keeps one scratch set of
+/// adjusted series for all the symbols it handles, instead of allocating it per symbol.
+fn compute_all(
+    bars: &Bars,
+    features: &[Feature],
+    parallel: bool,
+    cancel: &AtomicBool,
+) -> Result<Vec<SymbolFeatures>, NormalizeError> {
+    let n = bars.symbols.len();
+    // Fewer symbols than a few per thread would leave threads idle, so long columns of a
+    // few symbols are split across the pool too.
+    let split_columns = parallel && n < 4 * rayon::current_num_threads();
+    let one = |scratch: &mut compute::Prepared, s: usize| {
+        check_cancel(cancel)?;
+        compute::compute_symbol(&bars.symbols[s], features, split_columns, scratch)
+    };
+    let results: Vec<Result<SymbolFeatures, NormalizeError>> = if parallel {
+        (0..n).into_par_iter().map_init(compute::Prepared::new, one).collect()
+    } else {
+        let mut scratch = compute::Prepared::new();
+        (0..n).map(|s| one(&mut scratch, s)).collect()
+    };
+    // The lowest-indexed error, whatever the scheduling.
+    results.into_iter().collect()
 }
 
 /// The first validation day: `split_date`, or the calendar date `1 - valid_fraction` of the
@@ -189,10 +215,7 @@ fn run(
     let split = split_date(bars, params)?;
 
     let t0 = Instant::now();
-    let computed: Vec<SymbolFeatures> = map_indexed(parallel, bars.symbols.len(), |s| {
-        check_cancel(cancel)?;
-        compute::compute_symbol(&bars.symbols[s], features, parallel)
-    })?;
+    let computed = compute_all(bars, features, parallel, cancel)?;
     let features_seconds = t0.elapsed().as_secs_f64();
 
     // Rows of a symbol dated before the split; its statistics rows are those after warm-up.

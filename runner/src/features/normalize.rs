@@ -180,12 +180,14 @@ pub(crate) fn write_rows(
     let nf = stats.center.len();
     debug_assert_eq!(out.len(), rows.len() * nf);
     let limit = clip.unwrap_or(f64::INFINITY);
+    let cols: Vec<&[f64]> = (0..nf).map(|j| &sym.col(j)[rows.clone()]).collect();
+    // Row by row, so the output (the larger, freshly faulted-in buffer) is written
+    // sequentially; the inputs are read as `nf` sequential streams. Each value is the same
+    // expression whatever the loop order, so the bytes do not change.
     // Reciprocals would be faster but round differently from the division the docs state.
-    for j in 0..nf {
-        let (c, s) = (stats.center[j], stats.scale[j]);
-        let col = &sym.col(j)[rows.clone()];
-        for (i, &x) in col.iter().enumerate() {
-            out[i * nf + j] = ((x - c) / s).clamp(-limit, limit) as f32;
+    for (i, row) in out.chunks_exact_mut(nf).enumerate() {
+        for (((o, col), &c), &s) in row.iter_mut().zip(&cols).zip(&stats.center).zip(&stats.scale) {
+            *o = ((col[i] - c) / s).clamp(-limit, limit) as f32;
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Expected values are written as the arithmetic done by hand (noted beside each), never by
 //! calling the code under test.
 
-use super::compute::{compute_symbol, SymbolFeatures};
+use super::compute::{compute_symbol, Prepared, SymbolFeatures};
 use super::normalize::{select_quantile, Moments};
 use super::rolling::{rolling_moments, rolling_skew};
 use super::spec::Feature;
@@ -30,7 +30,7 @@ fn bars(close: &[f64]) -> SymbolBars {
 }
 
 fn column(b: &SymbolBars, feature: Feature) -> Vec<f64> {
-    let f: SymbolFeatures = compute_symbol(b, &[feature], false).unwrap();
+    let f: SymbolFeatures = compute_symbol(b, &[feature], false, &mut Prepared::new()).unwrap();
     f.col(0).to_vec()
 }
 
