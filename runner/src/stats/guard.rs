@@ -146,6 +146,13 @@ pub fn guard(baseline: &[f64], candidate: &[f64], tolerance: Tolerance, alpha: f
             (sa + sb).powi(2) / (sa.powi(2) / (baseline.len() - 1) as f64 + sb.powi(2) / (candidate.len() - 1) as f64);
         student_t_quantile(1.0 - alpha, df) * se
     };
+    decide(&mut r, half);
+    r
+}
+
+/// Sets the interval `diff ± half` and the verdict: inside ±margin passes, entirely outside
+/// fails, anything else is inconclusive.
+fn decide(r: &mut GuardResult, half: f64) {
     let (lo, hi) = (r.diff - half, r.diff + half);
     r.ci = Some((lo, hi));
     r.verdict = if lo >= -r.margin && hi <= r.margin {
@@ -156,7 +163,6 @@ pub fn guard(baseline: &[f64], candidate: &[f64], tolerance: Tolerance, alpha: f
         r.reason = Some("interval overlaps the tolerance edge".to_owned());
         GuardVerdict::Inconclusive
     };
-    r
 }
 
 /// Equivalence test on paired samples `(baseline, candidate)`: trials of one repetition share
@@ -193,16 +199,7 @@ pub fn guard_paired(pairs: &[(f64, f64)], tolerance: Tolerance, alpha: f64) -> G
     } else {
         student_t_quantile(1.0 - alpha, (diffs.len() - 1) as f64) * se
     };
-    let (lo, hi) = (md - half, md + half);
-    r.ci = Some((lo, hi));
-    r.verdict = if lo >= -r.margin && hi <= r.margin {
-        GuardVerdict::Pass
-    } else if lo > r.margin || hi < -r.margin {
-        GuardVerdict::Fail
-    } else {
-        r.reason = Some("interval overlaps the tolerance edge".to_owned());
-        GuardVerdict::Inconclusive
-    };
+    decide(&mut r, half);
     r
 }
 
