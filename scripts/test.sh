@@ -11,4 +11,13 @@ chmod 755 "$pgdir"
 eval "$(scripts/pg-start.sh "$pgdir")"
 trap 'scripts/pg-stop.sh' EXIT
 echo "PostgreSQL for tests: ${MEASURED_TEST_DATABASE_URL%%:*}://measured:***@${MEASURED_TEST_DATABASE_URL##*@}" >&2
-cargo test --workspace --locked "$@"
+log=$(mktemp)
+set +e
+cargo test --workspace --locked "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line over every test binary (cargo's own last line is the doc-test summary).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"
+exit "$status"
