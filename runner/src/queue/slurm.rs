@@ -186,8 +186,8 @@ mod tests {
             run_id: "20250101-000000-abcd",
             experiment: "ab test",
             binary: Path::new("/opt/it's/measured"),
-            workdir: Path::new("/work/x"),
-            log_dir: Path::new("/work/x/results/ab/20250101-000000-abcd"),
+            workdir: Path::new("/srv/bench"),
+            log_dir: Path::new("/srv/bench/results/ab/20250101-000000-abcd"),
         }
     }
 
