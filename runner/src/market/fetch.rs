@@ -130,7 +130,8 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
             }
             grouper.finish()
         }
-        (Db::Postgres(pool), FetchStrategy::Batched) => {
+        // `$N` placeholders work on both backends, so one body serves both pools.
+        (_, FetchStrategy::Batched) => crate::on_pool!(db, |pool| {
             let mut conn = pool.acquire().await?;
             let sql = format!(
                 "SELECT {COLUMNS} FROM daily_bars WHERE symbol = $1 AND trade_date >= $2 \
@@ -159,37 +160,7 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
                 out.push(s);
             }
             out
-        }
-        (Db::Sqlite(pool), FetchStrategy::Batched) => {
-            let mut conn = pool.acquire().await?;
-            let sql = format!(
-                "SELECT {COLUMNS} FROM daily_bars WHERE symbol = ? AND trade_date >= ? \
-                 AND trade_date <= ? ORDER BY trade_date LIMIT ?"
-            );
-            let mut out = Vec::with_capacity(codes.len());
-            for code in codes {
-                let mut s = SymbolBars::new(code.clone());
-                let mut from = lo;
-                loop {
-                    let rows = sqlx::query(&sql)
-                        .bind(code)
-                        .bind(from)
-                        .bind(hi)
-                        .bind(params.fetch_size as i64)
-                        .fetch_all(&mut *conn)
-                        .await?;
-                    for row in &rows {
-                        push_bar(&mut s, bar_from(row, 0)?);
-                    }
-                    match s.dates.last().and_then(|d| d.succ_opt()) {
-                        Some(next) if rows.len() == params.fetch_size => from = next,
-                        _ => break,
-                    }
-                }
-                out.push(s);
-            }
-            out
-        }
+        }),
         (Db::Postgres(pool), FetchStrategy::Copy) => {
             let stmt = copy_statement(codes, lo, hi)?;
             let mut conn = pool.acquire().await?;
