@@ -1,5 +1,6 @@
-//! Training throughput of `measured::tensor::train` (runtime-width MLP, fused Adam) against
-//! dfdx's own compile-time `Linear` model with its built-in Adam, on the same synthetic windows.
+//! Training throughput of `measured::tensor::train` (runtime-width MLP, fused Adam; the CPU step
+//! native with `gemm` 0.19, and dfdx's autodiff step for reference) against dfdx's own
+//! compile-time `Linear` model with its built-in Adam, on the same synthetic windows.
 //!
 //! Run: `cargo run --release --example train_bench -- [--reps N] [--threads N] [--config small|large|all]
 //! [--device cpu|cuda]` and compare with `bench/torch_mlp.py` (same shapes, batch sizes and data
@@ -10,7 +11,7 @@ use dfdx::optim::Adam;
 use dfdx::prelude::*;
 use measured::artifact::{WindowSet, Windows};
 use measured::metrics::Recorder;
-use measured::tensor::{train, DeviceKind, TrainParams};
+use measured::tensor::{train, CpuEngine, DeviceKind, TrainParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::atomic::AtomicBool;
@@ -167,18 +168,38 @@ fn main() {
         let windows = synthetic_windows(batch_size * steps, 7);
         let label = format!("{name} {INPUT}-{hidden:?}-1 batch {batch_size}");
         let variants = [
-            ("measured (defaults)", false, 0, 1, true),
-            ("measured (buffer_reuse, prefetch 2)", true, 2, 1, true),
+            ("measured (defaults)", false, 0, 1, true, CpuEngine::Native),
+            (
+                "measured (buffer_reuse, prefetch 2)",
+                true,
+                2,
+                1,
+                true,
+                CpuEngine::Native,
+            ),
             (
                 "measured (reuse, prefetch 2, loss read per epoch, no phase timing)",
                 true,
                 2,
                 0,
                 false,
+                CpuEngine::Native,
+            ),
+            (
+                "measured, dfdx autodiff step (defaults)",
+                false,
+                0,
+                1,
+                true,
+                CpuEngine::Autodiff,
             ),
         ];
-        for (what, buffer_reuse, prefetch, loss_sync_every, phase_timing) in variants {
+        for (what, buffer_reuse, prefetch, loss_sync_every, phase_timing, cpu_engine) in variants {
+            if device == DeviceKind::Cuda && cpu_engine == CpuEngine::Autodiff {
+                continue; // CUDA always steps with dfdx's autodiff
+            }
             let params = TrainParams {
+                cpu_engine,
                 device,
                 hidden: hidden.clone(),
                 batch_size,

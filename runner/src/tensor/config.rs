@@ -68,6 +68,17 @@ pub enum Precision {
     F16,
 }
 
+/// How the CPU computes a training step. Not a manifest parameter: the native engine is the
+/// CPU path; the autodiff one is kept as the reference it is tested and benchmarked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuEngine {
+    /// Forward and backward on host buffers with the `gemm` crate (see `tensor::native`).
+    #[default]
+    Native,
+    /// dfdx's tape and `backward()`, as on CUDA.
+    Autodiff,
+}
+
 /// Parameters of a `train` stage.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -112,6 +123,9 @@ pub struct TrainParams {
     /// synchronizes the device at each phase boundary, which removes the overlap that
     /// `loss_sync_every` experiments are about: turn it off for those.
     pub phase_timing: bool,
+    /// The CPU step's implementation (set from code only).
+    #[serde(skip)]
+    pub cpu_engine: CpuEngine,
 }
 
 impl Default for TrainParams {
@@ -135,6 +149,7 @@ impl Default for TrainParams {
             log_every: 0,
             precision: Precision::F32,
             phase_timing: true,
+            cpu_engine: CpuEngine::Native,
         }
     }
 }

@@ -10,6 +10,9 @@ use super::TrainError;
 use dfdx::prelude::*;
 use dfdx::tensor_ops::{AdamConfig, WeightDecay};
 
+/// A buffer on device `D` (a gradient or an Adam moment).
+type DeviceVec<D> = <D as Storage<f32>>::Vec;
+
 /// Adam with optional decoupled weight decay (AdamW), betas (0.9, 0.999), eps 1e-8, as in
 /// PyTorch's defaults.
 pub struct AdamW<D: Device<f32>> {
@@ -60,6 +63,33 @@ where
             let v = self.moment2.get_or_alloc_mut(&layer.bias)?;
             let g = grads.get_or_alloc_mut(&layer.bias)?;
             self.cfg.try_update(self.t, &mut layer.bias, m, v, g)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one update from per-layer `(weight, bias)` gradient buffers, in layer order (the
+    /// CPU path's gradients, which it computes outside dfdx's tape).
+    pub fn step_buffers(
+        &mut self,
+        model: &mut Mlp<D>,
+        grads: &[(DeviceVec<D>, DeviceVec<D>)],
+    ) -> Result<(), TrainError> {
+        if grads.len() != model.layers.len() {
+            return Err(TrainError::Internal(format!(
+                "{} gradient pairs for {} layers",
+                grads.len(),
+                model.layers.len()
+            )));
+        }
+        self.t += 1;
+        for (layer, (gw, gb)) in model.layers.iter_mut().zip(grads) {
+            let m = self.moment1.get_or_alloc_mut(&layer.weight)?;
+            let v = self.moment2.get_or_alloc_mut(&layer.weight)?;
+            self.cfg.try_update(self.t, &mut layer.weight, m, v, gw)?;
+
+            let m = self.moment1.get_or_alloc_mut(&layer.bias)?;
+            let v = self.moment2.get_or_alloc_mut(&layer.bias)?;
+            self.cfg.try_update(self.t, &mut layer.bias, m, v, gb)?;
         }
         Ok(())
     }

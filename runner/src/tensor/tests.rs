@@ -170,7 +170,14 @@ fn training_beats_the_naive_baseline() {
 fn knobs_change_speed_never_results() {
     // 150 windows in batches of 32: the last batch is short, exercising the second buffer.
     let windows = learnable_windows(150, 8, 2);
+    for cpu_engine in [CpuEngine::Native, CpuEngine::Autodiff] {
+        knobs_change_speed_never_results_with(&windows, cpu_engine);
+    }
+}
+
+fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: CpuEngine) {
     let base = TrainParams {
+        cpu_engine,
         hidden: vec![8, 6],
         activation: Activation::Gelu,
         dropout: 0.2,
@@ -181,7 +188,7 @@ fn knobs_change_speed_never_results() {
         grad_clip: Some(0.5),
         ..TrainParams::default()
     };
-    let (reference, rec) = run_train(&windows, &base, 9);
+    let (reference, rec) = run_train(windows, &base, 9);
     let reference_losses = series(&rec, "train_loss");
     let knobs = [
         (true, 0, 1, 1, true),
@@ -200,13 +207,13 @@ fn knobs_change_speed_never_results() {
             log_every: 2,
             ..base.clone()
         };
-        let (model, rec) = run_train(&windows, &params, 9);
+        let (model, rec) = run_train(windows, &params, 9);
         assert_eq!(series(&rec, "train_loss"), reference_losses, "{params:?}");
         assert_eq!(model.layers, reference.layers, "{params:?}");
         assert_eq!(single(&rec, "compute_seconds").is_some(), phase_timing);
     }
-    let (_, other_seed) = run_train(&windows, &base, 10);
-    assert_ne!(series(&other_seed, "train_loss"), reference_losses);
+    let (_, other_seed) = run_train(windows, &base, 10);
+    assert_ne!(series(&other_seed, "train_loss"), reference_losses, "{cpu_engine:?}");
 }
 
 #[test]

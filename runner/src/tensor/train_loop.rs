@@ -5,6 +5,7 @@
 use super::batches::{BatchSource, HostBatch};
 use super::config::TrainParams;
 use super::mlp::{Matrix, Mlp};
+use super::native::NativeMlp;
 use super::optim::{clip_global_norm, AdamW};
 use super::{TrainDevice, TrainError};
 use crate::artifact::Windows;
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 ///
 /// `seed` drives three independent streams: weight init, the per-epoch visiting order, and the
 /// device RNG (dropout masks).
-pub fn run<D: TrainDevice>(
+pub fn run<D: TrainDevice, E: StepEngine<D>>(
     dev: &D,
     windows: &Arc<Windows>,
     params: &TrainParams,
@@ -45,7 +46,7 @@ where
     widths.push(horizons);
 
     let mut model = Mlp::new(dev, &widths, params.activation, params.dropout, seed)?;
-    let mut opt = AdamW::new(&model, params.lr, params.weight_decay)?;
+    let mut engine = E::new(dev, &model, params, seed)?;
     let mut source = BatchSource::new(
         windows.clone(),
         seed,
@@ -54,7 +55,6 @@ where
         params.epochs,
         params.prefetch,
     )?;
-    let mut buffers = ReusedBuffers::default();
     let mut clock = PhaseClock::new(dev, params.phase_timing);
     let steps_per_epoch = n.div_ceil(params.batch_size);
     let mut epoch_seconds = Vec::with_capacity(params.epochs);
@@ -76,26 +76,14 @@ where
             let batch = source.next_batch(epoch)?;
             clock.lap(Phase::Prep)?;
 
-            let (x, y) = if params.buffer_reuse {
-                buffers.fill(dev, batch, input, horizons)?
-            } else {
-                (
-                    dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, input))?,
-                    dev.try_tensor_from_vec(batch.y.clone(), (batch.rows, horizons))?,
-                )
-            };
+            engine.upload(dev, batch, params.buffer_reuse)?;
             clock.lap(Phase::HostToDevice)?;
 
-            let (loss_value, mut grads) = model.loss_and_grads(x, y)?;
+            let loss_value = engine.step(dev, &mut model)?;
             loss_sum = Some(match loss_sum.take() {
                 None => loss_value.clone(),
                 Some(sum) => sum.try_add(loss_value.clone())?,
             });
-            if let Some(max_norm) = params.grad_clip {
-                grads = clip_global_norm(&model, &grads, max_norm)?;
-            }
-            opt.step(&mut model, &mut grads)?;
-            drop(grads);
             clock.lap(Phase::Compute)?;
 
             let k = params.loss_sync_every;
@@ -173,6 +161,121 @@ pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowS
         }
     }
     Ok(())
+}
+
+/// How one training step runs on a device: how a host batch gets onto it (`buffer_reuse`
+/// decides between fresh buffers and ones allocated once) and how forward, backward, gradient
+/// clipping and the Adam update are computed.
+pub trait StepEngine<D: TrainDevice>: Sized {
+    fn new(dev: &D, model: &Mlp<D>, params: &TrainParams, seed: u64) -> Result<Self, TrainError>;
+
+    /// Moves `batch` to the device, ready for the next [`StepEngine::step`].
+    fn upload(&mut self, dev: &D, batch: &HostBatch, reuse: bool) -> Result<(), TrainError>;
+
+    /// One optimizer step on the last uploaded batch; returns its loss, left on the device.
+    fn step(&mut self, dev: &D, model: &mut Mlp<D>) -> Result<Tensor<(), f32, D>, TrainError>;
+}
+
+/// dfdx's autodiff end to end: the forward pass on the tape, `backward()`, clipping on the
+/// device, fused Adam. Runs on any dfdx device; the CUDA path uses it.
+pub struct AutodiffEngine<D: TrainDevice> {
+    opt: AdamW<D>,
+    buffers: ReusedBuffers<D>,
+    batch: Option<(Matrix<D>, Matrix<D>)>,
+    grad_clip: Option<f64>,
+}
+
+impl<D: TrainDevice> StepEngine<D> for AutodiffEngine<D>
+where
+    TrainError: From<D::Err>,
+{
+    fn new(_: &D, model: &Mlp<D>, params: &TrainParams, _: u64) -> Result<Self, TrainError> {
+        Ok(Self {
+            opt: AdamW::new(model, params.lr, params.weight_decay)?,
+            buffers: ReusedBuffers::default(),
+            batch: None,
+            grad_clip: params.grad_clip,
+        })
+    }
+
+    fn upload(&mut self, dev: &D, batch: &HostBatch, reuse: bool) -> Result<(), TrainError> {
+        let input = batch.x.len() / batch.rows.max(1);
+        let horizons = batch.y.len() / batch.rows.max(1);
+        self.batch = Some(if reuse {
+            self.buffers.fill(dev, batch, input, horizons)?
+        } else {
+            (
+                dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, input))?,
+                dev.try_tensor_from_vec(batch.y.clone(), (batch.rows, horizons))?,
+            )
+        });
+        Ok(())
+    }
+
+    fn step(&mut self, _: &D, model: &mut Mlp<D>) -> Result<Tensor<(), f32, D>, TrainError> {
+        let (x, y) = self
+            .batch
+            .take()
+            .ok_or_else(|| TrainError::Internal("a step without an uploaded batch".into()))?;
+        let (loss_value, mut grads) = model.loss_and_grads(x, y)?;
+        if let Some(max_norm) = self.grad_clip {
+            grads = clip_global_norm(model, &grads, max_norm)?;
+        }
+        self.opt.step(model, &mut grads)?;
+        Ok(loss_value)
+    }
+}
+
+/// The CPU path: forward and backward on host buffers with the `gemm` crate's kernels
+/// ([`NativeMlp`]), dfdx's fused Adam on the parameter tensors. "Device" buffers are host
+/// vectors here: a fresh pair per batch, or one pair overwritten in place.
+pub struct NativeCpuEngine {
+    net: NativeMlp,
+    opt: AdamW<Cpu>,
+    x: Vec<f32>,
+    y: Vec<f32>,
+    rows: usize,
+    grad_clip: Option<f64>,
+}
+
+impl StepEngine<Cpu> for NativeCpuEngine {
+    fn new(dev: &Cpu, model: &Mlp<Cpu>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
+        Ok(Self {
+            net: NativeMlp::new(dev, model, seed)?,
+            opt: AdamW::new(model, params.lr, params.weight_decay)?,
+            x: Vec::new(),
+            y: Vec::new(),
+            rows: 0,
+            grad_clip: params.grad_clip,
+        })
+    }
+
+    fn upload(&mut self, _: &Cpu, batch: &HostBatch, reuse: bool) -> Result<(), TrainError> {
+        if reuse {
+            self.x.clear();
+            self.x.extend_from_slice(&batch.x);
+            self.y.clear();
+            self.y.extend_from_slice(&batch.y);
+        } else {
+            self.x = batch.x.clone();
+            self.y = batch.y.clone();
+        }
+        self.rows = batch.rows;
+        Ok(())
+    }
+
+    fn step(&mut self, dev: &Cpu, model: &mut Mlp<Cpu>) -> Result<Tensor<(), f32, Cpu>, TrainError> {
+        if self.rows == 0 {
+            return Err(TrainError::Internal("a step without an uploaded batch".into()));
+        }
+        let loss = self.net.loss_and_grads(&self.x, &self.y, self.rows);
+        if let Some(max_norm) = self.grad_clip {
+            self.net.clip_global_norm(max_norm);
+        }
+        self.opt.step_buffers(model, &self.net.grads)?;
+        self.net.refresh(model);
+        Ok(dev.try_tensor(loss)?)
+    }
 }
 
 /// Device tensors allocated once and overwritten each batch (`buffer_reuse = true`). The last
