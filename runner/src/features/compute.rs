@@ -9,6 +9,8 @@ use super::spec::{Feature, MACD_FAST, MACD_SIGNAL, MACD_SLOW};
 use super::NormalizeError;
 use crate::artifact::SymbolBars;
 use rayon::prelude::*;
+use std::mem::size_of;
+use std::sync::Mutex;
 
 /// Split-adjusted series of one symbol, shared by its feature columns.
 ///
@@ -30,16 +32,54 @@ pub(crate) struct Prepared {
     pub(crate) ret1: Vec<f64>,
 }
 
-/// The feature columns of one symbol: `cols[j * rows + t]` is feature `j` on row `t`.
+/// The feature columns of one symbol: `cols[j * rows + t]` is feature `j` on row `t`, for
+/// `j < features`, and the symbol's `ln(close)` follows as one more column.
 pub(crate) struct SymbolFeatures {
     pub(crate) rows: usize,
     pub(crate) cols: Vec<f64>,
-    pub(crate) log_close: Vec<f64>,
 }
 
 impl SymbolFeatures {
     pub(crate) fn col(&self, j: usize) -> &[f64] {
         &self.cols[j * self.rows..(j + 1) * self.rows]
+    }
+
+    /// `ln(close)` of every row (targets are differences of it).
+    pub(crate) fn log_close(&self) -> &[f64] {
+        &self.cols[self.cols.len() - self.rows..]
+    }
+}
+
+/// Column buffers of earlier calls, handed to the next one so a call writes into memory the
+/// process already has. Without it, a call that runs on fresh pool threads gets its ~200 MB of
+/// columns (500 symbols x 2,500 days x 20 features) from allocator arenas that returned the
+/// previous call's memory to the OS, and page-faults all of it in again, while the same call on
+/// the main thread reuses its heap: the parallel mode paid a cost the sequential one did not.
+static RECYCLED: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
+
+/// The most column memory kept between calls.
+const RECYCLE_LIMIT_BYTES: usize = 1 << 30;
+
+/// A buffer of `len` NaNs, reusing a recycled allocation when there is one.
+fn column_buffer(len: usize) -> Vec<f64> {
+    let recycled = RECYCLED.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let mut buf = recycled.unwrap_or_default();
+    buf.clear();
+    buf.resize(len, f64::NAN);
+    buf
+}
+
+/// Keeps the column buffers of `done` for later calls, up to [`RECYCLE_LIMIT_BYTES`].
+pub(crate) fn recycle(done: Vec<SymbolFeatures>) {
+    let mut pool = RECYCLED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut kept: usize = pool.iter().map(|b| b.capacity() * size_of::<f64>()).sum();
+    for sym in done {
+        let bytes = sym.cols.capacity() * size_of::<f64>();
+        if kept + bytes > RECYCLE_LIMIT_BYTES {
+            break;
+        }
+        kept += bytes;
+        pool.push(sym.cols);
     }
 }
 
@@ -158,23 +198,23 @@ pub(crate) fn compute_symbol(
     prepare_into(bars, scratch)?;
     let p = &*scratch;
     let rows = bars.len();
-    let mut cols = vec![f64::NAN; rows * features.len()];
+    let nf = features.len();
+    let mut cols = column_buffer(rows * (nf + 1));
     if rows > 0 {
+        let (feature_cols, log_close) = cols.split_at_mut(rows * nf);
+        log_close.copy_from_slice(&p.log_close);
         if split_columns {
-            cols.par_chunks_mut(rows)
+            feature_cols
+                .par_chunks_mut(rows)
                 .zip(features.par_iter())
                 .for_each(|(out, &f)| compute_column(f, p, out));
         } else {
-            for (out, &f) in cols.chunks_mut(rows).zip(features) {
+            for (out, &f) in feature_cols.chunks_mut(rows).zip(features) {
                 compute_column(f, p, out);
             }
         }
     }
-    Ok(SymbolFeatures {
-        rows,
-        cols,
-        log_close: p.log_close.clone(),
-    })
+    Ok(SymbolFeatures { rows, cols })
 }
 
 /// Fills one feature column; `out` arrives filled with NaN and keeps it on warm-up rows.

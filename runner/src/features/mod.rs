@@ -318,6 +318,8 @@ fn run(
     };
     out.content_hash = windows::windows_hash_with(&out, parallel);
     let windows_seconds = t2.elapsed().as_secs_f64();
+    drop((train_pieces, valid_pieces));
+    compute::recycle(computed);
 
     let (n_train, n_valid) = (out.train.len(), out.valid.len());
     let total = (n_train + n_valid) as f64;

@@ -82,6 +82,39 @@ fn one_and_two_threads_are_bit_identical() {
 }
 
 /// Multiplies every bar dated on or after `split` (prices, volume and adjustment factor).
+/// Column buffers are recycled across calls: a call after one on other data (longer series,
+/// other values) must still start from NaN warm-up rows and give the same bytes as before.
+#[test]
+fn recycled_buffers_do_not_leak_between_calls() {
+    let bars = market();
+    let other = synthetic_bars(5, 900, 99);
+    for p in [
+        base(),
+        NormalizeParams {
+            parallel: true,
+            threads: 2,
+            ..base()
+        },
+    ] {
+        let first = build(&bars, &p);
+        let between = build(&other, &p);
+        let again = build(&bars, &p);
+        assert_ne!(between.content_hash, first.content_hash);
+        assert_eq!(again.content_hash, first.content_hash, "{p:?}");
+        assert_eq!(again, first);
+    }
+    // The stored raw columns agree too, warm-up NaNs included.
+    let features = base().feature_list().unwrap();
+    let direct = feature_columns(&bars.symbols[0], &features).unwrap();
+    build(&other, &base());
+    let after = feature_columns(&bars.symbols[0], &features).unwrap();
+    assert_eq!(format!("{direct:?}"), format!("{after:?}"));
+    assert!(
+        direct.iter().any(|col| col[0].is_nan()),
+        "the first row is warm-up for some feature"
+    );
+}
+
 fn perturb_after(bars: &Bars, split: NaiveDate) -> Bars {
     let mut out = bars.clone();
     for s in &mut out.symbols {

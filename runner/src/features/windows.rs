@@ -142,7 +142,7 @@ pub(crate) fn assemble(
     }
     let fill = |(p, (slot, row_offset)): (&Piece<'_>, (Slot<'_>, usize))| {
         write_rows(p.features, p.stats, p.span.rows.clone(), clip, slot.features);
-        let lc = &p.features.log_close;
+        let lc = p.features.log_close();
         for (k, t) in p.span.ends.clone().enumerate() {
             let first_row = t + 1 - seq_len - p.span.rows.start;
             slot.starts[k] = u32::try_from(row_offset + first_row).expect("row index fits u32");
