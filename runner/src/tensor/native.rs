@@ -356,6 +356,7 @@ impl NativeMlp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::tests::{assert_finite_differences, nudge};
     use dfdx::prelude::*;
 
     fn random(n: usize, seed: u64) -> Vec<f32> {
@@ -426,34 +427,12 @@ mod tests {
                 native.masks[0].contains(&0.0) && native.masks[0].iter().any(|m| *m > 1.0),
                 "the masks drop some units and scale the rest"
             );
-            let eps = 1e-2f32;
-            for l in 0..2 {
-                for part in 0..2 {
-                    let analytic: Vec<f32> = if part == 0 {
-                        native.grads[l].0.to_vec()
-                    } else {
-                        native.grads[l].1.to_vec()
-                    };
-                    for (i, g) in analytic.into_iter().enumerate() {
-                        let nudged = |delta: f32| {
-                            let mut replay = start.clone();
-                            let values = if part == 0 {
-                                &mut replay.params[l].0
-                            } else {
-                                &mut replay.params[l].1
-                            };
-                            values[i] += delta;
-                            f64::from(replay.loss_and_grads(&x, &y, rows))
-                        };
-                        let numeric = (nudged(eps) - nudged(-eps)) / (2.0 * f64::from(eps));
-                        let err = (numeric - f64::from(g)).abs();
-                        assert!(
-                            err <= 2e-3 + 2e-2 * numeric.abs(),
-                            "{activation:?} layer {l} part {part} [{i}]: backward {g}, numeric {numeric}"
-                        );
-                    }
-                }
-            }
+            let analytic: Vec<[Vec<f32>; 2]> = native.grads.iter().map(|(w, b)| [w.to_vec(), b.to_vec()]).collect();
+            assert_finite_differences(&format!("{activation:?}"), &analytic, |at, delta| {
+                let mut replay = start.clone();
+                nudge(&mut replay.params, at, delta);
+                f64::from(replay.loss_and_grads(&x, &y, rows))
+            });
         }
     }
 

@@ -106,28 +106,46 @@ fn gradients_match_finite_differences() {
         }
 
         let base = mlp.to_trained(learnable_windows(1, 1, 0));
-        let eps = 1e-2f32;
-        for (l, layer) in mlp.layers.iter().enumerate() {
-            let analytic = [grads.get(&layer.weight).as_vec(), grads.get(&layer.bias).as_vec()];
-            for (part, grad) in analytic.iter().enumerate() {
-                for (i, &g) in grad.iter().enumerate() {
-                    let nudged = |delta: f32| {
-                        let mut m = base.clone();
-                        let values = if part == 0 {
-                            &mut m.layers[l].0
-                        } else {
-                            &mut m.layers[l].1
-                        };
-                        values[i] += delta;
-                        host_loss(&m, &x, &y, rows)
-                    };
-                    let numeric = (nudged(eps) - nudged(-eps)) / (2.0 * f64::from(eps));
-                    let err = (numeric - f64::from(g)).abs();
-                    assert!(
-                        err <= 2e-3 + 2e-2 * numeric.abs(),
-                        "{activation:?} layer {l} part {part} [{i}]: backward {g}, numeric {numeric}"
-                    );
-                }
+        let analytic: Vec<[Vec<f32>; 2]> = mlp
+            .layers
+            .iter()
+            .map(|layer| [grads.get(&layer.weight).as_vec(), grads.get(&layer.bias).as_vec()])
+            .collect();
+        assert_finite_differences(&format!("{activation:?}"), &analytic, |at, delta| {
+            let mut m = base.clone();
+            nudge(&mut m.layers, at, delta);
+            host_loss(&m, &x, &y, rows)
+        });
+    }
+}
+
+/// One parameter: layer, part (0 weight, 1 bias) and index within it.
+pub(super) type ParamAt = (usize, usize, usize);
+
+/// Adds `delta` to one parameter of `(weight, bias)` pairs laid out as `TrainedModel::layers`.
+pub(super) fn nudge(layers: &mut [(Vec<f32>, Vec<f32>)], (l, part, i): ParamAt, delta: f32) {
+    let values = if part == 0 { &mut layers[l].0 } else { &mut layers[l].1 };
+    values[i] += delta;
+}
+
+/// Asserts that every analytic gradient (`analytic[layer] = [weight, bias]`) matches the
+/// central difference of `loss_nudged`, the loss with one parameter moved by a delta.
+pub(super) fn assert_finite_differences(
+    label: &str,
+    analytic: &[[Vec<f32>; 2]],
+    loss_nudged: impl Fn(ParamAt, f32) -> f64,
+) {
+    let eps = 1e-2f32;
+    for (l, parts) in analytic.iter().enumerate() {
+        for (part, grad) in parts.iter().enumerate() {
+            for (i, &g) in grad.iter().enumerate() {
+                let at = (l, part, i);
+                let numeric = (loss_nudged(at, eps) - loss_nudged(at, -eps)) / (2.0 * f64::from(eps));
+                let err = (numeric - f64::from(g)).abs();
+                assert!(
+                    err <= 2e-3 + 2e-2 * numeric.abs(),
+                    "{label} layer {l} part {part} [{i}]: backward {g}, numeric {numeric}"
+                );
             }
         }
     }
