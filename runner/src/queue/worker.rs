@@ -120,7 +120,16 @@ pub fn serve(
     let env = Fingerprint::collect(Path::new("."));
     rt.block_on(store::upsert_environment(db, &env))?;
     let me = worker_id(&env);
-    let services = Services::new(rt.handle().clone(), stock_url);
+    let w = Worker {
+        rt,
+        pool,
+        db,
+        services: Services::new(rt.handle().clone(), stock_url),
+        env,
+        me: me.clone(),
+        cancel,
+        quiet: o.quiet,
+    };
     let mut runs: HashMap<String, RunState> = HashMap::new();
     let mut sum = WorkerSummary {
         worker: me.clone(),
@@ -172,7 +181,7 @@ pub fn serve(
             }
         }
         let state = runs.get_mut(&c.run_id).expect("inserted above");
-        let result = run_unit(rt, pool, db, &c, state, &services, &env, &me, cancel, &mut sum, o.quiet);
+        let result = run_unit(&w, &c, state, &mut sum);
         if let Err(e) = result {
             let msg = e.to_string();
             let _ = rt.block_on(claim::release(pool, &c, &me, Some(&msg)));
@@ -266,35 +275,29 @@ impl Heartbeat {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_unit(
-    rt: &tokio::runtime::Runtime,
-    pool: &PgPool,
-    db: &store::Db,
-    c: &Claimed,
-    state: &mut RunState,
-    services: &Services,
-    env: &Fingerprint,
-    me: &str,
-    cancel: &AtomicBool,
-    sum: &mut WorkerSummary,
+/// What stays the same for every unit one worker runs.
+struct Worker<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    pool: &'a PgPool,
+    db: &'a store::Db,
+    services: Services,
+    env: Fingerprint,
+    me: String,
+    cancel: &'a AtomicBool,
     quiet: bool,
-) -> Result<(), QueueError> {
-    let heartbeat = Heartbeat::start(rt, pool, c, me, state.lease);
-    let result = run_unit_trials(
+}
+
+fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerSummary) -> Result<(), QueueError> {
+    let Worker {
         rt,
         pool,
-        db,
-        c,
-        state,
-        services,
-        env,
-        me,
         cancel,
-        sum,
         quiet,
-        &heartbeat.lost,
-    );
+        ..
+    } = *w;
+    let me = w.me.as_str();
+    let heartbeat = Heartbeat::start(rt, pool, c, me, state.lease);
+    let result = run_unit_trials(w, c, state, sum, &heartbeat.lost);
     let lost = heartbeat.lost.load(Ordering::SeqCst);
     sum.heartbeat_seconds += heartbeat.stop();
     result?;
@@ -323,21 +326,22 @@ fn run_unit(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_unit_trials(
-    rt: &tokio::runtime::Runtime,
-    pool: &PgPool,
-    db: &store::Db,
+    w: &Worker<'_>,
     c: &Claimed,
     state: &mut RunState,
-    services: &Services,
-    env: &Fingerprint,
-    me: &str,
-    cancel: &AtomicBool,
     sum: &mut WorkerSummary,
-    quiet: bool,
     lost: &AtomicBool,
 ) -> Result<(), QueueError> {
+    let Worker {
+        rt,
+        pool,
+        db,
+        cancel,
+        quiet,
+        ..
+    } = *w;
+    let (me, env, services) = (w.me.as_str(), &w.env, &w.services);
     // Only a re-claimed unit can have stored trials: skip the look-up on the first claim.
     let skip: HashSet<u32> = if c.attempts > 1 {
         let t = Instant::now();
