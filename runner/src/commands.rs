@@ -151,10 +151,10 @@ fn run_with(
                 .seed
                 .or(exp.schedule.seed)
                 .unwrap_or_else(|| rand::random::<u64>() >> 11);
-            let env = Fingerprint::collect(exp.path.parent().unwrap_or(Path::new(".")));
+            let env = experiment_env(&exp);
             let run_id = new_run_id();
             let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-            let command = reproduce_command(&exp, seed);
+            let command = reproduce_command("run", &exp, seed);
             rt.block_on(store::insert_run(
                 db,
                 &store::NewRun {
@@ -173,7 +173,7 @@ fn run_with(
             let id = o.resume.as_deref().unwrap_or_default();
             let row = rt.block_on(store::load_run(db, id))?;
             let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
-            let env = Fingerprint::collect(exp.path.parent().unwrap_or(Path::new(".")));
+            let env = experiment_env(&exp);
             let skip: HashSet<u32> = rt
                 .block_on(store::stored_trial_indices(db, &row.id))?
                 .into_iter()
@@ -376,25 +376,24 @@ pub fn compare(
 }
 
 /// The command that reproduces a run exactly (same manifest, same seed).
-fn reproduce_command(exp: &Experiment, seed: u64) -> String {
+/// The command line that plans the same run again: `measured <verb> <manifest> --seed ...`.
+pub(crate) fn reproduce_command(verb: &str, exp: &Experiment, seed: u64) -> String {
     format!(
-        "measured run {} --seed {seed}{}",
+        "measured {verb} {} --seed {seed}{}",
         exp.path.display(),
         if exp.smoke { " --smoke" } else { "" }
     )
 }
 
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+/// The environment a run of `exp` is recorded with, read from the manifest's directory (its git
+/// state belongs to the experiment, not to wherever the command was started).
+pub(crate) fn experiment_env(exp: &Experiment) -> Fingerprint {
+    Fingerprint::collect(exp.path.parent().unwrap_or(Path::new(".")))
+}
+
+/// The median, or `None` for no values (shown as `-`).
+fn median_of(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| crate::stats::median(v))
 }
 
 /// Median seconds per config and stage over measured (non-warm-up), successful trials.
@@ -412,16 +411,16 @@ pub fn summary_table(exp: &Experiment, trials: &[TrialRecord]) -> String {
             .iter()
             .filter(|t| t.config == c.name && !t.warmup && t.ok)
             .collect();
-        let mut totals: Vec<f64> = ok.iter().map(|t| t.seconds).collect();
+        let totals: Vec<f64> = ok.iter().map(|t| t.seconds).collect();
         let _ = write!(
             out,
             "{:<width$}  {:>3}  {:>12}",
             c.name,
             ok.len(),
-            fmt_secs(median(&mut totals))
+            fmt_secs(median_of(&totals))
         );
         for s in &stage_names {
-            let mut v: Vec<f64> = ok
+            let v: Vec<f64> = ok
                 .iter()
                 .filter_map(|t| {
                     t.stages
@@ -430,7 +429,7 @@ pub fn summary_table(exp: &Experiment, trials: &[TrialRecord]) -> String {
                         .map(|r| r.seconds)
                 })
                 .collect();
-            let _ = write!(out, "  {:>12}", fmt_secs(median(&mut v)));
+            let _ = write!(out, "  {:>12}", fmt_secs(median_of(&v)));
         }
         out.push('\n');
     }

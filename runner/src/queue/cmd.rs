@@ -5,10 +5,9 @@ use super::slurm::{self, ScriptSpec, SlurmOptions};
 use super::status as queue_status;
 use super::worker::{self, WorkerOptions};
 use super::{require_postgres, QueueError};
-use crate::commands::{cancel_flag, runtime, Globals};
+use crate::commands::{cancel_flag, experiment_env, reproduce_command, runtime, Globals};
 use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::manifest;
-use crate::measure::Fingerprint;
 use crate::plan;
 use crate::store::{self, Db};
 use std::collections::BTreeMap;
@@ -110,12 +109,8 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     }
     let rt = runtime()?;
     let (db, pool) = connect(&rt, &g.database)?;
-    let env = Fingerprint::collect(exp.path.parent().unwrap_or(Path::new(".")));
-    let command = format!(
-        "measured submit {} --seed {seed}{}",
-        exp.path.display(),
-        if exp.smoke { " --smoke" } else { "" }
-    );
+    let env = experiment_env(&exp);
+    let command = reproduce_command("submit", &exp, seed);
     rt.block_on(store::insert_run(
         &db,
         &store::NewRun {
