@@ -7,6 +7,7 @@
 use clap::Parser;
 use measured::market::{self, CodeStyle, FetchStrategy, LoadParams, SynthOptions};
 use measured::metrics::Recorder;
+use measured::stats::median;
 use measured::store::Db;
 use std::time::Instant;
 
@@ -27,16 +28,6 @@ struct Args {
     /// Timed runs per strategy, after one untimed warm-up.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     runs: u64,
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }
 
 async fn bench(db: &Db, name: &str, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -85,8 +76,8 @@ async fn bench(db: &Db, name: &str, args: &Args) -> Result<(), Box<dyn std::erro
             }
             println!(
                 "load\t{name}\t{strategy}\tconnections={connections}\trows_per_second={:.0}\tseconds={:.3}\truns={}",
-                median(rates),
-                median(seconds),
+                median(&rates),
+                median(&seconds),
                 args.runs
             );
         }

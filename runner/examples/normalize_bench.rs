@@ -9,6 +9,7 @@
 use measured::artifact::{Bars, SymbolBars};
 use measured::features::{build_windows, feature_columns, synthetic_bars, NormalizeParams, DEFAULT_PRESET};
 use measured::metrics::Recorder;
+use measured::stats::median;
 use std::error::Error;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -153,16 +154,6 @@ fn dump_features(bars: &Bars, count: usize, path: &str) -> Result<()> {
     Ok(())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// One timed `build_windows` call: its phases and the whole call, seconds.
 #[derive(Clone, Copy, Default)]
 struct Sample {
@@ -285,7 +276,7 @@ fn main() -> Result<()> {
         "mode (median)", "features s", "normalize s", "windows s", "total s"
     );
     for ((name, _, _), runs) in modes.iter().zip(&samples) {
-        let med = |f: fn(&Sample) -> f64| median(runs.iter().map(f).collect());
+        let med = |f: fn(&Sample) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
         println!(
             "{name:<22} {:>12.4} {:>12.4} {:>12.4} {:>12.4}",
             med(|s| s.features),
@@ -315,16 +306,16 @@ fn main() -> Result<()> {
     );
     println!(
         "median of the per-round ratios: features {:.2}x (vs the 1-thread pool {:.2}x), total {:.2}x",
-        median(features.clone()),
-        median(features_pool.clone()),
-        median(total.clone())
+        median(&features),
+        median(&features_pool),
+        median(&total)
     );
     println!(
         "ceiling (two independent sequential feature computations at once vs one alone): \
          {:.2}x median, per round {}; the parallel features reach {:.0}% of it",
-        median(machine.clone()),
+        median(&machine),
         show(&machine),
-        100.0 * median(features.clone()) / median(machine.clone())
+        100.0 * median(&features) / median(&machine)
     );
     if !same {
         return Err("execution modes produced different windows".into());

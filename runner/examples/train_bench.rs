@@ -11,6 +11,7 @@ use dfdx::optim::Adam;
 use dfdx::prelude::*;
 use measured::artifact::{WindowSet, Windows};
 use measured::metrics::Recorder;
+use measured::stats::median;
 use measured::tensor::{train, CpuEngine, DeviceKind, TrainParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -111,16 +112,6 @@ type Large = (
     Linear<512, 1>,
 );
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn main() {
     let mut reps = 5usize;
     let mut threads = 2usize;
@@ -216,7 +207,7 @@ fn main() {
             let rates: Vec<f64> = runs.iter().map(|r| r.0).collect();
             println!(
                 "| {label} | {what} | {:.0} | {rates:.0?} | {:.6} |",
-                median(rates.clone()),
+                median(&rates),
                 runs[0].1
             );
         }
@@ -229,7 +220,7 @@ fn main() {
             .collect();
         println!(
             "| {label} | dfdx compile-time Linear + built-in Adam | {:.0} | {runs:.0?} | |",
-            median(runs.clone())
+            median(&runs)
         );
     }
 }

@@ -123,6 +123,9 @@ mod unit_tests {
     #[test]
     fn even_median_and_empty_input() {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert!(median(&[]).is_nan());
         let empty = Summary::of(&[]);
         assert_eq!(empty.n, 0);
         assert!(empty.median.is_nan());

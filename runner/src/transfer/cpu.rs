@@ -8,9 +8,10 @@ use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
 
 use super::size::format_bytes;
-use super::timing::{median, Sampler};
+use super::timing::Sampler;
 use super::{gbps, len_of, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, TransferError};
 use crate::metrics::Recorder;
+use crate::stats::median;
 
 /// Fill byte for source buffers: non-zero, so allocation cannot hand back shared zero pages.
 const FILL: u8 = 0xA5;

@@ -23,9 +23,10 @@ use std::sync::Arc;
 use cudarc::driver::{result, sys, CudaDevice, DriverError};
 
 use super::size::format_bytes;
-use super::timing::{median, Sampler};
+use super::timing::Sampler;
 use super::{gbps, len_of, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, TransferError};
 use crate::metrics::Recorder;
+use crate::stats::median;
 
 /// Fill byte for source buffers, so no copy reads never-written memory.
 const FILL: u8 = 0xA5;

@@ -57,7 +57,7 @@ use crate::params::ParamError;
 pub use config::{Allocation, Direction, HostMemory, ModeList, TransferDevice, TransferParams};
 pub use cpu::{cpu_copy_samples, CopySamples};
 pub use size::{parse_size, SizeSpec};
-pub use timing::{median, MIN_SAMPLE};
+pub use timing::MIN_SAMPLE;
 
 /// Why a transfer measurement stopped.
 #[derive(Debug, thiserror::Error)]

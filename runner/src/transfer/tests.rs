@@ -198,10 +198,3 @@ fn samples_for_reuse_and_per_copy_at_one_mebibyte() {
     assert_eq!(cpu_copy_samples(4096, mode, 2, 0, &cancel).unwrap().seconds.len(), 2);
     assert!(cpu_copy_samples(0, mode, 2, 0, &cancel).is_err());
 }
-
-#[test]
-fn median_of_odd_and_even_counts() {
-    assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-    assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-    assert!(median(&[]).is_nan());
-}

@@ -67,18 +67,3 @@ pub(crate) fn check_cancel(cancel: &AtomicBool) -> Result<(), TransferError> {
         Ok(())
     }
 }
-
-/// Median of `samples` (mean of the middle two for an even count); NaN for none.
-pub fn median(samples: &[f64]) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    }
-}
