@@ -55,35 +55,34 @@ pub(crate) fn seconds_or_dash(v: f64) -> String {
     }
 }
 
-pub(crate) fn bytes(v: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+const BINARY_UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/// `v` bytes in the largest binary unit it reaches (up to TiB): the scaled value and the unit.
+fn binary_scaled(v: f64) -> (f64, &'static str) {
     let mut x = v;
     let mut i = 0;
-    while x.abs() >= 1024.0 && i + 1 < UNITS.len() {
+    while x.abs() >= 1024.0 && i + 1 < BINARY_UNITS.len() {
         x /= 1024.0;
         i += 1;
     }
-    if i == 0 {
-        format!("{v:.0} B")
-    } else {
-        format!("{} {}", sig(x, 3), UNITS[i])
+    (x, BINARY_UNITS[i])
+}
+
+pub(crate) fn bytes(v: f64) -> String {
+    match binary_scaled(v) {
+        (_, "B") => format!("{v:.0} B"),
+        (x, unit) => format!("{} {unit}", sig(x, 3)),
     }
 }
 
 /// A size in bytes for axis ticks and row labels: `4 KiB`, `256 MiB`, `6.15 MiB`. Unlike
 /// [`bytes`], whole multiples carry no decimals, because copy sizes are usually powers of two.
 pub(crate) fn size(v: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = v;
-    let mut i = 0;
-    while x.abs() >= 1024.0 && i + 1 < UNITS.len() {
-        x /= 1024.0;
-        i += 1;
-    }
+    let (x, unit) = binary_scaled(v);
     if x.fract() == 0.0 {
-        format!("{x:.0} {}", UNITS[i])
+        format!("{x:.0} {unit}")
     } else {
-        format!("{} {}", sig(x, 3), UNITS[i])
+        format!("{} {unit}", sig(x, 3))
     }
 }
 
@@ -236,5 +235,8 @@ mod unit_tests {
         assert_eq!(size(268_435_456.0), "256 MiB");
         assert_eq!(size(6_451_200.0), "6.15 MiB");
         assert_eq!(size(1000.0), "1000 B");
+        assert_eq!(bytes(1000.0), "1000 B");
+        assert_eq!(bytes(1536.0), "1.50 KiB");
+        assert_eq!(bytes(210_763_776.0), "201 MiB");
     }
 }
