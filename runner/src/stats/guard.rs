@@ -103,6 +103,21 @@ pub struct GuardResult {
     pub reason: Option<String>,
 }
 
+impl GuardResult {
+    /// Inconclusive, with nothing computed yet: where a check starts, and what it returns
+    /// when its input cannot be judged.
+    fn undecided() -> Self {
+        GuardResult {
+            verdict: GuardVerdict::Inconclusive,
+            diff: f64::NAN,
+            relative_diff: f64::NAN,
+            ci: None,
+            margin: f64::NAN,
+            reason: None,
+        }
+    }
+}
+
 fn mean_var(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
@@ -115,14 +130,7 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
 /// outside, and is inconclusive otherwise. With zero variance on both sides the interval is the
 /// point difference, so a deterministic metric that did not change passes.
 pub fn guard(baseline: &[f64], candidate: &[f64], tolerance: Tolerance, alpha: f64) -> GuardResult {
-    let mut r = GuardResult {
-        verdict: GuardVerdict::Inconclusive,
-        diff: f64::NAN,
-        relative_diff: f64::NAN,
-        ci: None,
-        margin: f64::NAN,
-        reason: None,
-    };
+    let mut r = GuardResult::undecided();
     if baseline.iter().chain(candidate).any(|v| !v.is_finite()) {
         r.reason = Some("samples contain non-finite values".to_owned());
         return r;
@@ -170,14 +178,7 @@ fn decide(r: &mut GuardResult, half: f64) {
 /// an unpaired test would have to see through. The (1 - 2 alpha) t-interval of the mean
 /// difference must lie inside ±margin to pass, entirely outside to fail.
 pub fn guard_paired(pairs: &[(f64, f64)], tolerance: Tolerance, alpha: f64) -> GuardResult {
-    let mut r = GuardResult {
-        verdict: GuardVerdict::Inconclusive,
-        diff: f64::NAN,
-        relative_diff: f64::NAN,
-        ci: None,
-        margin: f64::NAN,
-        reason: None,
-    };
+    let mut r = GuardResult::undecided();
     if pairs.iter().any(|(a, b)| !a.is_finite() || !b.is_finite()) {
         r.reason = Some("samples contain non-finite values".to_owned());
         return r;
