@@ -135,3 +135,11 @@ pub(crate) fn sweep_label(config: &ConfigData) -> String {
             .join(", "),
     }
 }
+
+/// The sweep's axis names joined for a label, e.g. `batch_size × threads` (every config of a
+/// run sweeps the same axes).
+pub(crate) fn sweep_axis(run: &RunData) -> String {
+    run.configs.first().map_or_else(String::new, |c| {
+        c.sweep.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(" × ")
+    })
+}

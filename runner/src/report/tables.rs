@@ -2,7 +2,9 @@
 
 use super::format;
 use super::model::{ClaimRow, FailedTrialRow, GuardRow, KeyValue, StageRow, SweepRow, SweepTable};
-use super::samples::{compare_configs, direction_of, metric_samples, settings_of, sweep_label, trial_value};
+use super::samples::{
+    compare_configs, direction_of, metric_samples, settings_of, sweep_axis, sweep_label, trial_value,
+};
 use super::{ConfigData, RunData};
 use crate::stats::{assess, bootstrap_median_ci, guard, guard_paired, median, Direction, GuardVerdict, Tolerance};
 
@@ -121,12 +123,7 @@ pub(crate) fn sweep_tables(run: &RunData, unit: &str) -> Vec<SweepTable> {
             points.push(p);
         }
     }
-    let axis = run.configs[0]
-        .sweep
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .collect::<Vec<_>>()
-        .join(" × ");
+    let axis = sweep_axis(run);
     let settings = settings_of(run);
     let rows = points
         .iter()

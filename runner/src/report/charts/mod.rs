@@ -258,19 +258,25 @@ fn stage_breakdown(run: &RunData, title: &str) -> DrawResult<String> {
                 .label(stage.as_str())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.5))
-            .label_font((FONT, 14))
-            .draw()?;
+        draw_legend(&mut chart)?;
         root.present()?;
     }
     Ok(buf)
 }
 
 /// Padded value range covering `values`.
+/// The legend box of every chart that labels its series: upper right, on a light background.
+fn draw_legend<'a, CT: CoordTranslate>(chart: &mut ChartContext<'a, SVGBackend<'a>, CT>) -> DrawResult<()> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.5))
+        .label_font((FONT, 14))
+        .draw()?;
+    Ok(())
+}
+
 fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values
         .filter(|v| v.is_finite())

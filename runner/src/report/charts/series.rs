@@ -6,10 +6,10 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, KeyPointWeight,
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{categories, color, label_width, padded_range, segment_label, DrawResult, FONT};
+use super::{categories, color, draw_legend, label_width, padded_range, segment_label, DrawResult, FONT};
 use crate::report::bandwidth::{bandwidth_stages, UNIT};
 use crate::report::format;
-use crate::report::samples::{metric_samples, settings_of, sweep_label};
+use crate::report::samples::{metric_samples, settings_of, sweep_axis, sweep_label};
 use crate::report::RunData;
 use crate::stats::{bootstrap_median_ci, median};
 
@@ -48,12 +48,7 @@ pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
         })
         .collect();
     let (y0, y1) = padded_range(curves.iter().flatten().flat_map(|&(_, _, lo, hi)| [lo, hi]));
-    let axis = run.configs[0]
-        .sweep
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .collect::<Vec<_>>()
-        .join(" × ");
+    let axis = sweep_axis(run);
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
@@ -94,13 +89,7 @@ pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
             chart.draw_series(curve.iter().map(|&(p, m, _, _)| Circle::new((at(p), m), 4, c.filled())))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.5))
-            .label_font((FONT, 14))
-            .draw()?;
+        draw_legend(&mut chart)?;
         root.present()?;
     }
     Ok(buf)
@@ -172,13 +161,7 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
                 .label(name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.5))
-            .label_font((FONT, 14))
-            .draw()?;
+        draw_legend(&mut chart)?;
         root.present()?;
     }
     Ok(buf)
