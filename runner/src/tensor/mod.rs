@@ -186,17 +186,20 @@ fn train_cuda(
     _: &mut Recorder,
     _: &AtomicBool,
 ) -> Result<TrainedModel, TrainError> {
-    // `check()` already refuses this; kept as an error rather than a panic for direct callers.
-    Err(params.check().err().map_or_else(
-        || TrainError::Internal("cuda requested in a build without it".into()),
-        TrainError::Params,
-    ))
+    Err(without_cuda(params.check()))
 }
 
 #[cfg(not(feature = "cuda"))]
 fn predict_cuda(_: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
-    Err(params.check().err().map_or_else(
+    Err(without_cuda(params.check()))
+}
+
+/// The error for `device = "cuda"` in a build without the feature: the parameter check's own
+/// message (`check()` refuses it before any run; this keeps direct callers from a panic).
+#[cfg(not(feature = "cuda"))]
+fn without_cuda(checked: Result<(), ParamError>) -> TrainError {
+    checked.err().map_or_else(
         || TrainError::Internal("cuda requested in a build without it".into()),
         TrainError::Params,
-    ))
+    )
 }
