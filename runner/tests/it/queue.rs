@@ -405,6 +405,20 @@ impl Slurm {
         Some(Slurm { dir, _lock: lock })
     }
 
+    /// `measured submit --slurm` with `workers` array tasks and a lease of `lease` seconds:
+    /// the run id and the Slurm job id.
+    fn submit(&self, url: &str, dir: &Path, m: &Path, workers: u32, lease: u32) -> (String, String) {
+        let (workers, lease) = (workers.to_string(), lease.to_string());
+        let (run_id, job) = submit(
+            url,
+            dir,
+            m,
+            &["--slurm", "--workers", &workers, "--lease-seconds", &lease],
+            &[("SLURM_CONF", &self.conf())],
+        );
+        (run_id, job.expect("slurm job id printed"))
+    }
+
     fn conf(&self) -> String {
         self.dir.join("etc/slurm.conf").display().to_string()
     }
@@ -438,15 +452,7 @@ fn slurm_array_runs_every_trial_once_and_the_report_renders() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "q.toml", &manifest("slurm-ab", 1, 6, 0.2));
     let url = pg_url();
-    let conf = slurm.conf();
-    let (run_id, job) = submit(
-        &url,
-        dir.path(),
-        &m,
-        &["--slurm", "--workers", "3", "--lease-seconds", "10"],
-        &[("SLURM_CONF", &conf)],
-    );
-    let job = job.expect("slurm job id printed");
+    let (run_id, job) = slurm.submit(&url, dir.path(), &m, 3, 10);
     assert_eq!(
         strings(
             &url,
@@ -505,15 +511,7 @@ fn scancel_marks_the_run_interrupted_and_a_worker_by_hand_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "q.toml", &manifest("slurm-cancel", 0, 6, 0.5));
     let url = pg_url();
-    let conf = slurm.conf();
-    let (run_id, job) = submit(
-        &url,
-        dir.path(),
-        &m,
-        &["--slurm", "--workers", "2", "--lease-seconds", "3"],
-        &[("SLURM_CONF", &conf)],
-    );
-    let job = job.expect("slurm job id printed");
+    let (run_id, job) = slurm.submit(&url, dir.path(), &m, 2, 3);
     let stored = || scalar(&url, &format!("SELECT COUNT(*) FROM trials WHERE run_id = '{run_id}'"));
     wait_until("two stored trials", Duration::from_secs(30), || stored() >= 2);
     let out = slurm.cmd("scancel").arg(&job).output().unwrap();

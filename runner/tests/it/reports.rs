@@ -12,6 +12,20 @@ fn report_json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
 }
 
+/// Runs the two-variant manifest in `dir` (SQLite `r.sqlite`, reports under `dir`) and reads
+/// the run's `report.json`.
+fn run_and_read_report(dir: &Path, slow: &str, fast: &str) -> serde_json::Value {
+    let m = write(dir, "k.toml", &manifest(slow, fast));
+    let out = run(bin()
+        .arg("--database")
+        .arg(dir.join("r.sqlite"))
+        .args(["run", "--results-dir"])
+        .arg(dir)
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    report_json(&String::from_utf8_lossy(&out.stdout))
+}
+
 fn manifest(slow: &str, fast: &str) -> String {
     format!(
         r#"
@@ -40,15 +54,7 @@ primary = "work.seconds"
 #[test]
 fn a_truly_faster_variant_is_reported_faster_with_a_ci_holding_the_true_ratio() {
     let dir = tempfile::tempdir().unwrap();
-    let m = write(dir.path(), "k.toml", &manifest("0.1", "0.07"));
-    let out = run(bin()
-        .arg("--database")
-        .arg(dir.path().join("r.sqlite"))
-        .args(["run", "--results-dir"])
-        .arg(dir.path())
-        .arg(&m));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let json = report_json(&String::from_utf8_lossy(&out.stdout));
+    let json = run_and_read_report(dir.path(), "0.1", "0.07");
     let c = &json["comparisons"][0]["comparison"];
     assert_eq!(c["verdict"], "faster", "{c}");
     // The true ratio includes the cost of starting a process, measured by the `noop` stage.
@@ -80,15 +86,7 @@ fn median_stage_seconds(db: &Path, stage: &str) -> f64 {
 #[test]
 fn an_a_a_run_is_no_change_or_inconclusive() {
     let dir = tempfile::tempdir().unwrap();
-    let m = write(dir.path(), "k.toml", &manifest("0.05", "0.05"));
-    let out = run(bin()
-        .arg("--database")
-        .arg(dir.path().join("r.sqlite"))
-        .args(["run", "--results-dir"])
-        .arg(dir.path())
-        .arg(&m));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let json = report_json(&String::from_utf8_lossy(&out.stdout));
+    let json = run_and_read_report(dir.path(), "0.05", "0.05");
     let v = json["comparisons"][0]["comparison"]["verdict"]
         .as_str()
         .unwrap()
