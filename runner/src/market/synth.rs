@@ -209,7 +209,7 @@ fn symbol_info(opts: &SynthOptions, i: usize, calendar: &[NaiveDate]) -> SymbolI
     let china = match opts.style {
         CodeStyle::China => Some(i),
         CodeStyle::Us => None,
-        CodeStyle::Mixed => (i % 2 == 0).then_some(i / 2),
+        CodeStyle::Mixed => i.is_multiple_of(2).then_some(i / 2),
     };
     let (code, exchange, currency) = match china {
         Some(k) => {

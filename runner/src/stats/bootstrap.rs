@@ -187,7 +187,7 @@ mod unit_tests {
             let expanded: Vec<f64> = sorted
                 .iter()
                 .zip(counts)
-                .flat_map(|(v, c)| std::iter::repeat(*v).take(c as usize))
+                .flat_map(|(v, c)| std::iter::repeat_n(*v, c as usize))
                 .collect();
             assert_eq!(median_from_counts(&sorted, &counts), crate::stats::median(&expanded));
         }

@@ -75,7 +75,7 @@ pub fn record_scores(model: &TrainedModel, predictions: &[f32], rec: &mut Record
             .flat_map(|i| {
                 let row = set.starts[i] as usize + windows.seq_len - 1;
                 let v = set.features[row * windows.n_features + col];
-                std::iter::repeat(v).take(windows.horizons)
+                std::iter::repeat_n(v, windows.horizons)
             })
             .collect();
         record_direction_and_ic("naive_last_", &last, targets, rec);

@@ -94,7 +94,7 @@ where
                 clock.lap(Phase::Readback)?;
             }
             global_step += 1;
-            if params.log_every > 0 && global_step % params.log_every == 0 {
+            if params.log_every > 0 && global_step.is_multiple_of(params.log_every) {
                 tracing::debug!(epoch, step, global_step, loss = ?last_read, "train step");
             }
         }
