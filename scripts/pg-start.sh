@@ -34,8 +34,9 @@ password="pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$password" >"$dir/pwfile"
 [ "$(id -u)" -eq 0 ] && chown postgres "$dir/pwfile"
 "${run[@]}" "$bin/initdb" -D "$dir/data" -U measured --pwfile="$dir/pwfile" --auth=scram-sha-256 >"$dir/initdb.log" 2>&1
-"${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-  start >&2
+# Kept so a test can stop this server and start it again on the same port (scripts/pg-ctl.sh).
+options="-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+printf '%s\n' "$options" >"$dir/options"
+"${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$options" start >&2
 echo "export MEASURED_PG_DIR='$dir' MEASURED_PG_BIN='$bin'"
 echo "export MEASURED_TEST_DATABASE_URL='postgres://measured:$password@127.0.0.1:$port/postgres'"

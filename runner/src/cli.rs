@@ -132,6 +132,15 @@ pub enum Command {
         /// Exit after this many seconds without a claimable unit, even while other workers hold units.
         #[arg(long)]
         max_idle_seconds: Option<f64>,
+        /// Where the worker keeps the journal of its finished trials
+        /// (`<dir>/<experiment>/<run-id>.worker-<pid>.journal.jsonl`); journals found there are
+        /// stored first.
+        #[arg(long, default_value = "results")]
+        results_dir: PathBuf,
+        /// How many seconds to keep retrying to store a finished trial in an unreachable
+        /// database before stopping with the trials kept in the journal (0 to 86400).
+        #[arg(long, value_name = "SECONDS", default_value_t = commands::DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
+        db_wait: f64,
     },
     /// Queue state of a submitted run: units, worker leases, Slurm array state.
     #[command(after_help = "Example:\n  measured status latest")]
@@ -211,9 +220,31 @@ pub struct RunArgs {
     /// Do not render the report at the end.
     #[arg(long)]
     pub no_report: bool,
-    /// Where reports are written (`<dir>/<experiment>/<run-id>/`).
+    /// Where reports are written (`<dir>/<experiment>/<run-id>/`); the run's journal of
+    /// finished trials lies beside them (`<dir>/<experiment>/<run-id>.journal.jsonl`).
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
+    /// The run beats a heartbeat into the database; `runs` and `show` call a running run
+    /// abandoned once its heartbeat is older than this many seconds (1 to 86400).
+    #[arg(long, default_value_t = commands::DEFAULT_LEASE_SECONDS, value_parser = seconds_between::<1, 86400>)]
+    pub lease_seconds: f64,
+    /// At the end of a run, how many seconds to wait for an unreachable results database
+    /// before leaving the unstored trials in the journal (0 to 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = commands::DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
+    pub db_wait: f64,
+}
+
+/// A number of seconds within `[MIN, MAX]`.
+fn seconds_between<const MIN: u32, const MAX: u32>(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if v.is_finite() && v >= f64::from(MIN) && v <= f64::from(MAX) {
+        Ok(v)
+    } else {
+        Err(format!("must be between {MIN} and {MAX} seconds"))
+    }
 }
 
 /// Parses the process arguments, runs the command, returns the exit code.
@@ -242,6 +273,8 @@ pub fn main() -> u8 {
                 report: !a.no_report,
                 fail_on_regression: a.fail_on_regression,
                 results_dir: a.results_dir,
+                lease_seconds: a.lease_seconds,
+                db_wait_seconds: a.db_wait,
             },
         ),
         Command::Runs { experiment, limit } => commands::runs(&g, experiment.as_deref(), limit).map(|s| {
@@ -296,12 +329,16 @@ pub fn main() -> u8 {
             any: _,
             lease_seconds,
             max_idle_seconds,
+            results_dir,
+            db_wait,
         } => crate::queue::worker(
             &g,
             &crate::queue::WorkerArgs {
                 run,
                 lease_seconds,
                 max_idle_seconds,
+                results_dir,
+                db_wait_seconds: db_wait,
             },
         ),
         Command::Status { run } => crate::queue::status(&g, &run).map(|s| {
@@ -313,7 +350,9 @@ pub fn main() -> u8 {
 }
 
 fn init_tracing(quiet: bool) {
-    let default = if quiet { "error" } else { "warn" };
+    // sqlx warns about server notices and slow acquires while a database restarts; measured
+    // reports outages itself, once, with what happens to the results.
+    let default = if quiet { "error" } else { "warn,sqlx=error" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEASURED_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()

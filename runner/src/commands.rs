@@ -5,6 +5,7 @@ use crate::error::{CommandError, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, 
 use crate::exec::{
     self, ConsoleReporter, JsonReporter, Outcome, Reporter, RunSpec, Services, StoreReporter, TrialRecord,
 };
+use crate::journal::{self, Journal};
 use crate::manifest::{self, Experiment};
 use crate::measure::Fingerprint;
 use crate::plan;
@@ -15,6 +16,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// Where results go; shared by every command that touches the database.
 #[derive(Debug, Clone)]
@@ -76,7 +78,7 @@ pub fn plan(file: &Path, seed: Option<u64>, smoke: bool) -> Result<String, Comma
 }
 
 /// Options of `measured run`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     pub file: Option<PathBuf>,
     pub resume: Option<String>,
@@ -86,7 +88,16 @@ pub struct RunOptions {
     pub report: bool,
     pub fail_on_regression: bool,
     pub results_dir: PathBuf,
+    /// A `running` run whose heartbeat is older than this is shown as abandoned.
+    pub lease_seconds: f64,
+    /// At the end of a run, how long to wait for an unreachable results database before
+    /// leaving the unstored trials in the journal.
+    pub db_wait_seconds: f64,
 }
+
+/// Defaults of `measured run --lease-seconds` and `--db-wait`.
+pub const DEFAULT_LEASE_SECONDS: f64 = 60.0;
+pub const DEFAULT_DB_WAIT_SECONDS: f64 = 120.0;
 
 /// The cancel flag, set by Ctrl-C. One per process: signal handlers are process-wide.
 pub fn cancel_flag() -> Arc<AtomicBool> {
@@ -145,7 +156,8 @@ fn run_with(
     rt: &tokio::runtime::Runtime,
     db: &Db,
 ) -> Result<u8, CommandError> {
-    let (exp, run_id, seed, skip, env) = match fresh {
+    let lease = o.lease_seconds;
+    let (exp, run_id, seed, skip, env, journal) = match fresh {
         Some(exp) => {
             let seed = o
                 .seed
@@ -155,23 +167,31 @@ fn run_with(
             let run_id = new_run_id();
             let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
             let command = reproduce_command("run", &exp, seed);
-            rt.block_on(store::insert_run(
-                db,
-                &store::NewRun {
-                    id: &run_id,
-                    experiment: &exp,
-                    seed,
-                    planned_trials: trials.len() as u32,
-                    env: &env,
-                    command: &command,
-                    started_at: chrono::Utc::now(),
-                },
-            ))?;
-            (exp, run_id, seed, HashSet::new(), env)
+            let new = store::NewRun {
+                id: &run_id,
+                experiment: &exp,
+                seed,
+                planned_trials: trials.len() as u32,
+                env: &env,
+                command: &command,
+                started_at: chrono::Utc::now(),
+                lease_seconds: Some(lease),
+            };
+            let header = new.header();
+            let journal = Journal::create(&Journal::path_for(&o.results_dir, &exp.name, &run_id), &header)
+                .map_err(|e| CommandError::Runtime(e.into()))?;
+            rt.block_on(store::insert_run(db, &new))?;
+            (exp, run_id, seed, HashSet::new(), env, journal)
         }
         None => {
             let id = o.resume.as_deref().unwrap_or_default();
+            // Trials a run could not store before it ended wait in its journal: write them
+            // first (this also gives back a run row that a replaced database lost).
+            if id != "latest" {
+                flush_journals(rt, db, &o.results_dir, id, &g.database, g.quiet)?;
+            }
             let row = rt.block_on(store::load_run(db, id))?;
+            flush_journals(rt, db, &o.results_dir, &row.id, &g.database, g.quiet)?;
             let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
             let env = experiment_env(&exp);
             let skip: HashSet<u32> = rt
@@ -179,7 +199,25 @@ fn run_with(
                 .into_iter()
                 .collect();
             rt.block_on(store::set_run_status(db, &row.id, "running", None))?;
-            (exp, row.id, row.seed, skip, env)
+            rt.block_on(store::beat(db, &row.id, chrono::Utc::now(), Some(lease)))?;
+            let header = store::RunHeader {
+                id: row.id.clone(),
+                experiment: row.experiment.clone(),
+                description: row.description.clone(),
+                manifest_path: row.manifest_path.clone(),
+                manifest_text: row.manifest_text.clone(),
+                manifest_hash: row.manifest_hash.clone(),
+                smoke: row.smoke,
+                seed: row.seed,
+                planned_trials: row.planned_trials,
+                started_at: row.started_at,
+                env: env.clone(),
+                command: row.command.clone(),
+                lease_seconds: Some(lease),
+            };
+            let journal = Journal::create(&Journal::path_for(&o.results_dir, &row.experiment, &row.id), &header)
+                .map_err(|e| CommandError::Runtime(e.into()))?;
+            (exp, row.id, row.seed, skip, env, journal)
         }
     };
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
@@ -204,28 +242,58 @@ fn run_with(
         );
     }
     let mut console = ConsoleReporter::new(g.quiet);
-    let mut storer = StoreReporter::new(db, rt.handle().clone(), &env);
+    let mut storer = StoreReporter::new(
+        db.clone(),
+        &g.database,
+        rt.handle().clone(),
+        &env,
+        &run_id,
+        journal,
+        Some(Duration::from_secs_f64(lease)),
+        g.quiet,
+    );
     let mut json = o
         .json_events
         .as_deref()
         .map(JsonReporter::create)
         .transpose()
         .context("cannot create the events file")?;
-    let mut reporters: Vec<&mut dyn Reporter> = vec![&mut console, &mut storer];
-    if let Some(j) = json.as_mut() {
-        reporters.push(j);
-    }
-    let summary =
-        exec::execute(&spec, &services, &cancel, &mut reporters).map_err(|e| CommandError::Runtime(e.into()))?;
+    let summary = {
+        let mut reporters: Vec<&mut dyn Reporter> = vec![&mut console, &mut storer];
+        if let Some(j) = json.as_mut() {
+            reporters.push(j);
+        }
+        exec::execute(&spec, &services, &cancel, &mut reporters).map_err(|e| CommandError::Runtime(e.into()))?
+    };
+    let db = match storer.finish(summary.outcome.as_str(), Duration::from_secs_f64(o.db_wait_seconds)) {
+        Ok(stored) => stored.db,
+        Err(u) => {
+            eprintln!("{}", unstored_message(&u, &o.results_dir));
+            return Ok(EXIT_FAILED);
+        }
+    };
+    let db = &db;
     let stored = rt.block_on(store::load_trials(db, &run_id))?;
     println!("{}", summary_table(&exp, &stored));
     let failed = stored.iter().filter(|t| !t.ok).count();
+    let status = final_status(summary.outcome, stored.len(), trials.len());
+    if status != summary.outcome.as_str() {
+        rt.block_on(store::set_run_status(db, &run_id, status, None))?;
+    }
     println!(
-        "run {run_id} {}: {} of {} trials stored, {failed} failed",
-        summary.outcome.as_str(),
+        "run {run_id} {status}: {} of {} trials stored, {failed} failed",
         stored.len(),
         trials.len()
     );
+    if status == INCOMPLETE {
+        eprintln!(
+            "error: run {run_id} ran every trial but the database holds only {} of {}; \
+             the missing ones run again with: measured run --resume {run_id}",
+            stored.len(),
+            trials.len()
+        );
+        return Ok(EXIT_FAILED);
+    }
     let mut regressed = false;
     if o.report {
         let row = rt.block_on(store::load_run(db, &run_id))?;
@@ -245,6 +313,87 @@ fn run_with(
         return Ok(EXIT_FAILED);
     }
     Ok(if failed > 0 { EXIT_FAILED } else { EXIT_OK })
+}
+
+/// The status of a run that ran to its end but whose database holds fewer trials than
+/// planned: it must never read `finished`.
+pub const INCOMPLETE: &str = "incomplete";
+
+/// The status a run ends with, from how execution ended and what the database holds.
+pub fn final_status(outcome: Outcome, stored: usize, planned: usize) -> &'static str {
+    match outcome {
+        Outcome::Finished if stored < planned => INCOMPLETE,
+        other => other.as_str(),
+    }
+}
+
+/// The command that stores what a journal holds, with `--results-dir` when not the default.
+fn resume_command(run_id: &str, results_dir: &Path) -> String {
+    if results_dir == Path::new("results") {
+        format!("measured run --resume {run_id}")
+    } else {
+        format!("measured run --resume {run_id} --results-dir {}", results_dir.display())
+    }
+}
+
+/// What to tell the user when a run ended with trials only in its journal.
+pub fn unstored_message(u: &crate::exec::Unstored, results_dir: &Path) -> String {
+    format!(
+        "error: run {}: the results database {} did not take the finished trials before the run ended ({}).\n\
+         Nothing is lost: all {} finished trials are kept in {}.\n\
+         hint: when the database answers again, store them (and run any trials still missing) with:\n  {}",
+        u.run_id,
+        u.url,
+        u.error,
+        u.trials,
+        u.journal.display(),
+        resume_command(&u.run_id, results_dir)
+    )
+}
+
+/// Writes the journals of run `run` (an id or prefix) found under `results_dir` into `db`,
+/// then deletes each one the database now holds whole.
+fn flush_journals(
+    rt: &tokio::runtime::Runtime,
+    db: &Db,
+    results_dir: &Path,
+    run: &str,
+    url: &str,
+    quiet: bool,
+) -> Result<(), CommandError> {
+    for path in journal::find(results_dir, Some(run)) {
+        let contents = journal::read(&path).map_err(|e| CommandError::Runtime(e.into()))?;
+        let flushed = rt.block_on(journal::flush(db, &contents)).map_err(|e| {
+            CommandError::Runtime(anyhow::anyhow!(
+                "cannot store the journal {} in {}: {}",
+                path.display(),
+                store::redact_url(url),
+                store::redact_text(&e.to_string(), url)
+            ))
+        })?;
+        if !rt.block_on(journal::missing(db, &contents))?.is_empty() {
+            return Err(CommandError::Runtime(anyhow::anyhow!(
+                "the journal {} was written but the database does not hold all of it; it is kept",
+                path.display()
+            )));
+        }
+        if !quiet {
+            eprintln!(
+                "run {}: stored {} trials from the journal {} ({} were already stored{})",
+                contents.header.id,
+                flushed.inserted,
+                path.display(),
+                flushed.already,
+                if flushed.run_restored {
+                    "; the run row was written again"
+                } else {
+                    ""
+                }
+            );
+        }
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// A rendered run report and where it went.
@@ -514,6 +663,7 @@ pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String,
     let rt = runtime()?;
     let db = rt.block_on(Db::connect(&g.database))?;
     let rows = rt.block_on(store::list_runs(&db, experiment, limit))?;
+    let now = chrono::Utc::now();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -526,7 +676,7 @@ pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String,
             "{:<22}  {:<24}  {:<11}  {:>13}  {:<19}  {}{}",
             r.id,
             truncate(&r.experiment, 24),
-            r.status,
+            r.shown_status(now),
             format!("{}/{} ({})", r.stored_trials, r.planned_trials, r.failed_trials),
             r.started_at.format("%Y-%m-%d %H:%M:%S"),
             truncate(&r.git_commit, 10),
@@ -536,8 +686,20 @@ pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String,
     if rows.is_empty() {
         out.push_str("(no runs stored yet: try `measured run experiments/quickstart.toml`)\n");
     }
+    for r in rows.iter().filter(|r| r.abandoned(now)) {
+        let _ = writeln!(out, "{}", abandoned_note(r, now));
+    }
     rt.block_on(db.close());
     Ok(out)
+}
+
+/// Why a run is shown as abandoned, and how to finish it.
+fn abandoned_note(r: &store::RunRow, now: chrono::DateTime<chrono::Utc>) -> String {
+    let silent = r.heartbeat_at.map_or(0, |h| (now - h).num_seconds().max(0));
+    format!(
+        "abandoned: run {} has not beaten for {silent} s (lease {} s): its process is gone; finish it with: measured run --resume {}",
+        r.id, r.lease_seconds, r.id
+    )
 }
 
 /// `measured show`: one run's trials with stage timings.
@@ -549,11 +711,17 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
     rt.block_on(db.close());
     let mut out = String::new();
+    let now = chrono::Utc::now();
     let _ = writeln!(
         out,
         "run {}  experiment {}  status {}",
-        row.id, row.experiment, row.status
+        row.id,
+        row.experiment,
+        row.shown_status(now)
     );
+    if row.abandoned(now) {
+        let _ = writeln!(out, "{}", abandoned_note(&row, now));
+    }
     let _ = writeln!(
         out,
         "manifest {} (sha256 {})",
@@ -626,5 +794,45 @@ pub fn finish(result: Result<u8, CommandError>) -> u8 {
             }
             e.exit_code()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_ran_everything_but_stored_less_is_never_finished() {
+        assert_eq!(final_status(Outcome::Finished, 20, 20), "finished");
+        assert_eq!(final_status(Outcome::Finished, 19, 20), INCOMPLETE);
+        assert_eq!(final_status(Outcome::Interrupted, 5, 20), "interrupted");
+    }
+
+    #[test]
+    fn the_unstored_message_names_the_run_the_journal_and_the_command() {
+        let u = crate::exec::Unstored {
+            run_id: "20261124-120000-abcd".into(),
+            url: "postgres://u:***@db/results".into(),
+            journal: PathBuf::from("out/exp/20261124-120000-abcd.journal.jsonl"),
+            trials: 7,
+            error: "connection refused".into(),
+        };
+        let m = unstored_message(&u, Path::new("out"));
+        assert!(m.contains("run 20261124-120000-abcd"), "{m}");
+        assert!(m.contains("postgres://u:***@db/results"), "{m}");
+        assert!(
+            m.contains("all 7 finished trials are kept in out/exp/20261124-120000-abcd.journal.jsonl"),
+            "{m}"
+        );
+        assert!(
+            m.ends_with("measured run --resume 20261124-120000-abcd --results-dir out"),
+            "{m}"
+        );
+        assert_eq!(m.matches("connection refused").count(), 1, "the cause once: {m}");
+        let default = unstored_message(&u, Path::new("results"));
+        assert!(
+            default.ends_with("measured run --resume 20261124-120000-abcd"),
+            "{default}"
+        );
     }
 }

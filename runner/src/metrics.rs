@@ -3,10 +3,10 @@
 //! A stage records metrics under stage-local names (`epoch_seconds`); reports and `[compare]`
 //! refer to them as `<stage>.<metric>` (`train.epoch_seconds`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One measured value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
     pub name: String,
     pub value: f64,

@@ -9,7 +9,7 @@ mod reporters;
 mod services;
 
 pub use record::{StageRecord, StageStatus, TrialRecord};
-pub use reporters::{ConsoleReporter, JsonReporter, StoreReporter};
+pub use reporters::{ConsoleReporter, JsonReporter, StoreReporter, Stored, Unstored};
 pub use services::Services;
 
 use crate::artifact::Artifact;
@@ -67,6 +67,8 @@ pub enum ExecError {
     Store(#[from] crate::store::StoreError),
     #[error("cannot write events: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
 }
 
 /// How a run ended.

@@ -2,9 +2,9 @@
 
 use crate::metrics::Metric;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StageStatus {
     Ok,
@@ -32,7 +32,7 @@ impl StageStatus {
 }
 
 /// One stage of one trial.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StageRecord {
     pub name: String,
     pub kind: String,
@@ -50,7 +50,7 @@ pub struct StageRecord {
 }
 
 /// One finished trial, stored in one transaction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrialRecord {
     pub index: u32,
     pub config: String,

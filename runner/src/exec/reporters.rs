@@ -1,11 +1,16 @@
 //! Reporters (exec -> events -> **reporters**): console progress, the results store, and a
 //! JSON-lines event log. Each consumes the same event stream.
 
-use super::{ExecError, Reporter, RunEvent};
+use super::{ExecError, Reporter, RunEvent, TrialRecord};
+use crate::journal::{self, Journal};
 use crate::measure::Fingerprint;
-use crate::store::{self, Db};
+use crate::store::{self, Db, StoreError};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::VecDeque;
 use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Progress on the terminal; failures are printed as they happen (also when not a TTY).
 pub struct ConsoleReporter {
@@ -72,34 +77,323 @@ impl Reporter for ConsoleReporter {
     }
 }
 
-/// Writes every finished trial to the database, one transaction per trial, as it happens.
-pub struct StoreReporter<'a> {
-    db: &'a Db,
+/// How long one attempt to write to the database may take before it counts as a failure
+/// (a database that went away can otherwise hold a write for the pool's whole timeout).
+const ATTEMPT: Duration = Duration::from_secs(10);
+/// While the database is down, a retry first asks it this long for `SELECT 1`, so a retry
+/// holds the run up for no longer than that.
+const PROBE: Duration = Duration::from_secs(1);
+/// Retries back off from `FIRST_BACKOFF`, doubling up to `MAX_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(15);
+
+/// Keeps every finished trial: appends it to the run's journal (on disk before anything
+/// else), then writes it to the database, one transaction per trial. When the database is
+/// unreachable the run goes on; the trials wait in the journal and are written, in order,
+/// when it answers again. A SQLite results file that is deleted or replaced mid-run is
+/// noticed before each write, and everything the journal holds is written again.
+pub struct StoreReporter {
+    url: String,
+    db: Arc<Mutex<Db>>,
     rt: tokio::runtime::Handle,
-    env: &'a Fingerprint,
+    env: Fingerprint,
+    run_id: String,
+    journal: Journal,
+    /// Finished trials not yet acknowledged by the database, oldest first.
+    pending: VecDeque<TrialRecord>,
+    env_stored: bool,
+    outage: Option<Outage>,
+    /// The SQLite file's identity when it was opened.
+    sqlite_id: Option<(u64, u64)>,
+    /// The whole journal must be written again (the results file was replaced).
+    replay: bool,
+    heartbeat: Option<tokio::task::JoinHandle<()>>,
+    quiet: bool,
 }
 
-impl<'a> StoreReporter<'a> {
-    pub fn new(db: &'a Db, rt: tokio::runtime::Handle, env: &'a Fingerprint) -> Self {
-        Self { db, rt, env }
+/// The database stopped answering.
+struct Outage {
+    backoff: Duration,
+    next_try: Instant,
+    error: String,
+}
+
+/// Trials a run finished but could not write to its database before it ended. They are
+/// safe in the journal; `measured run --resume RUN` writes them.
+#[derive(Debug)]
+pub struct Unstored {
+    pub run_id: String,
+    pub url: String,
+    pub journal: PathBuf,
+    pub trials: usize,
+    pub error: String,
+}
+
+/// What the end of a run found.
+pub struct Stored {
+    /// The database connection in use at the end (a new one if the file was replaced).
+    pub db: Db,
+    /// Trials the database had acknowledged and then lost, written again from the journal.
+    pub restored: usize,
+}
+
+impl StoreReporter {
+    /// `lease`: beat a heartbeat every quarter of it while the run lives.
+    pub fn new(
+        db: Db,
+        url: &str,
+        rt: tokio::runtime::Handle,
+        env: &Fingerprint,
+        run_id: &str,
+        journal: Journal,
+        lease: Option<Duration>,
+        quiet: bool,
+    ) -> Self {
+        let shared = Arc::new(Mutex::new(db));
+        let heartbeat = lease.map(|lease| {
+            let (db, id) = (shared.clone(), run_id.to_owned());
+            rt.spawn(async move {
+                let mut tick = tokio::time::interval(lease / 4);
+                loop {
+                    tick.tick().await;
+                    let current: Option<Db> = db.lock().ok().map(|d| d.clone());
+                    if let Some(d) = current {
+                        // A missed beat is harmless: the lease is four beats long.
+                        let _ = tokio::time::timeout(lease / 4, store::beat(&d, &id, chrono::Utc::now(), None)).await;
+                    }
+                }
+            })
+        });
+        Self {
+            sqlite_id: store::sqlite_file_id(url),
+            url: url.to_owned(),
+            db: shared,
+            rt,
+            env: env.clone(),
+            run_id: run_id.to_owned(),
+            journal,
+            pending: VecDeque::new(),
+            env_stored: false,
+            outage: None,
+            replay: false,
+            heartbeat,
+            quiet,
+        }
+    }
+
+    fn current_db(&self) -> Db {
+        match self.db.lock() {
+            Ok(d) => d.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn say(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("{msg}");
+        }
+    }
+
+    /// Notices a SQLite results file that was deleted or replaced since it was opened, and
+    /// opens the file now at that path (a new one if it is gone).
+    fn check_replaced(&mut self) -> Result<(), String> {
+        let Some(before) = self.sqlite_id else {
+            return Ok(());
+        };
+        let now = store::sqlite_file_id(&self.url);
+        if now == Some(before) {
+            return Ok(());
+        }
+        let what = if now.is_none() { "was deleted" } else { "was replaced" };
+        self.say(&format!(
+            "run {}: the results file {} {what} during the run; writing the run and every trial of its journal {} into the file now at that path",
+            self.run_id,
+            store::redact_url(&self.url),
+            self.journal.path().display()
+        ));
+        let old = self.current_db();
+        // Closing the last connection checkpoints into the old file and removes its WAL, so
+        // the new file does not pick up the old one's log.
+        self.rt.block_on(old.close());
+        let db = self.rt.block_on(Db::connect(&self.url)).map_err(|e| e.to_string())?;
+        self.sqlite_id = store::sqlite_file_id(&self.url);
+        if let Ok(mut d) = self.db.lock() {
+            *d = db;
+        }
+        self.env_stored = false;
+        self.replay = true;
+        Ok(())
+    }
+
+    /// Writes what is pending, unless the database is down and the next retry is not due.
+    fn try_store(&mut self, force: bool) {
+        if let Some(o) = &self.outage {
+            if !force && Instant::now() < o.next_try {
+                return;
+            }
+        }
+        let result = self
+            .check_replaced()
+            .and_then(|()| if self.outage.is_some() { self.probe() } else { Ok(()) })
+            .and_then(|()| self.write_pending());
+        match result {
+            Ok(()) => {
+                if let Some(o) = self.outage.take() {
+                    self.say(&format!(
+                        "run {}: the results database answers again; the held trials are stored (it was: {})",
+                        self.run_id, o.error
+                    ));
+                }
+            }
+            Err(error) => {
+                let backoff = self
+                    .outage
+                    .as_ref()
+                    .map_or(FIRST_BACKOFF, |o| (o.backoff * 2).min(MAX_BACKOFF));
+                if self.outage.is_none() {
+                    self.say(&format!(
+                        "run {}: cannot write to the results database {}: {error}\n  the run goes on; finished trials are kept in {} and stored when it answers (retrying)",
+                        self.run_id,
+                        store::redact_url(&self.url),
+                        self.journal.path().display()
+                    ));
+                }
+                self.outage = Some(Outage {
+                    backoff,
+                    next_try: Instant::now() + backoff,
+                    error,
+                });
+            }
+        }
+    }
+
+    /// Whether the database answers at all, within [`PROBE`].
+    fn probe(&self) -> Result<(), String> {
+        let db = self.current_db();
+        let ping = async { crate::on_pool!(&db, |pool| sqlx::query("SELECT 1").execute(pool).await.map(|_| ())) };
+        match self.rt.block_on(async { tokio::time::timeout(PROBE, ping).await }) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(store::redact_text(&e.to_string(), &self.url)),
+            Err(_) => Err(format!("no answer within {} s", PROBE.as_secs())),
+        }
+    }
+
+    /// One attempt: the environment, then the pending trials oldest first (or the whole
+    /// journal after a replaced file). Each trial is popped once the database holds it.
+    fn write_pending(&mut self) -> Result<(), String> {
+        let db = self.current_db();
+        let contents = if self.replay {
+            Some(journal::read(self.journal.path()).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        let (run_id, env) = (self.run_id.as_str(), &self.env);
+        let (pending, env_stored) = (&mut self.pending, &mut self.env_stored);
+        let attempt = async {
+            if let Some(c) = &contents {
+                journal::flush(&db, c).await?;
+                pending.clear();
+                *env_stored = true;
+                return Ok(());
+            }
+            if !*env_stored {
+                store::upsert_environment(&db, env).await?;
+                *env_stored = true;
+            }
+            while let Some(t) = pending.front() {
+                store::insert_trial_once(&db, run_id, t).await?;
+                pending.pop_front();
+            }
+            Ok::<(), StoreError>(())
+        };
+        let redact = |e: &dyn std::fmt::Display| store::redact_text(&e.to_string(), &self.url);
+        match self.rt.block_on(async { tokio::time::timeout(ATTEMPT, attempt).await }) {
+            Ok(Ok(())) => {
+                self.replay = false;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(redact(&e)),
+            Err(_) => Err(format!("no answer within {} s", ATTEMPT.as_secs())),
+        }
+    }
+
+    /// Ends the run's storage: records `status`, waits up to `wait` for an unreachable
+    /// database, then checks the database against the journal and writes again whatever it
+    /// lost. The journal is deleted only once the database holds all of it.
+    pub fn finish(mut self, status: &str, wait: Duration) -> Result<Stored, Unstored> {
+        let finished_at = (status == "finished").then(chrono::Utc::now);
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+        let deadline = Instant::now() + wait;
+        let unstored = |s: &Self, error: String| Unstored {
+            run_id: s.run_id.clone(),
+            url: store::redact_url(&s.url),
+            journal: s.journal.path().to_owned(),
+            trials: journal::read(s.journal.path()).map_or(s.pending.len(), |c| c.trials.len()),
+            error,
+        };
+        if let Err(e) = self.journal.append_status(status, finished_at) {
+            return Err(unstored(&self, e.to_string()));
+        }
+        loop {
+            self.try_store(true);
+            let Some(o) = &self.outage else { break };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(unstored(&self, o.error.clone()));
+            }
+            std::thread::sleep(o.backoff.min(deadline - now));
+        }
+        self.check_replaced().map_err(|e| unstored(&self, e))?;
+        let db = self.current_db();
+        let contents = journal::read(self.journal.path()).map_err(|e| unstored(&self, e.to_string()))?;
+        let check = async {
+            let flushed = journal::flush(&db, &contents).await?;
+            let missing = journal::missing(&db, &contents).await?;
+            Ok::<_, StoreError>((flushed, missing))
+        };
+        let restored = match self.rt.block_on(async { tokio::time::timeout(ATTEMPT, check).await }) {
+            Ok(Ok((flushed, missing))) if missing.is_empty() => flushed.inserted,
+            Ok(Ok((_, missing))) => {
+                return Err(unstored(
+                    &self,
+                    format!("the database does not hold trials {missing:?} after writing them"),
+                ))
+            }
+            Ok(Err(e)) => return Err(unstored(&self, store::redact_text(&e.to_string(), &self.url))),
+            Err(_) => return Err(unstored(&self, format!("no answer within {} s", ATTEMPT.as_secs()))),
+        };
+        if restored > 0 {
+            self.say(&format!(
+                "run {}: the results database had lost {restored} trials it had acknowledged; they were written again from the journal",
+                self.run_id
+            ));
+        }
+        // Everything is in the database: the journal has done its work.
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+        self.journal.remove();
+        Ok(Stored { db, restored })
     }
 }
 
-impl Reporter for StoreReporter<'_> {
+impl Drop for StoreReporter {
+    fn drop(&mut self) {
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+    }
+}
+
+impl Reporter for StoreReporter {
     fn on_event(&mut self, event: &RunEvent<'_>) -> Result<(), ExecError> {
-        match event {
-            RunEvent::RunStarted { .. } => {
-                self.rt.block_on(store::upsert_environment(self.db, self.env))?;
-            }
-            RunEvent::TrialFinished { run_id, trial } => {
-                self.rt.block_on(store::insert_trial(self.db, run_id, trial))?;
-            }
-            RunEvent::RunFinished { run_id, status, .. } => {
-                let finished = (*status == "finished").then(chrono::Utc::now);
-                self.rt
-                    .block_on(store::set_run_status(self.db, run_id, status, finished))?;
-            }
-            _ => {}
+        if let RunEvent::TrialFinished { trial, .. } = event {
+            // On disk before the database is asked: from here on the trial cannot be lost.
+            self.journal.append_trial(trial)?;
+            self.pending.push_back((*trial).clone());
+            self.try_store(false);
         }
         Ok(())
     }

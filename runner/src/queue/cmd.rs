@@ -121,6 +121,8 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
             env: &env,
             command: &command,
             started_at: chrono::Utc::now(),
+            // Workers keep per-unit leases in the queue; the run row has no heartbeat.
+            lease_seconds: None,
         },
     ))?;
     rt.block_on(claim::enqueue(&pool, &run_id, o.lease_seconds, &units))
@@ -177,6 +179,10 @@ pub struct WorkerArgs {
     pub run: Option<String>,
     pub lease_seconds: Option<f64>,
     pub max_idle_seconds: Option<f64>,
+    /// Where this worker keeps the journal of its finished trials.
+    pub results_dir: PathBuf,
+    /// How long to retry storing a finished trial in an unreachable database.
+    pub db_wait_seconds: f64,
 }
 
 /// `measured worker`: claims and runs units until none remain; exit 0 when every trial it ran
@@ -210,6 +216,8 @@ pub fn worker(g: &Globals, a: &WorkerArgs) -> Result<u8, CommandError> {
         lease_seconds: a.lease_seconds,
         max_idle: a.max_idle_seconds.map(Duration::from_secs_f64),
         quiet: g.quiet,
+        results_dir: a.results_dir.clone(),
+        db_wait: Duration::from_secs_f64(a.db_wait_seconds),
     };
     let cancel = cancel_flag();
     let result = worker::serve(&rt, &pool, &db, g.stock_url(), &o, &cancel);

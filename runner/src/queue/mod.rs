@@ -42,12 +42,32 @@ pub enum QueueError {
     Sbatch(String),
     #[error("cannot write {}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// The driver's message, printed once (not also chained as a source).
     #[error("database error: {0}")]
-    Sql(#[from] sqlx::Error),
+    Sql(sqlx::Error),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error("trial execution failed: {0}")]
     Exec(String),
+    #[error(
+        "run {run}: cannot store a finished trial in the results database ({error}).\n\
+         Nothing is lost: this worker's finished trials are kept in {}.\n\
+         hint: when the database answers again, start a worker for the run in this folder; it stores them first:\n  measured worker --run {run}",
+        journal.display()
+    )]
+    Unstored {
+        run: String,
+        journal: PathBuf,
+        error: String,
+    },
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
+}
+
+impl From<sqlx::Error> for QueueError {
+    fn from(e: sqlx::Error) -> Self {
+        QueueError::Sql(e)
+    }
 }
 
 /// The queue lives in Postgres only: a SQLite URL (or the SQLite default) is a usage error.

@@ -4,15 +4,17 @@
 
 use super::claim::{self, Claimed};
 use super::QueueError;
+use crate::exec::TrialRecord;
 use crate::exec::{self, RunSpec, Services, StageCache};
+use crate::journal::{self, Journal};
 use crate::manifest::{self, Experiment};
 use crate::measure::Fingerprint;
 use crate::plan::{self, ScheduledTrial};
-use crate::store::{self, StoreError};
+use crate::store;
 use sqlx::PgPool;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +29,10 @@ pub struct WorkerOptions {
     /// Exit after this long without claiming a unit, even if other workers still hold some.
     pub max_idle: Option<Duration>,
     pub quiet: bool,
+    /// Where the journal of finished trials is kept.
+    pub results_dir: PathBuf,
+    /// How long to retry storing a finished trial in an unreachable database.
+    pub db_wait: Duration,
 }
 
 /// What one worker did, and where its time went.
@@ -93,6 +99,8 @@ struct RunState {
     seed: u64,
     lease: f64,
     cache: StageCache,
+    /// This worker's finished trials of the run, on disk before the database is asked.
+    journal: Journal,
 }
 
 /// The worker's identity in leases and trial rows: `host:pid`, plus the Slurm array task when
@@ -119,6 +127,7 @@ pub fn serve(
 ) -> Result<WorkerSummary, QueueError> {
     let env = Fingerprint::collect(Path::new("."));
     rt.block_on(store::upsert_environment(db, &env))?;
+    flush_left_journals(rt, db, o)?;
     let me = worker_id(&env);
     let w = Worker {
         rt,
@@ -129,6 +138,7 @@ pub fn serve(
         me: me.clone(),
         cancel,
         quiet: o.quiet,
+        db_wait: o.db_wait,
     };
     let mut runs: HashMap<String, RunState> = HashMap::new();
     let mut sum = WorkerSummary {
@@ -170,7 +180,7 @@ pub fn serve(
             continue;
         };
         if !runs.contains_key(&c.run_id) {
-            match load_run_state(rt, pool, db, &c.run_id, o.lease_seconds) {
+            match load_run_state(rt, pool, db, &c.run_id, o, &w.env) {
                 Ok(state) => {
                     runs.insert(c.run_id.clone(), state);
                 }
@@ -189,7 +199,78 @@ pub fn serve(
         }
         idle_since = Instant::now();
     }
+    // Every trial this worker finished is in the database: the journals have done their work.
+    for state in runs.values() {
+        state.journal.remove();
+    }
     Ok(sum)
+}
+
+/// Stores the journals a worker of this folder left behind (its database was unreachable),
+/// for the run it serves or, with `--any`, for every run; deletes each once stored.
+fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &store::Db, o: &WorkerOptions) -> Result<(), QueueError> {
+    for path in journal::find(&o.results_dir, o.run.as_deref()) {
+        let contents = journal::read(&path)?;
+        let flushed = rt.block_on(journal::flush(db, &contents))?;
+        if !rt.block_on(journal::missing(db, &contents))?.is_empty() {
+            return Err(QueueError::Unstored {
+                run: contents.header.id.clone(),
+                journal: path,
+                error: "the database does not hold every trial after writing them".into(),
+            });
+        }
+        if !o.quiet {
+            eprintln!(
+                "run {}: stored {} trials from the journal {} ({} were already stored)",
+                contents.header.id,
+                flushed.inserted,
+                path.display(),
+                flushed.already
+            );
+        }
+        std::fs::remove_file(&path).map_err(|source| QueueError::Io { path, source })?;
+    }
+    Ok(())
+}
+
+/// Stores a finished trial, retrying with backoff while the database is unreachable, for up
+/// to `wait`. `Ok(false)`: another worker had stored it already.
+fn store_with_retry(w: &Worker<'_>, run_id: &str, record: &TrialRecord, journal: &Path) -> Result<bool, QueueError> {
+    const ATTEMPT: Duration = Duration::from_secs(10);
+    let deadline = Instant::now() + w.db_wait;
+    let mut backoff = Duration::from_millis(250);
+    let mut said = false;
+    loop {
+        let attempt = store::insert_trial_once(w.db, run_id, record);
+        let error = match w.rt.block_on(async { tokio::time::timeout(ATTEMPT, attempt).await }) {
+            Ok(Ok(inserted)) => {
+                if said && !w.quiet {
+                    eprintln!("run {run_id}: the results database answers again");
+                }
+                return Ok(inserted);
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {} s", ATTEMPT.as_secs()),
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(QueueError::Unstored {
+                run: run_id.to_owned(),
+                journal: journal.to_owned(),
+                error,
+            });
+        }
+        if !said && !w.quiet {
+            eprintln!(
+                "run {run_id}: cannot store trial {} ({error}); it is kept in {} (retrying)",
+                record.index,
+                journal.display()
+            );
+            said = true;
+        }
+        std::thread::sleep(backoff.min(deadline - now));
+        backoff = (backoff * 2).min(Duration::from_secs(15));
+    }
 }
 
 /// True when no unit remains to wait for; closes runs whose last units failed by lease expiry.
@@ -209,9 +290,34 @@ fn load_run_state(
     pool: &PgPool,
     db: &store::Db,
     run_id: &str,
-    lease_override: Option<f64>,
+    o: &WorkerOptions,
+    env: &Fingerprint,
 ) -> Result<RunState, QueueError> {
+    let lease_override = o.lease_seconds;
     let row = rt.block_on(store::load_run(db, run_id))?;
+    let header = store::RunHeader {
+        id: row.id.clone(),
+        experiment: row.experiment.clone(),
+        description: row.description.clone(),
+        manifest_path: row.manifest_path.clone(),
+        manifest_text: row.manifest_text.clone(),
+        manifest_hash: row.manifest_hash.clone(),
+        smoke: row.smoke,
+        seed: row.seed,
+        planned_trials: row.planned_trials,
+        started_at: row.started_at,
+        env: env.clone(),
+        command: row.command.clone(),
+        lease_seconds: None,
+    };
+    let journal = Journal::create(
+        &Journal::path_for(
+            &o.results_dir,
+            &row.experiment,
+            &format!("{}.worker-{}", row.id, std::process::id()),
+        ),
+        &header,
+    )?;
     let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)
         .map_err(|e| QueueError::Manifest(run_id.to_owned(), e.to_string()))?;
     let (lease, _) = rt
@@ -226,6 +332,7 @@ fn load_run_state(
         seed: row.seed,
         lease: lease_override.unwrap_or(lease),
         cache: StageCache::default(),
+        journal,
     })
 }
 
@@ -285,6 +392,7 @@ struct Worker<'a> {
     me: String,
     cancel: &'a AtomicBool,
     quiet: bool,
+    db_wait: Duration,
 }
 
 fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerSummary) -> Result<(), QueueError> {
@@ -336,7 +444,6 @@ fn run_unit_trials(
     let Worker {
         rt,
         pool,
-        db,
         cancel,
         quiet,
         ..
@@ -380,8 +487,11 @@ fn run_unit_trials(
             return Ok(());
         }
         let t = Instant::now();
-        match rt.block_on(store::insert_trial(db, &c.run_id, &record)) {
-            Ok(()) => {
+        // On disk before the database is asked: a finished unit is not lost when its store fails.
+        state.journal.append_trial(&record)?;
+        let journal_path = state.journal.path().to_owned();
+        match store_with_retry(w, &c.run_id, &record, &journal_path) {
+            Ok(true) => {
                 sum.trials += 1;
                 if !record.ok {
                     sum.failed_trials += 1;
@@ -399,8 +509,8 @@ fn run_unit_trials(
             }
             // Unique keys: a trial is stored once. Another worker that took over this unit
             // after our lease lapsed stored it first; its result stands.
-            Err(StoreError::Sql(sqlx::Error::Database(e))) if e.is_unique_violation() => sum.duplicates += 1,
-            Err(e) => return Err(e.into()),
+            Ok(false) => sum.duplicates += 1,
+            Err(e) => return Err(e),
         }
         sum.store_seconds += t.elapsed().as_secs_f64();
     }

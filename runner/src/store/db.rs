@@ -66,35 +66,55 @@ impl Db {
             Db::Postgres(pool)
         } else {
             let path = sqlite_path(url).ok_or_else(|| DbError::UnsupportedUrl { url: shown.clone() })?;
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).map_err(|e| DbError::Connect {
-                    url: shown.clone(),
-                    message: format!("cannot create {}: {e}", parent.display()),
-                })?;
-            }
-            let opts = SqliteConnectOptions::new()
-                .filename(&path)
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                // WAL + NORMAL keeps every committed trial across a crash of this process.
-                .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(30))
-                .foreign_keys(true);
-            let pool = SqlitePoolOptions::new()
-                .max_connections(max_connections.min(4))
-                .connect_with(opts)
-                .await
-                .map_err(|e| DbError::Connect {
-                    url: shown.clone(),
-                    message: e.to_string(),
-                })?;
-            Db::Sqlite(pool)
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            std::fs::create_dir_all(parent).map_err(|e| DbError::Connect {
+                url: shown.clone(),
+                message: format!("cannot create {}: {e}", parent.display()),
+            })?;
+            // Creating the file, switching it to WAL and migrating it race when two processes
+            // open a new file at once ("database is locked", half-applied migrations). An
+            // exclusive lock on the folder serializes that setup; it is held only while
+            // connecting. (Not on the file itself: closing any other descriptor of a SQLite
+            // file drops SQLite's own POSIX locks on it.)
+            let _setup = lock_dir(parent).await.map_err(|e| DbError::Connect {
+                url: shown.clone(),
+                message: format!("cannot lock {} for setup: {e}", parent.display()),
+            })?;
+            let db = Self::open_sqlite(&path, max_connections, &shown).await?;
+            db.migrate().await.map_err(|message| DbError::Migrate {
+                url: shown.clone(),
+                message,
+            })?;
+            return Ok(db);
         };
         db.migrate().await.map_err(|message| DbError::Migrate {
             url: shown,
             message: redact_text(&message, url),
         })?;
         Ok(db)
+    }
+
+    async fn open_sqlite(path: &Path, max_connections: u32, shown: &str) -> Result<Db, DbError> {
+        let opts = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // WAL + NORMAL keeps every committed trial across a crash of this process.
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections.min(4))
+            .connect_with(opts)
+            .await
+            .map_err(|e| DbError::Connect {
+                url: shown.to_owned(),
+                message: e.to_string(),
+            })?;
+        Ok(Db::Sqlite(pool))
     }
 
     async fn migrate(&self) -> Result<(), String> {
@@ -123,6 +143,29 @@ impl Db {
             Db::Postgres(p) => p.close().await,
         }
     }
+}
+
+/// Takes an exclusive advisory lock on a folder (released when the handle is dropped). The
+/// wait runs on a blocking thread so the async runtime keeps serving.
+async fn lock_dir(dir: &Path) -> std::io::Result<std::fs::File> {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let f = std::fs::File::open(&dir)?;
+        f.lock()?;
+        Ok(f)
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// The identity (device, inode) of the SQLite file behind `url`, `None` when it does not
+/// exist or `url` is not SQLite. A run compares it before each write to notice that its
+/// results file was deleted or replaced underneath it.
+pub fn sqlite_file_id(url: &str) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let path = sqlite_path(url)?;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.dev(), m.ino()))
 }
 
 /// The file behind a SQLite URL or path, `None` for other schemes.

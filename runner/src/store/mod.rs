@@ -4,10 +4,11 @@
 mod db;
 mod results;
 
-pub use db::{redact_text, redact_url, Backend, Db, DbError, DEFAULT_SQLITE_PATH};
+pub use db::{redact_text, redact_url, sqlite_file_id, Backend, Db, DbError, DEFAULT_SQLITE_PATH};
 pub use results::{
-    environment, insert_run, insert_trial, list_runs, load_run, load_trials, set_run_status, stored_trial_indices,
-    upsert_environment, NewRun, RunRow, StoreError,
+    beat, environment, insert_run, insert_run_header, insert_trial, insert_trial_once, list_runs, load_run,
+    load_trials, run_exists, set_run_status, stored_trial_indices, upsert_environment, NewRun, RunHeader, RunRow,
+    StoreError,
 };
 
 /// Dispatches one body over the pool of either backend; the SQL must be valid for both

@@ -15,12 +15,38 @@ const METRIC_CHUNK: usize = 500;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The driver's message is the whole story: it is not also chained as a source, so an
+    /// error report prints it once.
     #[error("database error: {0}")]
-    Sql(#[from] sqlx::Error),
+    Sql(sqlx::Error),
     #[error("no run matches `{0}`")]
     NoSuchRun(String),
     #[error("`{0}` matches several runs: {1}")]
     Ambiguous(String, String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Sql(e)
+    }
+}
+
+impl StoreError {
+    /// True when the database could not be reached or answered too late (as opposed to a
+    /// statement it rejected): the write may succeed when retried later.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Sql(
+                sqlx::Error::Io(_)
+                    | sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::Tls(_)
+                    | sqlx::Error::Protocol(_)
+                    | sqlx::Error::WorkerCrashed
+            )
+        )
+    }
 }
 
 /// A run as stored.
@@ -42,9 +68,32 @@ pub struct RunRow {
     pub git_dirty: bool,
     pub environment_hash: String,
     pub command: String,
+    /// Last sign of life of the process running it (`None`: queued runs, older versions).
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    /// A `running` run whose heartbeat is older than this many seconds is abandoned.
+    pub lease_seconds: f64,
     /// Trials stored so far (filled by `list_runs` and `load_run`).
     pub stored_trials: u32,
     pub failed_trials: u32,
+}
+
+impl RunRow {
+    /// The status to show: a `running` run whose heartbeat is older than its lease is
+    /// `abandoned` (its process died without saying so).
+    pub fn shown_status(&self, now: DateTime<Utc>) -> &str {
+        if self.abandoned(now) {
+            "abandoned"
+        } else {
+            &self.status
+        }
+    }
+
+    pub fn abandoned(&self, now: DateTime<Utc>) -> bool {
+        self.status == "running"
+            && self
+                .heartbeat_at
+                .is_some_and(|h| (now - h).num_milliseconds() as f64 / 1e3 > self.lease_seconds)
+    }
 }
 
 /// What `insert_run` needs.
@@ -56,6 +105,48 @@ pub struct NewRun<'a> {
     pub env: &'a Fingerprint,
     pub command: &'a str,
     pub started_at: DateTime<Utc>,
+    /// `Some`: the run beats (a local `measured run`); `None`: no heartbeat (queued runs).
+    pub lease_seconds: Option<f64>,
+}
+
+/// Everything a `runs` row is made of, in a form that can be written to a journal and
+/// replayed into a database that lost the run (see `crate::journal`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RunHeader {
+    pub id: String,
+    pub experiment: String,
+    pub description: String,
+    pub manifest_path: String,
+    pub manifest_text: String,
+    pub manifest_hash: String,
+    pub smoke: bool,
+    pub seed: u64,
+    pub planned_trials: u32,
+    pub started_at: DateTime<Utc>,
+    pub env: Fingerprint,
+    pub command: String,
+    pub lease_seconds: Option<f64>,
+}
+
+impl NewRun<'_> {
+    pub fn header(&self) -> RunHeader {
+        let e = self.experiment;
+        RunHeader {
+            id: self.id.to_owned(),
+            experiment: e.name.clone(),
+            description: e.description.clone(),
+            manifest_path: e.path.display().to_string(),
+            manifest_text: e.text.clone(),
+            manifest_hash: e.hash.clone(),
+            smoke: e.smoke,
+            seed: self.seed,
+            planned_trials: self.planned_trials,
+            started_at: self.started_at,
+            env: self.env.clone(),
+            command: self.command.to_owned(),
+            lease_seconds: self.lease_seconds,
+        }
+    }
 }
 
 /// Stores a host fingerprint once (trials refer to it by hash).
@@ -82,28 +173,65 @@ pub async fn upsert_environment(db: &Db, env: &Fingerprint) -> Result<(), StoreE
 }
 
 pub async fn insert_run(db: &Db, run: &NewRun<'_>) -> Result<(), StoreError> {
-    upsert_environment(db, run.env).await?;
-    let e = run.experiment;
+    insert_run_header(db, &run.header()).await
+}
+
+/// Inserts the run row (status `running`) with its environment.
+pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError> {
+    upsert_environment(db, &h.env).await?;
+    let heartbeat = h.lease_seconds.map(|_| h.started_at);
     on_pool!(db, |pool| {
         sqlx::query(
             "INSERT INTO runs (id, experiment, description, manifest_path, manifest_text, manifest_hash, smoke, seed, \
-             status, planned_trials, started_at, finished_at, git_commit, git_dirty, environment_hash, command) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14)",
+             status, planned_trials, started_at, finished_at, git_commit, git_dirty, environment_hash, command, \
+             heartbeat_at, lease_seconds) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16)",
         )
-        .bind(run.id)
-        .bind(&e.name)
-        .bind(&e.description)
-        .bind(e.path.display().to_string())
-        .bind(&e.text)
-        .bind(&e.hash)
-        .bind(e.smoke)
-        .bind(run.seed.to_string())
-        .bind(i64::from(run.planned_trials))
-        .bind(run.started_at)
-        .bind(&run.env.git_commit)
-        .bind(run.env.git_dirty)
-        .bind(&run.env.hash)
-        .bind(run.command)
+        .bind(&h.id)
+        .bind(&h.experiment)
+        .bind(&h.description)
+        .bind(&h.manifest_path)
+        .bind(&h.manifest_text)
+        .bind(&h.manifest_hash)
+        .bind(h.smoke)
+        .bind(h.seed.to_string())
+        .bind(i64::from(h.planned_trials))
+        .bind(h.started_at)
+        .bind(&h.env.git_commit)
+        .bind(h.env.git_dirty)
+        .bind(&h.env.hash)
+        .bind(&h.command)
+        .bind(heartbeat)
+        .bind(h.lease_seconds.unwrap_or(DEFAULT_LEASE_SECONDS))
+        .execute(pool)
+        .await?;
+        Ok(())
+    })
+}
+
+/// The lease stored for runs without a heartbeat (never consulted for them).
+const DEFAULT_LEASE_SECONDS: f64 = 60.0;
+
+/// Whether a run with this id is stored.
+pub async fn run_exists(db: &Db, id: &str) -> Result<bool, StoreError> {
+    on_pool!(db, |pool| {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs WHERE id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await?;
+        Ok(n > 0)
+    })
+}
+
+/// Refreshes a running run's heartbeat (and, with `lease_seconds`, its lease).
+pub async fn beat(db: &Db, id: &str, at: DateTime<Utc>, lease_seconds: Option<f64>) -> Result<(), StoreError> {
+    on_pool!(db, |pool| {
+        sqlx::query(
+            "UPDATE runs SET heartbeat_at = $1, lease_seconds = COALESCE($2, lease_seconds) WHERE id = $3 AND status = 'running'",
+        )
+        .bind(at)
+        .bind(lease_seconds)
+        .bind(id)
         .execute(pool)
         .await?;
         Ok(())
@@ -200,6 +328,17 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
     })
 }
 
+/// Stores a trial unless one with its index is already stored (by this or an earlier
+/// attempt whose answer was lost): exactly once, by the primary key. Returns whether it
+/// was written now.
+pub async fn insert_trial_once(db: &Db, run_id: &str, t: &TrialRecord) -> Result<bool, StoreError> {
+    match insert_trial(db, run_id, t).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::Sql(sqlx::Error::Database(e))) if e.is_unique_violation() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Indices of the trials a run has stored (finished, ok or failed).
 pub async fn stored_trial_indices(db: &Db, run_id: &str) -> Result<Vec<u32>, StoreError> {
     on_pool!(db, |pool| {
@@ -216,7 +355,7 @@ pub async fn stored_trial_indices(db: &Db, run_id: &str) -> Result<Vec<u32>, Sto
 
 const RUN_COLUMNS: &str = "r.id, r.experiment, r.description, r.manifest_path, r.manifest_text, r.manifest_hash, r.smoke, r.seed, \
      r.status, r.planned_trials, r.started_at, r.finished_at, r.git_commit, r.git_dirty, r.environment_hash, r.command, \
-     (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
+     r.heartbeat_at, r.lease_seconds, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
      (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status <> 'ok') AS failed";
 
 macro_rules! run_row {
@@ -239,6 +378,8 @@ macro_rules! run_row {
             git_dirty: r.try_get("git_dirty")?,
             environment_hash: r.try_get("environment_hash")?,
             command: r.try_get("command")?,
+            heartbeat_at: r.try_get("heartbeat_at")?,
+            lease_seconds: r.try_get("lease_seconds")?,
             stored_trials: r.try_get::<i64, _>("stored")? as u32,
             failed_trials: r.try_get::<i64, _>("failed")? as u32,
         }

@@ -106,3 +106,89 @@ pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     std::fs::write(&p, body).unwrap();
     p
 }
+
+/// A PostgreSQL server of one test's own (started with `scripts/pg-start.sh`), which the test
+/// may stop and start again on the same port without disturbing the shared test server.
+/// Fails (never skips) when it cannot start. Stopped and deleted on drop.
+pub struct PrivatePg {
+    dir: PathBuf,
+    bin: String,
+    pub url: String,
+}
+
+impl PrivatePg {
+    pub fn start() -> PrivatePg {
+        let dir = tempfile::Builder::new()
+            .prefix("measured-pg-")
+            .tempdir_in("/tmp")
+            .unwrap()
+            .keep();
+        Command::new("chmod").arg("755").arg(&dir).status().unwrap();
+        let out = Command::new(scripts().join("pg-start.sh")).arg(&dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "cannot start a private PostgreSQL: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let exports = String::from_utf8_lossy(&out.stdout).into_owned();
+        let value = |name: &str| {
+            exports
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{name}='")))
+                .and_then(|v| v.strip_suffix('\''))
+                .unwrap_or_else(|| panic!("pg-start.sh printed no {name}"))
+                .to_owned()
+        };
+        PrivatePg {
+            bin: value("MEASURED_PG_BIN"),
+            url: value("MEASURED_TEST_DATABASE_URL"),
+            dir,
+        }
+    }
+
+    fn ctl(&self, action: &str) {
+        let out = Command::new(scripts().join("pg-ctl.sh"))
+            .arg(&self.dir)
+            .arg(action)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pg-ctl.sh {action}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Stops the server at once, as a crash would (no checkpoint, connections cut).
+    pub fn stop_immediate(&self) {
+        self.ctl("stop-immediate");
+    }
+
+    /// Starts it again on the same port with the same data.
+    pub fn start_again(&self) {
+        self.ctl("start");
+    }
+}
+
+impl Drop for PrivatePg {
+    fn drop(&mut self) {
+        let _ = Command::new(scripts().join("pg-stop.sh"))
+            .env("MEASURED_PG_DIR", &self.dir)
+            .env("MEASURED_PG_BIN", &self.bin)
+            .status();
+    }
+}
+
+fn scripts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts")
+}
+
+/// Polls `cond` every 50 ms until it holds; fails after `limit` (a bound on waiting, not a
+/// timing assertion).
+pub fn wait_until(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

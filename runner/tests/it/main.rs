@@ -1,6 +1,7 @@
 //! Integration tests: the `measured` binary and library against fixtures and real databases.
 
 mod common;
+mod durability;
 mod experiments;
 mod manifests;
 mod plan;

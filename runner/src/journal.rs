@@ -1,0 +1,443 @@
+//! The local journal of a run's results (exec -> **journal** -> store): every finished trial
+//! is appended to a JSON-lines file and flushed to disk (fsync) *before* it is written to the
+//! database, so a trial survives a database outage, a lost commit, a deleted results file, a
+//! crash and a kill.
+//!
+//! The file lies beside the run's report directory: `<results>/<experiment>/<run>.journal.jsonl`.
+//! Its first line holds the run row (so a database that lost the run can be given it again),
+//! then one line per finished trial, then, once the run ended, its status. Replaying it
+//! ([`flush`]) stores each trial exactly once (the primary key decides), in journal order. A
+//! run deletes its journal once the database holds everything in it.
+
+use crate::exec::TrialRecord;
+use crate::store::{self, Db, RunHeader, StoreError};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The journal format's version, written into every file.
+const VERSION: u32 = 1;
+
+/// Bounds on what is read back: a journal is local input, but still input.
+const MAX_LINE_BYTES: usize = 256 << 20;
+
+/// One line of a journal.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Entry {
+    Run {
+        version: u32,
+        run: Box<RunHeader>,
+    },
+    Trial {
+        trial: Box<TrialRecord>,
+    },
+    Status {
+        status: String,
+        finished_at: Option<DateTime<Utc>>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("cannot write the journal {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+    #[error("cannot read the journal {path}: {message}")]
+    Read { path: String, message: String },
+}
+
+/// An open journal, appended to as trials finish.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    /// Folders made for this journal, deepest first: removed again if the journal leaves
+    /// them empty (a `--no-report` run leaves nothing behind).
+    made_dirs: Vec<PathBuf>,
+}
+
+impl Journal {
+    /// Where the journal of `run_id` of `experiment` lives under `results_dir`.
+    pub fn path_for(results_dir: &Path, experiment: &str, run_id: &str) -> PathBuf {
+        results_dir.join(experiment).join(format!("{run_id}.journal.jsonl"))
+    }
+
+    /// Creates the journal (it must not exist) and writes the run header, durably.
+    pub fn create(path: &Path, header: &RunHeader) -> Result<Journal, JournalError> {
+        let err = |source| JournalError::Write {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut made_dirs = Vec::new();
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            made_dirs.push(d.to_owned());
+            dir = d.parent();
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(err)?;
+        }
+        // Append mode: every write lands at the end, whatever else wrote to the file.
+        // A journal of the same run left here was stored (and removed) before a resume, so
+        // the file is new.
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(path)
+            .map_err(err)?;
+        let mut j = Journal {
+            path: path.to_owned(),
+            file,
+            made_dirs,
+        };
+        j.append(&Entry::Run {
+            version: VERSION,
+            run: Box::new(header.clone()),
+        })?;
+        // The file's directory entry must survive a crash too.
+        if let Some(parent) = path.parent() {
+            File::open(parent).and_then(|d| d.sync_all()).map_err(err)?;
+        }
+        Ok(j)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Deletes the journal once the database holds all of it, and the folders made for it
+    /// if nothing else is in them.
+    pub fn remove(&self) {
+        let _ = std::fs::remove_file(&self.path);
+        for d in &self.made_dirs {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Appends a finished trial; returns once it is on disk.
+    pub fn append_trial(&mut self, trial: &TrialRecord) -> Result<(), JournalError> {
+        self.append(&Entry::Trial {
+            trial: Box::new(trial.clone()),
+        })
+    }
+
+    /// Appends how the run ended.
+    pub fn append_status(&mut self, status: &str, finished_at: Option<DateTime<Utc>>) -> Result<(), JournalError> {
+        self.append(&Entry::Status {
+            status: status.to_owned(),
+            finished_at,
+        })
+    }
+
+    fn append(&mut self, entry: &Entry) -> Result<(), JournalError> {
+        let mut line = serde_json::to_vec(entry).map_err(|e| JournalError::Write {
+            path: self.path.display().to_string(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|source| JournalError::Write {
+                path: self.path.display().to_string(),
+                source,
+            })
+    }
+}
+
+/// What a journal holds.
+#[derive(Debug)]
+pub struct Contents {
+    pub header: RunHeader,
+    pub trials: Vec<TrialRecord>,
+    /// How the run ended, when it got that far.
+    pub status: Option<(String, Option<DateTime<Utc>>)>,
+}
+
+/// Reads a journal back. A torn last line (the process died while writing it) is ignored:
+/// that trial was never acknowledged, and will run again.
+pub fn read(path: &Path) -> Result<Contents, JournalError> {
+    let err = |message: String| JournalError::Read {
+        path: path.display().to_string(),
+        message,
+    };
+    let file = File::open(path).map_err(|e| err(e.to_string()))?;
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(file);
+    loop {
+        let mut buf = Vec::new();
+        let n = reader
+            .by_ref()
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| err(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() > MAX_LINE_BYTES {
+            return Err(err(format!(
+                "line {} is longer than {MAX_LINE_BYTES} bytes",
+                lines.len() + 1
+            )));
+        }
+        lines.push(buf);
+    }
+    let mut header = None;
+    let mut trials = Vec::new();
+    let mut status = None;
+    let last = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        let complete = line.ends_with(b"\n");
+        match serde_json::from_slice::<Entry>(line) {
+            Ok(Entry::Run { version, run }) if i == 0 => {
+                if version != VERSION {
+                    return Err(err(format!(
+                        "journal format version {version}; this measured reads version {VERSION}"
+                    )));
+                }
+                header = Some(*run);
+            }
+            Ok(Entry::Run { .. }) => return Err(err(format!("line {}: a second run header", i + 1))),
+            Ok(Entry::Trial { trial }) => trials.push(*trial),
+            Ok(Entry::Status { status: s, finished_at }) => status = Some((s, finished_at)),
+            Err(_) if i + 1 == last && !complete => {}
+            Err(e) => return Err(err(format!("line {}: {e}", i + 1))),
+        }
+    }
+    let header = header.ok_or_else(|| err("no run header".into()))?;
+    Ok(Contents { header, trials, status })
+}
+
+/// The journals under `results_dir` of the run `run` (an id or a unique prefix; `None`: all).
+/// Looks one folder down (`<results>/<experiment>/<run>.journal.jsonl`), so it needs no
+/// database.
+pub fn find(results_dir: &Path, run: Option<&str>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(experiments) = std::fs::read_dir(results_dir) else {
+        return out;
+    };
+    for e in experiments.flatten() {
+        let Ok(files) = std::fs::read_dir(e.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let name = f.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".journal.jsonl")) else {
+                continue;
+            };
+            if run.is_none_or(|r| id.starts_with(r)) {
+                out.push(f.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What a replay did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Flushed {
+    /// The run row was missing (a new or replaced database) and was written again.
+    pub run_restored: bool,
+    /// Trials written now.
+    pub inserted: usize,
+    /// Trials the database already held.
+    pub already: usize,
+}
+
+/// Replays a journal into `db`: the run row when missing, every trial not yet stored (in
+/// journal order, each exactly once), and the final status when the journal has one.
+pub async fn flush(db: &Db, c: &Contents) -> Result<Flushed, StoreError> {
+    let mut out = Flushed::default();
+    let id = &c.header.id;
+    if !store::run_exists(db, id).await? {
+        store::insert_run_header(db, &c.header).await?;
+        out.run_restored = true;
+    }
+    // The journal's trials were run by the process that wrote it; its fingerprint is the
+    // header's, stored first so the trials can refer to it.
+    store::upsert_environment(db, &c.header.env).await?;
+    let stored: HashSet<u32> = store::stored_trial_indices(db, id).await?.into_iter().collect();
+    for t in &c.trials {
+        if stored.contains(&t.index) {
+            out.already += 1;
+            continue;
+        }
+        if store::insert_trial_once(db, id, t).await? {
+            out.inserted += 1;
+        } else {
+            out.already += 1;
+        }
+    }
+    if let Some((status, finished_at)) = &c.status {
+        store::set_run_status(db, id, status, *finished_at).await?;
+    }
+    Ok(out)
+}
+
+/// Trial indices in the journal that `db` does not hold.
+pub async fn missing(db: &Db, c: &Contents) -> Result<Vec<u32>, StoreError> {
+    let stored: HashSet<u32> = store::stored_trial_indices(db, &c.header.id)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(c.trials
+        .iter()
+        .map(|t| t.index)
+        .filter(|i| !stored.contains(i))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::{StageRecord, StageStatus};
+    use crate::metrics::Metric;
+
+    fn header(id: &str) -> RunHeader {
+        RunHeader {
+            id: id.into(),
+            experiment: "exp".into(),
+            description: String::new(),
+            manifest_path: "exp.toml".into(),
+            manifest_text: "[experiment]\nname = \"exp\"\n".into(),
+            manifest_hash: "abc".into(),
+            smoke: false,
+            seed: 7,
+            planned_trials: 3,
+            started_at: Utc::now(),
+            env: crate::measure::Fingerprint::collect(Path::new(".")),
+            command: "measured run exp.toml --seed 7".into(),
+            lease_seconds: Some(60.0),
+        }
+    }
+
+    fn trial(index: u32, env: &str) -> TrialRecord {
+        TrialRecord {
+            index,
+            config: "a".into(),
+            variant: "a".into(),
+            sweep: vec![("bs".into(), "64".into())],
+            repetition: index,
+            block: 0,
+            warmup: false,
+            ok: true,
+            error: None,
+            seconds: 0.5 + f64::from(index),
+            started_at: Utc::now(),
+            finished_at: Utc::now(),
+            environment_hash: env.into(),
+            worker: "host:1".into(),
+            stages: vec![StageRecord {
+                name: "work".into(),
+                kind: "command".into(),
+                position: 0,
+                status: StageStatus::Ok,
+                cache_hit: false,
+                seconds: 0.5,
+                peak_rss_bytes: Some(1 << 20),
+                error: None,
+                content_hash: None,
+                metrics: vec![Metric {
+                    name: "loss".into(),
+                    value: 0.25,
+                    unit: "loss".into(),
+                    step: Some(1),
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn reads_back_what_was_appended_and_ignores_a_torn_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Journal::path_for(dir.path(), "exp", "r1");
+        let h = header("r1");
+        let mut j = Journal::create(&path, &h).unwrap();
+        j.append_trial(&trial(0, &h.env.hash)).unwrap();
+        j.append_trial(&trial(1, &h.env.hash)).unwrap();
+        // A crash in the middle of writing the third line.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(br#"{"kind":"trial","trial":{"index":2,"con"#)
+            .unwrap();
+        let c = read(&path).unwrap();
+        assert_eq!(c.header.id, "r1");
+        assert_eq!(c.trials.iter().map(|t| t.index).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(c.trials[1].stages[0].metrics[0].step, Some(1));
+        assert!(c.status.is_none());
+        assert_eq!(find(dir.path(), Some("r")), vec![path.clone()]);
+        assert!(find(dir.path(), Some("r2")).is_empty());
+    }
+
+    #[test]
+    fn a_corrupt_line_before_the_end_is_an_error_not_a_silent_skip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Journal::path_for(dir.path(), "exp", "r1");
+        let h = header("r1");
+        let mut j = Journal::create(&path, &h).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"not json\n")
+            .unwrap();
+        j.append_trial(&trial(0, &h.env.hash)).unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn flush_restores_a_lost_run_and_stores_each_trial_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let db = Db::connect(dir.path().join("r.sqlite").to_str().unwrap())
+                .await
+                .unwrap();
+            let path = Journal::path_for(dir.path(), "exp", "r1");
+            let h = header("r1");
+            let mut j = Journal::create(&path, &h).unwrap();
+            for i in 0..3 {
+                j.append_trial(&trial(i, &h.env.hash)).unwrap();
+            }
+            j.append_status("finished", Some(Utc::now())).unwrap();
+            let c = read(&path).unwrap();
+            // The database never saw the run (a new file): the run row comes back too.
+            let first = flush(&db, &c).await.unwrap();
+            assert_eq!(
+                first,
+                Flushed {
+                    run_restored: true,
+                    inserted: 3,
+                    already: 0
+                }
+            );
+            let again = flush(&db, &c).await.unwrap();
+            assert_eq!(
+                again,
+                Flushed {
+                    run_restored: false,
+                    inserted: 0,
+                    already: 3
+                }
+            );
+            assert!(missing(&db, &c).await.unwrap().is_empty());
+            let run = store::load_run(&db, "r1").await.unwrap();
+            assert_eq!((run.status.as_str(), run.stored_trials, run.seed), ("finished", 3, 7));
+            let stored = store::load_trials(&db, "r1").await.unwrap();
+            assert_eq!(stored[2].seconds, 2.5);
+            assert_eq!(stored[0].stages[0].metrics[0].value, 0.25);
+            db.close().await;
+        });
+    }
+}

@@ -1,0 +1,268 @@
+//! Nothing is lost: a database that restarts, stays down, loses acknowledged commits or whose
+//! file is deleted mid-run; two runs creating one SQLite file at once; a killed run shown as
+//! abandoned and finished by `--resume`.
+//!
+//! Every stage execution appends its trial index to a counter file, so "none re-run" is
+//! counted, not assumed. The faults are injected at points the tests wait for (trials stored),
+//! and no assertion depends on how long anything took.
+
+use crate::common::{bin, run, scalar, strings, text, wait_until, write, PrivatePg};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// 2 variants x `reps` repetitions of a `secs`-second command that counts its executions.
+fn counting_manifest(dir: &Path, reps: u32, secs: f64, before: &str) -> PathBuf {
+    let counter = dir.join("executions");
+    write(
+        dir,
+        "naps.toml",
+        &format!(
+            r#"
+[experiment]
+name = "naps"
+[schedule]
+warmup = 0
+repetitions = {reps}
+seed = 4
+[stages.nap]
+kind = "command"
+shell = true
+argv = ["{before}sleep {secs}; echo {{{{ trial }}}} >> '{counter}'"]
+[variants.a]
+[variants.b]
+"#,
+            counter = counter.display()
+        ),
+    )
+}
+
+/// Trial indices executed, in order of execution.
+fn executions(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("executions"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+fn assert_each_ran_once(dir: &Path, planned: u32) {
+    let mut ran = executions(dir);
+    ran.sort_unstable();
+    assert_eq!(ran, (0..planned).collect::<Vec<_>>(), "every trial ran exactly once");
+}
+
+fn spawn_run(database: &str, results: &Path, manifest: &Path, extra: &[&str]) -> Child {
+    bin()
+        .arg("--database")
+        .arg(database)
+        .args(["run", "--no-report", "--results-dir"])
+        .arg(results)
+        .args(extra)
+        .arg(manifest)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn stored(url: &str) -> i64 {
+    scalar(url, "SELECT COUNT(*) FROM trials")
+}
+
+fn journals(results: &Path) -> Vec<PathBuf> {
+    measured::journal::find(results, None)
+}
+
+/// The run id from the first line measured prints (`run <id>: ...`).
+fn run_id(out: &Output) -> String {
+    let t = text(out);
+    t.lines()
+        .find_map(|l| l.strip_prefix("run ").and_then(|r| r.split(':').next()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no run id in:\n{t}"))
+}
+
+#[test]
+fn postgres_restarted_mid_run_loses_no_trial_and_reruns_none() {
+    let pg = PrivatePg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let m = counting_manifest(dir.path(), 10, 0.3, "");
+    let child = spawn_run(&pg.url, dir.path(), &m, &[]);
+    wait_until("3 stored trials", LIMIT, || stored(&pg.url) >= 3);
+    pg.stop_immediate();
+    std::thread::sleep(Duration::from_secs(4));
+    pg.start_again();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("finished: 20 of 20 trials stored, 0 failed"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(stored(&pg.url), 20);
+    assert_eq!(scalar(&pg.url, "SELECT COUNT(DISTINCT trial_index) FROM trials"), 20);
+    assert_eq!(scalar(&pg.url, "SELECT COUNT(*) FROM stage_results"), 20);
+    assert_eq!(strings(&pg.url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
+    assert_each_ran_once(dir.path(), 20);
+    assert!(
+        journals(dir.path()).is_empty(),
+        "the journal is deleted once all is stored"
+    );
+}
+
+#[test]
+fn postgres_down_to_the_end_keeps_the_journal_and_resume_stores_it_without_rerunning() {
+    let pg = PrivatePg::start();
+    let dir = tempfile::tempdir().unwrap();
+    let m = counting_manifest(dir.path(), 10, 0.2, "");
+    let child = spawn_run(&pg.url, dir.path(), &m, &["--db-wait", "1"]);
+    wait_until("3 stored trials", LIMIT, || stored(&pg.url) >= 3);
+    pg.stop_immediate();
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let id = run_id(&out);
+    let resume = format!("measured run --resume {id} --results-dir {}", dir.path().display());
+    assert!(t.contains(&resume), "names the command that stores the journal:\n{t}");
+    assert!(t.contains("Nothing is lost: all 20 finished trials are kept in"), "{t}");
+    assert!(!t.contains("pw-"), "no password in output:\n{t}");
+    assert_eq!(journals(dir.path()).len(), 1, "{t}");
+    assert_each_ran_once(dir.path(), 20);
+
+    pg.start_again();
+    let resumed = run(bin()
+        .arg("--database")
+        .arg(&pg.url)
+        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
+        .arg(dir.path()));
+    let rt = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(0), "{rt}");
+    assert!(rt.contains("stored") && rt.contains("from the journal"), "{rt}");
+    assert!(rt.contains("20 of 20 trials stored"), "{rt}");
+    assert_each_ran_once(dir.path(), 20);
+    assert_eq!(stored(&pg.url), 20);
+    assert_eq!(strings(&pg.url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
+    assert!(journals(dir.path()).is_empty());
+}
+
+#[test]
+fn sqlite_file_deleted_mid_run_is_written_again_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let url = db.to_str().unwrap().to_owned();
+    let m = counting_manifest(dir.path(), 8, 0.15, "");
+    let child = spawn_run(&url, dir.path(), &m, &[]);
+    wait_until("3 stored trials", LIMIT, || stored(&url) >= 3);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{url}{suffix}"));
+    }
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("was deleted during the run"), "says so:\n{t}");
+    assert!(t.contains("16 of 16 trials stored"), "{t}");
+    assert_eq!(stored(&url), 16, "the new file holds every trial");
+    assert_eq!(strings(&url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
+    assert_each_ran_once(dir.path(), 16);
+}
+
+/// A database that acknowledged a commit and then lost it (Postgres with
+/// `synchronous_commit = off` after a crash, a restored backup): the end of the run checks the
+/// database against the journal and writes the lost trial again.
+#[test]
+fn a_trial_the_database_lost_after_acknowledging_it_is_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let url = db.to_str().unwrap().to_owned();
+    let forget = write(
+        dir.path(),
+        "forget.py",
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1], timeout=30)\n\
+         first = c.execute('SELECT MIN(trial_index) FROM trials').fetchone()[0]\n\
+         for t in ('metrics', 'stage_results', 'trials'):\n    c.execute(f'DELETE FROM {t} WHERE trial_index = ?', (first,))\n\
+         c.commit()\n",
+    );
+    let before = format!(
+        "{{% if trial == 5 %}}python3 '{}' '{}'; {{% endif %}}",
+        forget.display(),
+        db.display()
+    );
+    let m = counting_manifest(dir.path(), 5, 0.0, &before);
+    let out = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--no-report", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("had lost 1 trials it had acknowledged"), "{t}");
+    assert!(t.contains("finished: 10 of 10 trials stored"), "{t}");
+    assert_eq!(stored(&url), 10);
+    assert_each_ran_once(dir.path(), 10);
+}
+
+#[test]
+fn two_runs_creating_one_sqlite_file_at_once_both_store_everything() {
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("new.sqlite");
+        let m = write(
+            dir.path(),
+            "t.toml",
+            "[experiment]\nname = \"t\"\n[schedule]\nwarmup = 0\nrepetitions = 2\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n",
+        );
+        let children: Vec<Child> = (0..2)
+            .map(|_| spawn_run(db.to_str().unwrap(), dir.path(), &m, &[]))
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "round {round}: {}", text(&out));
+        }
+        let url = db.to_str().unwrap();
+        assert_eq!(scalar(url, "SELECT COUNT(*) FROM runs"), 2, "round {round}");
+        assert_eq!(stored(url), 4, "round {round}");
+        assert_eq!(
+            strings(url, "SELECT status FROM runs"),
+            vec!["finished".to_owned(); 2],
+            "round {round}"
+        );
+    }
+}
+
+#[test]
+fn a_killed_run_is_abandoned_after_its_lease_and_resume_finishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let url = db.to_str().unwrap().to_owned();
+    let m = counting_manifest(dir.path(), 5, 0.25, "");
+    let mut child = spawn_run(&url, dir.path(), &m, &["--lease-seconds", "1"]);
+    wait_until("2 stored trials", LIMIT, || stored(&url) >= 2);
+    child.kill().unwrap(); // SIGKILL: no chance to say anything
+    child.wait().unwrap();
+    let id = strings(&url, "SELECT id FROM runs").remove(0);
+    let runs = || text(&run(bin().arg("--database").arg(&db).arg("runs")));
+    wait_until("the run to be shown abandoned", LIMIT, || runs().contains("abandoned"));
+    let listed = runs();
+    assert!(listed.contains(&format!("measured run --resume {id}")), "{listed}");
+    assert_eq!(strings(&url, "SELECT status FROM runs"), vec!["running".to_owned()]);
+    let shown = text(&run(bin().arg("--database").arg(&db).args(["show", &id])));
+    assert!(shown.contains("status abandoned"), "{shown}");
+    assert!(shown.contains(&format!("measured run --resume {id}")), "{shown}");
+
+    let resumed = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
+        .arg(dir.path()));
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert!(text(&resumed).contains("10 of 10 trials stored"), "{}", text(&resumed));
+    assert_eq!(stored(&url), 10);
+    let after = runs();
+    assert!(after.contains("finished") && !after.contains("abandoned"), "{after}");
+    assert!(journals(dir.path()).is_empty());
+}
