@@ -2,6 +2,7 @@
 
 mod common;
 mod experiments;
+mod import;
 mod manifests;
 mod plan;
 mod queue;
