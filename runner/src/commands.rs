@@ -632,9 +632,21 @@ pub fn data_synth(g: &Globals, opts: crate::market::SynthOptions) -> Result<u8, 
 }
 
 /// `measured data import`: OHLCV files into the stock database; all or nothing by default.
+/// `--dry-run` only reads and checks the files and prints what would be imported.
 pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8, CommandError> {
-    let rt = runtime()?;
     let url = g.stock_url();
+    if opts.dry_run {
+        // Checks the files only: the database is not even opened, so nothing can be written.
+        return match crate::market::prepare(&opts) {
+            Ok(plan) => {
+                println!("{plan}");
+                println!("dry run: nothing was written to {}", store::redact_url(&url));
+                Ok(EXIT_OK)
+            }
+            Err(e) => Err(CommandError::BadInput(store::redact_text(&e.to_string(), &url))),
+        };
+    }
+    let rt = runtime()?;
     let db = rt.block_on(Db::connect(&url))?;
     let result = rt.block_on(crate::market::import(&db, &opts));
     rt.block_on(db.close());

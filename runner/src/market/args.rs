@@ -47,8 +47,13 @@ impl From<SynthArgs> for SynthOptions {
 #[command(after_help = "Examples:\n  \
     measured data import AAPL.csv MSFT.csv.gz            # Yahoo layout, symbol from the file name\n  \
     measured data import daily.csv --layout tushare      # ts_code,trade_date,open,...\n  \
-    measured data import prices.csv --columns date=Day,open=O,high=H,low=L,close=C,volume=V,symbol=Ticker\n\n\
-    Every row is checked before anything is written; re-importing a file updates its rows.")]
+    measured data import prices.csv                      # long format, a Symbol or Ticker column\n  \
+    measured data import prices.csv --columns date=Day,open=O,high=H,low=L,close=C,volume=V,symbol=Ticker\n  \
+    measured data import prices.csv --dry-run            # what would be imported, nothing written\n\n\
+    Columns are found by their usual names (Date/trade_date/datetime/timestamp/day, Open, High, Low,\n\
+    Close, Volume/vol, Adj Close, amount, Symbol/Ticker/code/ts_code); a file without a symbol\n\
+    column is one symbol. Every row is checked (prices positive, open and close within [low, high],\n\
+    volume not negative) before anything is written; re-importing a file updates its rows.")]
 pub struct ImportArgs {
     /// CSV files to import (`.gz` files are decompressed).
     #[arg(required = true, value_name = "FILE")]
@@ -56,7 +61,8 @@ pub struct ImportArgs {
     /// Input layout (default: detected from each file's header).
     #[arg(long, value_enum)]
     pub layout: Option<Layout>,
-    /// Symbol code for files without a symbol column (default: the file name without extension).
+    /// Symbol code for files without a symbol column (default: the file name without extension);
+    /// it also replaces a symbol column found by its name, but not one named in --columns.
     #[arg(long, value_name = "CODE")]
     pub symbol: Option<String>,
     /// Explicit column mapping FIELD=COLUMN,... with fields date, open, high, low, close,
@@ -69,6 +75,9 @@ pub struct ImportArgs {
     /// chrono format of the date column, e.g. %d.%m.%Y (default: detected).
     #[arg(long, value_name = "FORMAT")]
     pub date_format: Option<String>,
+    /// Read and check every file and print what would be imported; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 impl From<ImportArgs> for ImportOptions {
@@ -80,6 +89,7 @@ impl From<ImportArgs> for ImportOptions {
             columns: a.columns,
             skip_bad: a.skip_bad,
             date_format: a.date_format,
+            dry_run: a.dry_run,
         }
     }
 }
@@ -102,15 +112,23 @@ mod tests {
         };
         let o = SynthOptions::from(a);
         assert_eq!((o.symbols, o.days, o.seed, o.style), (3, 2500, 42, CodeStyle::Us));
-        let Cli::Import(a) =
-            Cli::try_parse_from(["x", "import", "a.csv", "b.csv.gz", "--layout", "tushare", "--skip-bad"]).unwrap()
-        else {
+        let Cli::Import(a) = Cli::try_parse_from([
+            "x",
+            "import",
+            "a.csv",
+            "b.csv.gz",
+            "--layout",
+            "tushare",
+            "--skip-bad",
+            "--dry-run",
+        ])
+        .unwrap() else {
             panic!("expected import")
         };
         let o = ImportOptions::from(a);
         assert_eq!(o.files.len(), 2);
         assert_eq!(o.layout, Some(Layout::Tushare));
-        assert!(o.skip_bad);
+        assert!(o.skip_bad && o.dry_run);
         assert!(Cli::try_parse_from(["x", "import"]).is_err(), "files are required");
     }
 }

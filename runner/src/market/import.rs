@@ -1,10 +1,12 @@
-//! CSV import (CLI `data import FILE...` -> validate every row -> write -> stock tables).
+//! CSV import (CLI `data import FILE...` -> validate every row -> [`ImportPlan`] -> write ->
+//! stock tables).
 //!
-//! All input is parsed and checked before anything is written, so a bad file either changes
-//! nothing or, with `skip_bad`, loses only its bad rows. Writes are upserts in one
-//! transaction: importing the same file twice leaves one copy of each bar.
+//! All input is parsed and checked before anything is written ([`prepare`], which is also the
+//! whole of a dry run), so a bad file either changes nothing or, with `skip_bad`, loses only its
+//! bad rows. Writes are upserts in one transaction: importing the same file twice leaves one
+//! copy of each bar.
 
-use super::csvmap::{open_csv, parse_row, Mapping};
+use super::csvmap::{open_csv, parse_row, Mapping, SymbolGuess};
 use super::write::upsert_import;
 use super::{Bar, SymbolInfo, SymbolRows};
 use crate::store::Db;
@@ -34,7 +36,8 @@ pub struct ImportOptions {
     pub files: Vec<PathBuf>,
     /// `None`: detect from each file's header.
     pub layout: Option<Layout>,
-    /// Symbol code for files without a symbol column (default: the file name's stem).
+    /// Symbol code for files without a symbol column (default: the file name's stem); also
+    /// replaces a symbol column found by its name, never one named in `columns`.
     pub symbol: Option<String>,
     /// Explicit mapping such as `date=Date,open=Open,high=High,low=Low,close=Close,
     /// volume=Vol,symbol=Ticker` (also `amount`, `adj_close`, `adj_factor`).
@@ -43,6 +46,8 @@ pub struct ImportOptions {
     pub skip_bad: bool,
     /// chrono format of the date column, e.g. `%d.%m.%Y` (default: detected).
     pub date_format: Option<String>,
+    /// Read and check everything, write nothing.
+    pub dry_run: bool,
 }
 
 /// One rejected input row.
@@ -125,6 +130,9 @@ pub enum ImportError {
         message: String,
         hint: String,
     },
+    /// A file read as one symbol whose dates repeat, with a column that looks like symbols.
+    #[error("{message}\nhint: {hint}")]
+    SymbolColumn { message: String, hint: String },
     #[error("{}", bad_rows_message(.bad, *.total))]
     BadRows { bad: Vec<BadRow>, total: usize },
     #[error("database error, nothing was imported: {0}")]
@@ -143,8 +151,79 @@ fn bad_rows_message(bad: &[BadRow], total: usize) -> String {
     msg
 }
 
-/// Imports `opts.files` into `db`; see [`ImportOptions`].
-pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+/// Symbol codes named in a dry run's summary; the rest are counted.
+const SHOWN_SYMBOLS: usize = 10;
+/// File names listed per column mapping in a dry run's summary.
+const SHOWN_FILES: usize = 3;
+
+/// What an import would write: every file read and checked, nothing written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportPlan {
+    pub files: usize,
+    /// Data rows read (good and bad).
+    pub rows_read: u64,
+    /// Good rows, each one bar to insert or update.
+    pub rows: u64,
+    /// Symbol codes, sorted.
+    pub codes: Vec<String>,
+    pub first_date: Option<NaiveDate>,
+    pub last_date: Option<NaiveDate>,
+    /// Each column mapping used (see the dry run's output) with the files it read.
+    pub mappings: Vec<(String, Vec<String>)>,
+    /// Bad rows to skip (only with `skip_bad`; otherwise they are an error).
+    pub skipped: usize,
+    /// The first bad rows, for the summary.
+    pub bad: Vec<BadRow>,
+    groups: Vec<SymbolRows>,
+}
+
+impl fmt::Display for ImportPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "would import {} rows of {} symbol{} from {} file{} ({} rows read",
+            self.rows,
+            self.codes.len(),
+            plural(self.codes.len()),
+            self.files,
+            plural(self.files),
+            self.rows_read
+        )?;
+        if let (Some(a), Some(b)) = (self.first_date, self.last_date) {
+            write!(f, ", {a} to {b}")?;
+        }
+        let shown: Vec<&str> = self.codes.iter().take(SHOWN_SYMBOLS).map(String::as_str).collect();
+        let shown = if shown.is_empty() {
+            "none".to_owned()
+        } else {
+            shown.join(", ")
+        };
+        write!(f, ")\nsymbols: {shown}")?;
+        if self.codes.len() > SHOWN_SYMBOLS {
+            write!(f, ", ... and {} more", self.codes.len() - SHOWN_SYMBOLS)?;
+        }
+        write!(f, "\ncolumns:")?;
+        for (mapping, files) in &self.mappings {
+            let mut shown = files.iter().take(SHOWN_FILES).cloned().collect::<Vec<_>>().join(", ");
+            if files.len() > SHOWN_FILES {
+                shown.push_str(&format!(" and {} more", files.len() - SHOWN_FILES));
+            }
+            write!(f, "\n  {mapping}: {shown}")?;
+        }
+        write!(f, "\nbad rows to skip: {}", self.skipped)?;
+        for row in &self.bad {
+            write!(f, "\n  {row}")?;
+        }
+        if self.skipped > self.bad.len() {
+            write!(f, "\n  ... and {} more", self.skipped - self.bad.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads and checks every row of `opts.files` without touching a database: the plan an import
+/// would write, or the error it would fail with (bad rows are an error unless `skip_bad`).
+pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {
     if opts.files.is_empty() {
         return Err(ImportError::Options("no files to import".into()));
     }
@@ -158,10 +237,17 @@ pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, Impor
     let mut bars: HashMap<String, BTreeMap<NaiveDate, (Bar, String, u64)>> = HashMap::new();
     let mut bad = Vec::new();
     let mut rows_read = 0u64;
+    let mut mappings: Vec<(String, Vec<String>)> = Vec::new();
     for path in &opts.files {
         let shown = path.display().to_string();
         let (headers, mut reader) = open_csv(path)?;
         let mapping = Mapping::for_file(opts, path, &headers)?;
+        let described = mapping.describe();
+        match mappings.iter_mut().find(|(m, _)| *m == described) {
+            Some((_, files)) => files.push(shown.clone()),
+            None => mappings.push((described, vec![shown.clone()])),
+        }
+        let mut guess = SymbolGuess::new(&mapping, &headers);
         let mut record = csv::StringRecord::new();
         loop {
             let more = reader.read_record(&mut record).map_err(|e| ImportError::Io {
@@ -174,6 +260,9 @@ pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, Impor
             let line = record.position().map_or(0, csv::Position::line);
             rows_read += 1;
             let parsed = parse_row(&mapping, &record).and_then(|(code, bar)| {
+                if let Some(g) = guess.as_mut() {
+                    g.observe(bar.date, line, &record);
+                }
                 let by_date = bars.entry(code.clone()).or_default();
                 match by_date.get(&bar.date) {
                     Some((_, file, first)) => Err(format!(
@@ -194,13 +283,16 @@ pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, Impor
                 });
             }
         }
+        // A long file read as one symbol is misread as a whole: skipping rows cannot fix it.
+        if let Some(err) = guess.and_then(|g| g.verdict(&mapping, path, &headers)) {
+            return Err(err);
+        }
     }
     let skipped = bad.len();
+    bad.truncate(SHOWN_BAD_ROWS);
     if skipped > 0 && !opts.skip_bad {
-        bad.truncate(SHOWN_BAD_ROWS);
         return Err(ImportError::BadRows { bad, total: skipped });
     }
-    bad.truncate(SHOWN_BAD_ROWS);
     let mut codes: Vec<String> = bars
         .iter()
         .filter(|(_, b)| !b.is_empty())
@@ -214,22 +306,38 @@ pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, Impor
             bars: bars[code].values().map(|(b, _, _)| *b).collect(),
         })
         .collect();
-    let first_date = groups.iter().filter_map(|g| g.bars.first()).map(|b| b.date).min();
-    let last_date = groups.iter().filter_map(|g| g.bars.last()).map(|b| b.date).max();
-    let infos: Vec<SymbolInfo> = codes.iter().map(|c| SymbolInfo::from_code(c)).collect();
-    let rows_written = if groups.is_empty() {
-        0
-    } else {
-        upsert_import(db, &infos, &groups).await.map_err(ImportError::Db)?
-    };
-    Ok(ImportReport {
+    Ok(ImportPlan {
         files: opts.files.len(),
         rows_read,
-        rows_written,
-        symbols: groups.len(),
+        rows: groups.iter().map(|g| g.bars.len() as u64).sum(),
+        first_date: groups.iter().filter_map(|g| g.bars.first()).map(|b| b.date).min(),
+        last_date: groups.iter().filter_map(|g| g.bars.last()).map(|b| b.date).max(),
+        codes,
+        mappings,
         skipped,
         bad,
-        first_date,
-        last_date,
+        groups,
+    })
+}
+
+/// Imports `opts.files` into `db` (see [`ImportOptions`]); with `dry_run` it only checks them
+/// and reports 0 rows written.
+pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
+    let plan = prepare(opts)?;
+    let infos: Vec<SymbolInfo> = plan.codes.iter().map(|c| SymbolInfo::from_code(c)).collect();
+    let rows_written = if plan.groups.is_empty() || opts.dry_run {
+        0
+    } else {
+        upsert_import(db, &infos, &plan.groups).await.map_err(ImportError::Db)?
+    };
+    Ok(ImportReport {
+        files: plan.files,
+        rows_read: plan.rows_read,
+        rows_written,
+        symbols: plan.codes.len(),
+        skipped: plan.skipped,
+        bad: plan.bad,
+        first_date: plan.first_date,
+        last_date: plan.last_date,
     })
 }

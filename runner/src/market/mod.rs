@@ -21,7 +21,7 @@ mod tests;
 mod tests_import;
 
 pub use args::{ImportArgs, SynthArgs};
-pub use import::{import, BadRow, ImportError, ImportOptions, ImportReport, Layout};
+pub use import::{import, prepare, BadRow, ImportError, ImportOptions, ImportPlan, ImportReport, Layout};
 pub use load::{load, LoadError};
 pub use select::{FetchStrategy, LoadParams, SymbolSelection};
 pub use synth::{

@@ -269,3 +269,164 @@ async fn synth_keeps_imported_symbols_and_never_overwrites_them(db: Db) {
     assert!(err.contains(&taken) && err.contains("overwrite"), "{err}");
     assert_eq!(count_rows(&db).await, before, "nothing changed");
 }
+
+/// The one `--columns` hint of a failed prepare, unquoted as a shell would.
+fn columns_hint(err: &str) -> String {
+    let arg = err
+        .lines()
+        .find_map(|l| l.strip_prefix("hint: import it as one symbol per row with --columns "))
+        .unwrap_or_else(|| panic!("no --columns hint in\n{err}"));
+    match arg.strip_prefix('\'').and_then(|a| a.strip_suffix('\'')) {
+        Some(quoted) => quoted.replace(r"'\''", "'"),
+        None => arg.to_owned(),
+    }
+}
+
+#[test]
+fn usual_column_names_are_detected_in_any_case_and_spacing() {
+    let dir = tempfile::tempdir().unwrap();
+    for (header, date) in [
+        ("SYMBOL,DATE,OPEN,HIGH,LOW,CLOSE,VOLUME", "2024-01-02"),
+        (" Ticker , Trade Date ,Open,High,Low,Close,Vol", "20240102"),
+        ("code,trade_date,open,high,low,close,volume", "2024/01/02"),
+        ("ts_code,timestamp,open,high,low,close,volume", "2024-01-02 09:30:00"),
+        ("Ts_Code,Datetime,Open,High,Low,Close,Volume", "2024-01-02T00:00:00Z"),
+        ("Symbol,Day,Open,High,Low,Close,Volume", "2024-01-02"),
+    ] {
+        let body = format!("{header}\nAAA,{date},1,2,0.5,1.5,10\nBBB,{date},1,2,0.5,1.5,10\n");
+        let path = write(dir.path(), "long.csv", &body);
+        let plan = prepare(&opts(vec![path])).unwrap_or_else(|e| panic!("{header}: {e}"));
+        assert_eq!(plan.codes, ["AAA", "BBB"], "{header}");
+        assert_eq!((plan.rows, plan.first_date), (2, Some(day(2))), "{header}");
+        assert!(plan.to_string().contains("(detected)"), "{header}: {plan}");
+    }
+    // tushare's own export (with `vol` in lots) is still the tushare layout.
+    let plan = prepare(&opts(vec![write(dir.path(), "t.csv", TUSHARE)])).unwrap();
+    assert!(plan.to_string().contains("(tushare layout"), "{plan}");
+    assert_eq!(plan.codes, ["000001.SZ", "600519.SH"]);
+}
+
+#[test]
+fn a_symbol_column_read_as_one_symbol_gets_a_columns_hint_that_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "Date,Ticker,Open,High,Low,Close,Adj Close,Volume,Name\n\
+                2024-01-02,AAA,1,2,0.5,1.5,1.5,10,Alpha\n\
+                2024-01-02,BBB,1,2,0.5,1.5,1.5,10,Beta\n\
+                2024-01-03,AAA,1,2,0.5,1.5,1.5,10,Alpha\n\
+                2024-01-03,BBB,1,2,0.5,1.5,1.5,10,Beta\n";
+    let path = write(dir.path(), "long.csv", long);
+    // Found by name: imports as long format.
+    assert_eq!(prepare(&opts(vec![path.clone()])).unwrap().codes, ["AAA", "BBB"]);
+    // Read as one symbol three ways: --symbol, --layout yahoo, --columns without a symbol.
+    for how in [
+        ImportOptions {
+            symbol: Some("ONE".into()),
+            ..opts(vec![path.clone()])
+        },
+        ImportOptions {
+            layout: Some(Layout::Yahoo),
+            ..opts(vec![path.clone()])
+        },
+        ImportOptions {
+            columns: Some("date=Date,open=Open,high=High,low=Low,close=Close,volume=Volume".into()),
+            ..opts(vec![path.clone()])
+        },
+    ] {
+        for skip_bad in [false, true] {
+            let how = ImportOptions {
+                skip_bad,
+                ..how.clone()
+            };
+            let err = prepare(&how).unwrap_err().to_string();
+            assert!(err.contains("column `Ticker` looks like a symbol column"), "{err}");
+            assert!(err.contains("AAA, BBB") && err.contains(":3: date 2024-01-02"), "{err}");
+            assert!(!err.contains("--skip-bad"), "{err}");
+            let fixed = ImportOptions {
+                columns: Some(columns_hint(&err)),
+                ..how
+            };
+            let plan = prepare(&fixed).unwrap();
+            assert_eq!((plan.codes.len(), plan.rows, plan.skipped), (2, 4, 0), "{err}");
+        }
+    }
+    // Same-date rows that agree in every text column are plain duplicates.
+    let dupes = "Date,Open,High,Low,Close,Volume,Name\n\
+                 2024-01-02,1,2,0.5,1.5,10,Alpha\n\
+                 2024-01-02,1,2,0.5,1.5,10,Alpha\n";
+    let err = prepare(&opts(vec![write(dir.path(), "D.csv", dupes)]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("duplicate date 2024-01-02 for D") && err.contains("--skip-bad"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shell_words_survive_quotes_and_spaces() {
+    use super::csvmap::shell_word;
+    assert_eq!(shell_word("date=Date,symbol=Ticker"), "date=Date,symbol=Ticker");
+    assert_eq!(shell_word("adj_close=Adj Close"), "'adj_close=Adj Close'");
+    assert_eq!(shell_word("symbol=Tom's"), r"'symbol=Tom'\''s'");
+}
+
+#[test]
+fn open_and_close_must_lie_within_low_and_high() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "Date,Open,High,Low,Close,Volume\n\
+                2024-01-02,100,110,90,100,1\n\
+                2024-01-03,110.00005,110,90,100,1\n\
+                2024-01-04,110.001,110,90,100,1\n\
+                2024-01-05,100,110,90,89.9,1\n\
+                2024-01-08,-1,110,90,100,1\n";
+    let path = write(dir.path(), "R.csv", body);
+    let shown = path.display().to_string();
+    let err = prepare(&opts(vec![path.clone()])).unwrap_err().to_string();
+    for want in [
+        format!("{shown}:4: open 110.001 is above high 110"),
+        format!("{shown}:5: close 89.9 is below low 90"),
+        format!("{shown}:6: open must be positive, got -1"),
+        "3 bad rows".to_owned(),
+    ] {
+        assert!(err.contains(&want), "missing {want:?} in\n{err}");
+    }
+    assert!(
+        !err.contains(&format!("{shown}:3:")),
+        "within 1e-6 of the price:\n{err}"
+    );
+    let plan = prepare(&ImportOptions {
+        skip_bad: true,
+        ..opts(vec![path])
+    })
+    .unwrap();
+    assert_eq!((plan.rows, plan.skipped), (2, 3));
+}
+
+#[test]
+fn dry_run_reads_everything_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = vec![
+        write(dir.path(), "AAPL.csv", YAHOO),
+        write(dir.path(), "t.csv", TUSHARE),
+    ];
+    on_sqlite(|db| async move {
+        let dry = ImportOptions {
+            dry_run: true,
+            ..opts(files.clone())
+        };
+        let report = import(&db, &dry).await.unwrap();
+        assert_eq!((report.rows_read, report.rows_written, report.symbols), (7, 0, 3));
+        assert_eq!(count_rows(&db).await, 0);
+        let plan = prepare(&dry).unwrap().to_string();
+        assert!(
+            plan.starts_with("would import 7 rows of 3 symbols from 2 files (7 rows read, 2024-01-02 to 2024-01-04)"),
+            "{plan}"
+        );
+        assert!(plan.contains("symbols: 000001.SZ, 600519.SH, AAPL"), "{plan}");
+        assert!(
+            plan.contains("date=Date,open=Open,high=High,low=Low,close=Close,volume=Volume,adj_close=Adj Close; symbol from the file name (detected):"),
+            "{plan}"
+        );
+        assert_eq!(import(&db, &opts(files)).await.unwrap().rows_written, 7);
+    });
+}

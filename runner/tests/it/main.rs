@@ -3,6 +3,7 @@
 mod common;
 mod durability;
 mod experiments;
+mod import;
 mod manifests;
 mod plan;
 mod queue;
