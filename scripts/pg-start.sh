@@ -35,7 +35,12 @@ printf '%s\n' "$password" >"$dir/pwfile"
 [ "$(id -u)" -eq 0 ] && chown postgres "$dir/pwfile"
 "${run[@]}" "$bin/initdb" -D "$dir/data" -U measured --pwfile="$dir/pwfile" --auth=scram-sha-256 >"$dir/initdb.log" 2>&1
 # Kept so a test can stop this server and start it again on the same port (scripts/pg-ctl.sh).
-options="-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+# Fast by default (a crash may lose the last acknowledged commits); MEASURED_PG_DURABLE=1 keeps
+# PostgreSQL's own durability, for tests that crash the server and count on what it acknowledged.
+options="-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200"
+if [ "${MEASURED_PG_DURABLE:-0}" != 1 ]; then
+  options="$options -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+fi
 printf '%s\n' "$options" >"$dir/options"
 "${run[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$options" start >&2
 echo "export MEASURED_PG_DIR='$dir' MEASURED_PG_BIN='$bin'"

@@ -60,6 +60,15 @@ pub enum QueueError {
         journal: PathBuf,
         error: String,
     },
+    #[error(
+        "cannot {what}: the database did not answer for {wait_seconds} s ({error})\n\
+         hint: start the worker again once it answers; the units of a stopped worker are claimed again when their lease expires"
+    )]
+    Unreachable {
+        what: String,
+        wait_seconds: f64,
+        error: String,
+    },
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
 }

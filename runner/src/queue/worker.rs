@@ -161,10 +161,12 @@ pub fn serve(
             break;
         }
         let t = Instant::now();
-        let claimed = rt.block_on(claim::claim(pool, o.run.as_deref(), &me, o.lease_seconds))?;
+        let claimed = w.call("claim a unit", || {
+            claim::claim(pool, o.run.as_deref(), &me, o.lease_seconds)
+        })?;
         sum.claim_seconds += t.elapsed().as_secs_f64();
         let Some(c) = claimed else {
-            if drained(rt, pool, o.run.as_deref())? {
+            if drained(&w, o.run.as_deref())? {
                 break;
             }
             if o.max_idle.is_some_and(|m| idle_since.elapsed() >= m) {
@@ -274,15 +276,16 @@ fn store_with_retry(w: &Worker<'_>, run_id: &str, record: &TrialRecord, journal:
 }
 
 /// True when no unit remains to wait for; closes runs whose last units failed by lease expiry.
-fn drained(rt: &tokio::runtime::Runtime, pool: &PgPool, run: Option<&str>) -> Result<bool, QueueError> {
-    for id in rt.block_on(claim::fail_exhausted(pool, run))? {
-        rt.block_on(claim::close_run_if_drained(pool, &id))?;
+fn drained(w: &Worker<'_>, run: Option<&str>) -> Result<bool, QueueError> {
+    let pool = w.pool;
+    for id in w.call("fail exhausted units", || claim::fail_exhausted(pool, run))? {
+        w.call("close a run", || claim::close_run_if_drained(pool, &id))?;
     }
     if let Some(r) = run {
         // Covers a run whose units were all done before this worker started.
-        rt.block_on(claim::close_run_if_drained(pool, r))?;
+        w.call("close a run", || claim::close_run_if_drained(pool, r))?;
     }
-    Ok(rt.block_on(claim::remaining(pool, run))? == 0)
+    Ok(w.call("count the remaining units", || claim::remaining(pool, run))? == 0)
 }
 
 fn load_run_state(
@@ -395,6 +398,47 @@ struct Worker<'a> {
     db_wait: Duration,
 }
 
+impl Worker<'_> {
+    /// Runs one queue statement, retrying with backoff while the database is unreachable (a
+    /// restart, a network blip), for up to `db_wait`. Other errors return at once.
+    fn call<T, Fut>(&self, what: &str, mut f: impl FnMut() -> Fut) -> Result<T, QueueError>
+    where
+        Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+    {
+        const ATTEMPT: Duration = Duration::from_secs(10);
+        let deadline = Instant::now() + self.db_wait;
+        let mut backoff = Duration::from_millis(250);
+        let mut said = false;
+        loop {
+            let error = match self.rt.block_on(async { tokio::time::timeout(ATTEMPT, f()).await }) {
+                Ok(Ok(v)) => {
+                    if said && !self.quiet {
+                        eprintln!("worker {}: the database answers again", self.me);
+                    }
+                    return Ok(v);
+                }
+                Ok(Err(e)) if !store::is_unreachable(&e) => return Err(e.into()),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer within {} s", ATTEMPT.as_secs()),
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(QueueError::Unreachable {
+                    what: what.to_owned(),
+                    wait_seconds: self.db_wait.as_secs_f64(),
+                    error,
+                });
+            }
+            if !said && !self.quiet {
+                eprintln!("worker {}: cannot {what} ({error}); retrying", self.me);
+                said = true;
+            }
+            std::thread::sleep(backoff.min(deadline - now));
+            backoff = (backoff * 2).min(Duration::from_secs(15));
+        }
+    }
+}
+
 fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerSummary) -> Result<(), QueueError> {
     let Worker {
         rt,
@@ -411,15 +455,15 @@ fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerS
     result?;
     if cancel.load(Ordering::SeqCst) {
         // Back to the queue at once: the next worker need not wait for the lease to expire.
-        rt.block_on(claim::release(pool, c, me, None))?;
+        w.call("release a unit", || claim::release(pool, c, me, None))?;
         sum.interrupted = true;
         return Ok(());
     }
     let t = Instant::now();
-    let completed = !lost && rt.block_on(claim::complete(pool, c, me))?;
+    let completed = !lost && w.call("complete a unit", || claim::complete(pool, c, me))?;
     if completed {
         sum.units += 1;
-        if let Some(status) = rt.block_on(claim::close_run_if_drained(pool, &c.run_id))? {
+        if let Some(status) = w.call("close a run", || claim::close_run_if_drained(pool, &c.run_id))? {
             if !quiet {
                 eprintln!("run {}: last unit done, run {status}", c.run_id);
             }
@@ -442,17 +486,15 @@ fn run_unit_trials(
     lost: &AtomicBool,
 ) -> Result<(), QueueError> {
     let Worker {
-        rt,
-        pool,
-        cancel,
-        quiet,
-        ..
+        pool, cancel, quiet, ..
     } = *w;
     let (me, env, services) = (w.me.as_str(), &w.env, &w.services);
     // Only a re-claimed unit can have stored trials: skip the look-up on the first claim.
     let skip: HashSet<u32> = if c.attempts > 1 {
         let t = Instant::now();
-        let s = rt.block_on(claim::stored_in_unit(pool, &c.run_id, c.unit))?;
+        let s = w.call("read a unit's stored trials", || {
+            claim::stored_in_unit(pool, &c.run_id, c.unit)
+        })?;
         sum.claim_seconds += t.elapsed().as_secs_f64();
         s.into_iter().collect()
     } else {

@@ -35,17 +35,24 @@ impl StoreError {
     /// True when the database could not be reached or answered too late (as opposed to a
     /// statement it rejected): the write may succeed when retried later.
     pub fn is_unreachable(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Sql(
-                sqlx::Error::Io(_)
-                    | sqlx::Error::PoolTimedOut
-                    | sqlx::Error::PoolClosed
-                    | sqlx::Error::Tls(_)
-                    | sqlx::Error::Protocol(_)
-                    | sqlx::Error::WorkerCrashed
-            )
-        )
+        matches!(self, StoreError::Sql(e) if is_unreachable(e))
+    }
+}
+
+/// True when a driver error means the database could not be reached or went away (a
+/// retry may succeed), rather than that it rejected the statement.
+pub fn is_unreachable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => true,
+        // The server shutting down or restarting (class 57P: admin_shutdown, crash_shutdown,
+        // cannot_connect_now).
+        sqlx::Error::Database(d) => d.code().is_some_and(|c| c.starts_with("57P")),
+        _ => false,
     }
 }
 

@@ -117,14 +117,29 @@ pub struct PrivatePg {
 }
 
 impl PrivatePg {
+    /// A fast server: like the shared test server, a crash may lose its last acknowledged
+    /// commits (`synchronous_commit = off`).
     pub fn start() -> PrivatePg {
+        Self::start_with(false)
+    }
+
+    /// A server that keeps what it acknowledged across a crash (PostgreSQL's defaults).
+    pub fn start_durable() -> PrivatePg {
+        Self::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> PrivatePg {
         let dir = tempfile::Builder::new()
             .prefix("measured-pg-")
             .tempdir_in("/tmp")
             .unwrap()
             .keep();
         Command::new("chmod").arg("755").arg(&dir).status().unwrap();
-        let out = Command::new(scripts().join("pg-start.sh")).arg(&dir).output().unwrap();
+        let out = Command::new(scripts().join("pg-start.sh"))
+            .arg(&dir)
+            .env("MEASURED_PG_DURABLE", if durable { "1" } else { "0" })
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "cannot start a private PostgreSQL: {}",

@@ -266,3 +266,47 @@ fn a_killed_run_is_abandoned_after_its_lease_and_resume_finishes_it() {
     assert!(after.contains("finished") && !after.contains("abandoned"), "{after}");
     assert!(journals(dir.path()).is_empty());
 }
+
+#[test]
+fn a_queue_worker_keeps_its_finished_trials_through_a_database_restart() {
+    // Durable: the queue's own state (claims, completed units) must survive the crash for
+    // "each trial ran once" to be the worker's doing (a server that drops acknowledged
+    // commits sends completed units back to the queue, and they run again, stored once).
+    let pg = PrivatePg::start_durable();
+    let dir = tempfile::tempdir().unwrap();
+    let m = counting_manifest(dir.path(), 5, 0.3, "");
+    let submitted = run(bin()
+        .env("DATABASE_URL", &pg.url)
+        .current_dir(dir.path())
+        .arg("submit")
+        .arg(&m));
+    assert_eq!(submitted.status.code(), Some(0), "{}", text(&submitted));
+    let id = String::from_utf8_lossy(&submitted.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("run: ").map(str::to_owned))
+        .expect("submit prints the run id");
+    let worker = bin()
+        .env("DATABASE_URL", &pg.url)
+        .current_dir(dir.path())
+        .args(["worker", "--run", &id, "--results-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("2 stored trials", LIMIT, || stored(&pg.url) >= 2);
+    pg.stop_immediate();
+    std::thread::sleep(Duration::from_secs(3));
+    pg.start_again();
+    let out = worker.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(stored(&pg.url), 10, "{}", text(&out));
+    assert_eq!(strings(&pg.url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
+    let mut ran = executions(dir.path());
+    ran.sort_unstable();
+    assert_eq!(ran, (0..10).collect::<Vec<_>>(), "each trial ran once:\n{}", text(&out));
+    assert!(
+        journals(dir.path()).is_empty(),
+        "the worker's journal is deleted once all is stored"
+    );
+}
