@@ -33,7 +33,10 @@ pub enum Backend {
 pub enum DbError {
     #[error("unsupported database URL `{url}`")]
     UnsupportedUrl { url: String },
-    #[error("cannot connect to {url}: {message}")]
+    #[error(
+        "cannot connect to {url}: {message}\n\
+         hint: nothing was written; check the URL (--database or DATABASE_URL) and that the server accepts connections, then run the same command again"
+    )]
     Connect { url: String, message: String },
     #[error("cannot migrate {url}: {message}")]
     Migrate { url: String, message: String },
@@ -54,6 +57,24 @@ impl Db {
                 url: shown.clone(),
                 message: redact_text(&e.to_string(), url),
             })?;
+            // One plain connection first: a pool that cannot connect reports only that it
+            // timed out, while the driver says why (refused, unknown host, bad password).
+            let probe = tokio::time::timeout(Duration::from_secs(15), async {
+                use sqlx::Connection;
+                sqlx::PgConnection::connect_with(&opts).await?.close().await
+            })
+            .await;
+            let refused = match probe {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some("no answer within 15 s".to_owned()),
+            };
+            if let Some(message) = refused {
+                return Err(DbError::Connect {
+                    url: shown,
+                    message: redact_text(&message, url),
+                });
+            }
             let pool = PgPoolOptions::new()
                 .max_connections(max_connections)
                 .acquire_timeout(Duration::from_secs(15))
