@@ -362,6 +362,16 @@ fn flush_journals(
     quiet: bool,
 ) -> Result<(), CommandError> {
     for path in journal::find(results_dir, Some(run)) {
+        let Some(_claimed) = journal::claim(&path) else {
+            if journal::in_use(&path) {
+                return Err(CommandError::BadInput(format!(
+                    "run {run} is still running in another process (it holds the journal {}); \
+                     wait for it to end, or stop it, before resuming",
+                    path.display()
+                )));
+            }
+            continue; // stored and removed by someone else meanwhile
+        };
         let contents = journal::read(&path).map_err(|e| CommandError::Runtime(e.into()))?;
         let flushed = rt.block_on(journal::flush(db, &contents)).map_err(|e| {
             CommandError::Runtime(anyhow::anyhow!(

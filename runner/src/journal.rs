@@ -87,6 +87,8 @@ impl Journal {
             .append(true)
             .open(path)
             .map_err(err)?;
+        // Held while this process lives: a replay elsewhere skips a journal still in use.
+        file.lock().map_err(err)?;
         let mut j = Journal {
             path: path.to_owned(),
             file,
@@ -236,6 +238,26 @@ pub fn find(results_dir: &Path, run: Option<&str>) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// A journal taken over for replay: its writer is gone (the lock was free) and no other
+/// replay holds it. Dropping it releases the lock.
+pub struct Claimed {
+    _lock: File,
+}
+
+/// Takes `path` for replay, or `None` when a live process still writes it or another replay
+/// holds it (or it is gone: someone else stored and removed it).
+pub fn claim(path: &Path) -> Option<Claimed> {
+    let f = File::open(path).ok()?;
+    f.try_lock().ok()?;
+    // Another replay may have removed it between our open and our lock.
+    path.exists().then_some(Claimed { _lock: f })
+}
+
+/// Whether a live process holds the journal (it is running the run now).
+pub fn in_use(path: &Path) -> bool {
+    File::open(path).is_ok_and(|f| f.try_lock().is_err())
 }
 
 /// What a replay did.

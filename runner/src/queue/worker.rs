@@ -212,6 +212,10 @@ pub fn serve(
 /// for the run it serves or, with `--any`, for every run; deletes each once stored.
 fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &store::Db, o: &WorkerOptions) -> Result<(), QueueError> {
     for path in journal::find(&o.results_dir, o.run.as_deref()) {
+        // Skip the journals of live workers (and of another worker storing one right now).
+        let Some(_claimed) = journal::claim(&path) else {
+            continue;
+        };
         let contents = journal::read(&path)?;
         let flushed = rt.block_on(journal::flush(db, &contents))?;
         if !rt.block_on(journal::missing(db, &contents))?.is_empty() {

@@ -310,3 +310,91 @@ fn a_queue_worker_keeps_its_finished_trials_through_a_database_restart() {
         "the worker's journal is deleted once all is stored"
     );
 }
+
+/// A results file made read-only mid-run: the open connections may still write (no loss), or
+/// the writes fail, and then the run ends with a clear error and the journal intact. Root
+/// ignores file modes, so under root the run is made as the unprivileged `nobody`.
+#[test]
+fn sqlite_file_made_read_only_mid_run_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let db = dir.path().join("r.sqlite");
+    let url = db.to_str().unwrap().to_owned();
+    let m = counting_manifest(dir.path(), 6, 0.2, "");
+    let root = std::process::Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let mut cmd = if root {
+        let mut c = std::process::Command::new("runuser");
+        c.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_measured")]);
+        c
+    } else {
+        bin()
+    };
+    let child = cmd
+        .env_remove("DATABASE_URL")
+        .env_remove("STOCK_DATABASE_URL")
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--no-report", "--db-wait", "1", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Only once the run made the file: a file this (root) process created would not be the
+    // run's to write.
+    wait_until("2 stored trials", LIMIT, || db.exists() && stored(&url) >= 2);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::set_permissions(
+            format!("{url}{suffix}"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o444),
+        );
+    }
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::set_permissions(
+            format!("{url}{suffix}"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        );
+    }
+    assert_each_ran_once(dir.path(), 12);
+    match out.status.code() {
+        Some(0) => {
+            assert!(t.contains("12 of 12 trials stored"), "{t}");
+            assert_eq!(stored(&url), 12, "{t}");
+        }
+        Some(1) => {
+            assert!(t.contains("Nothing is lost: all 12 finished trials are kept in"), "{t}");
+            let kept = journals(dir.path());
+            assert_eq!(kept.len(), 1, "{t}");
+            assert_eq!(measured::journal::read(&kept[0]).unwrap().trials.len(), 12, "{t}");
+        }
+        other => panic!("exit {other:?}:\n{t}"),
+    }
+}
+
+#[test]
+fn resuming_a_run_that_is_still_running_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let url = db.to_str().unwrap().to_owned();
+    // 100 trials of 0.2 s: still running when the resume is tried (it is killed after).
+    let m = counting_manifest(dir.path(), 50, 0.2, "");
+    let mut child = spawn_run(&url, dir.path(), &m, &[]);
+    wait_until("a stored trial", LIMIT, || db.exists() && stored(&url) >= 1);
+    let id = strings(&url, "SELECT id FROM runs").remove(0);
+    let resumed = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
+        .arg(dir.path()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains(&format!("run {id} is still running in another process")),
+        "{t}"
+    );
+}
