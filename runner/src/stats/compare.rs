@@ -130,11 +130,22 @@ fn reps_needed(ratio: f64, (lo, hi): (f64, f64), p: f64, n: usize, paired: bool,
         }
     }
     let mut needed = needed.max(nf + 1.0);
+    // Bounded before the search below: an effect a hair from the band edge asks for ~1e11
+    // repetitions, and walking up to that many one by one never ends.
+    if needed.is_nan() || needed > MAX_REPS_NEEDED {
+        return None;
+    }
     while min_attainable_p(needed as usize, paired) >= c.alpha {
         needed += 1.0;
+        if needed > MAX_REPS_NEEDED {
+            return None;
+        }
     }
-    (needed <= 1e6).then_some(needed as usize)
+    Some(needed as usize)
 }
+
+/// Beyond this many repetitions an estimate is not worth stating (shown as "more than").
+const MAX_REPS_NEEDED: f64 = 1e6;
 
 /// Inverse of the normal upper tail by bisection (monotone, 200 halvings).
 fn normal_isf(p: f64) -> f64 {

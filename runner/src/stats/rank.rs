@@ -144,9 +144,12 @@ pub(crate) fn min_attainable_p(n: usize, paired: bool) -> f64 {
         2.0 / 2f64.powi(n as i32)
     } else {
         // 2 / C(2n, n)
-        let mut c = 1.0;
+        let mut c: f64 = 1.0;
         for i in 0..n {
             c = c * (2 * n - i) as f64 / (i + 1) as f64;
+            if c.is_infinite() {
+                return 0.0;
+            }
         }
         2.0 / c
     }
