@@ -102,7 +102,10 @@ pub enum Command {
         fail_on_regression: bool,
     },
     /// Fill the stock database: synthetic markets or imported OHLCV files.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  measured data synth --symbols 500 --days 2500 --seed 7\n  measured data import prices/*.csv --dry-run"
+    )]
     Data(DataCommand),
     /// Show one run's trials and stage timings.
     #[command(after_help = "Example:\n  measured show latest")]

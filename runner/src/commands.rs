@@ -50,11 +50,11 @@ pub fn check(files: &[PathBuf], smoke: bool) -> u8 {
             Ok(exp) => {
                 let trials = exp.configs.len() as u32 * (exp.schedule.warmup + exp.schedule.repetitions);
                 println!(
-                    "ok: {} ({} configs, {} stages, {} trials)",
+                    "ok: {} ({}, {}, {})",
                     f.display(),
-                    exp.configs.len(),
-                    exp.stages.len(),
-                    trials
+                    plural(exp.configs.len(), "config"),
+                    plural(exp.stages.len(), "stage"),
+                    plural(trials as usize, "trial")
                 );
             }
             Err(e) => {
@@ -64,6 +64,15 @@ pub fn check(files: &[PathBuf], smoke: bool) -> u8 {
         }
     }
     code
+}
+
+/// `n thing` or `n things`.
+pub fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
 }
 
 /// `measured plan`: prints configs, stage order, and every trial in time order.
@@ -294,6 +303,11 @@ fn run_with(
         );
         return Ok(EXIT_FAILED);
     }
+    // A name in [compare] that no trial produced is a typo, not an inconclusive result.
+    let unproduced = crate::produced::unproduced(&exp, &stored);
+    for u in &unproduced {
+        eprintln!("error: {u}");
+    }
     let mut regressed = false;
     if o.report {
         let row = rt.block_on(store::load_run(db, &run_id))?;
@@ -309,10 +323,16 @@ fn run_with(
         return Ok(EXIT_INTERRUPTED);
     }
     if o.fail_on_regression && regressed {
-        eprintln!("regression: the primary metric got slower or a guard failed (--fail-on-regression)");
+        eprintln!(
+            "regression: the primary metric got slower, or a guard failed or could not be evaluated (--fail-on-regression)"
+        );
         return Ok(EXIT_FAILED);
     }
-    Ok(if failed > 0 { EXIT_FAILED } else { EXIT_OK })
+    Ok(if failed > 0 || !unproduced.is_empty() {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
 }
 
 /// The status of a run that ran to its end but whose database holds fewer trials than
@@ -496,6 +516,13 @@ pub fn compare(
     let db = rt.block_on(Db::connect(&g.database))?;
     let (row_a, exp_a, trials_a) = load_stored(&rt, &db, before)?;
     let (row_b, exp_b, trials_b) = load_stored(&rt, &db, after)?;
+    if row_a.id == row_b.id {
+        return Err(CommandError::BadInput(format!(
+            "`{before}` and `{after}` are the same run ({}); compare needs two different runs\n\
+             (hint: `measured runs --experiment {}` lists its runs; a run's own variants are compared in `measured report {}`)",
+            row_a.id, row_a.experiment, row_a.id
+        )));
+    }
     if row_a.experiment != row_b.experiment {
         return Err(CommandError::BadInput(format!(
             "run {} is of experiment `{}` but run {} is of `{}`; compare runs of one experiment",
@@ -663,12 +690,12 @@ pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8
     match result {
         Ok(r) => {
             println!(
-                "imported {} rows of {} symbols from {} files ({} rows read, {} bad rows skipped) into {}",
-                r.rows_written,
-                r.symbols,
-                r.files,
-                r.rows_read,
-                r.skipped,
+                "imported {} of {} from {} ({} read, {} skipped) into {}",
+                plural(r.rows_written as usize, "row"),
+                plural(r.symbols, "symbol"),
+                plural(r.files, "file"),
+                plural(r.rows_read as usize, "row"),
+                plural(r.skipped, "bad row"),
                 store::redact_url(&url)
             );
             for b in &r.bad {
@@ -689,16 +716,20 @@ pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String,
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22}  {:<24}  {:<11}  {:>13}  {:<19}  commit",
+        "{:<22}  {:<24}  {:<19}  {:>13}  {:<19}  commit",
         "run", "experiment", "status", "trials (fail)", "started (UTC)"
     );
     for r in &rows {
         let _ = writeln!(
             out,
-            "{:<22}  {:<24}  {:<11}  {:>13}  {:<19}  {}{}",
+            "{:<22}  {:<24}  {:<19}  {:>13}  {:<19}  {}{}",
             r.id,
             truncate(&r.experiment, 24),
-            r.shown_status(now),
+            if r.smoke {
+                format!("{} (smoke)", r.shown_status(now))
+            } else {
+                r.shown_status(now).to_owned()
+            },
             format!("{}/{} ({})", r.stored_trials, r.planned_trials, r.failed_trials),
             r.started_at.format("%Y-%m-%d %H:%M:%S"),
             truncate(&r.git_commit, 10),

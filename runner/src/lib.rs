@@ -16,6 +16,7 @@ pub mod measure;
 pub mod metrics;
 pub mod params;
 pub mod plan;
+pub mod produced;
 pub mod queue;
 pub mod report;
 pub mod rundata;

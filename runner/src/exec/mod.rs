@@ -9,7 +9,7 @@ mod reporters;
 mod services;
 
 pub use record::{StageRecord, StageStatus, TrialRecord};
-pub use reporters::{ConsoleReporter, JsonReporter, StoreReporter, Stored, Unstored};
+pub use reporters::{failure_text, ConsoleReporter, JsonReporter, StoreReporter, Stored, Unstored, CONSOLE_TAIL_LINES};
 pub use services::Services;
 
 use crate::artifact::Artifact;

@@ -66,9 +66,9 @@ impl Reporter for ConsoleReporter {
             RunEvent::TrialFinished { trial, .. } => {
                 self.bar.inc(1);
                 if let Some(err) = &trial.error {
-                    let first = err.lines().next().unwrap_or_default();
+                    let text = failure_text(err);
                     self.bar
-                        .suspend(|| eprintln!("trial {} ({}) failed: {first}", trial.index, trial.config));
+                        .suspend(|| eprintln!("trial {} ({}) failed: {text}", trial.index, trial.config));
                 }
             }
             RunEvent::RunFinished { .. } => self.bar.finish_and_clear(),
@@ -86,6 +86,26 @@ const PROBE: Duration = Duration::from_secs(1);
 /// Retries back off from `FIRST_BACKOFF`, doubling up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(15);
+
+/// Lines of a trial's error shown on the console: its first line, then the last
+/// [`CONSOLE_TAIL_LINES`] of the rest (a command's stderr tail), indented.
+pub const CONSOLE_TAIL_LINES: usize = 5;
+
+pub fn failure_text(err: &str) -> String {
+    let mut lines = err.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or_default().to_owned();
+    let rest: Vec<&str> = lines.collect();
+    let skip = rest.len().saturating_sub(CONSOLE_TAIL_LINES);
+    let mut out = first;
+    if skip > 0 {
+        out.push_str(&format!("\n    ... ({skip} earlier lines in `measured show`)"));
+    }
+    for l in &rest[skip..] {
+        out.push_str("\n    ");
+        out.push_str(l);
+    }
+    out
+}
 
 /// Keeps every finished trial: appends it to the run's journal (on disk before anything
 /// else), then writes it to the database, one transaction per trial. When the database is
@@ -418,5 +438,20 @@ impl Reporter for JsonReporter {
         self.out.write_all(b"\n")?;
         self.out.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failure_text;
+
+    #[test]
+    fn failure_text_keeps_the_first_line_and_the_last_five() {
+        let err = "stage `x` failed: `x` exited with code 2; stderr tail:\na\nb\nc\nd\ne\nf\ng";
+        assert_eq!(
+            failure_text(err),
+            "stage `x` failed: `x` exited with code 2; stderr tail:\n    ... (2 earlier lines in `measured show`)\n    c\n    d\n    e\n    f\n    g"
+        );
+        assert_eq!(failure_text("one line"), "one line");
     }
 }

@@ -38,6 +38,7 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
     let mut v = Validator {
         spans: SpanIndex::new(text),
         errors: Vec::new(),
+        template_vars: Vec::new(),
     };
     let exp = v.experiment(path, text, raw, smoke);
     match exp {
@@ -130,6 +131,9 @@ struct Override {
 struct Validator {
     spans: SpanIndex,
     errors: Vec<ManifestError>,
+    /// Per stage: the variables its templates read (command stages), to reject an override
+    /// of a `vars` key that nothing uses (it would make identical configs).
+    template_vars: Vec<Option<std::collections::BTreeSet<String>>>,
 }
 
 fn is_ident(s: &str) -> bool {
@@ -196,6 +200,15 @@ impl Validator {
 
         // Overrides of [smoke] apply to the base parameters, before variants and sweeps.
         let mut base: Vec<toml::Table> = raw.stages.values().map(strip_stage_keys).collect();
+        self.template_vars = stages
+            .iter()
+            .zip(&base)
+            .map(|(s, t)| {
+                (s.kind == "command")
+                    .then(|| crate::stage::template_variables(t))
+                    .flatten()
+            })
+            .collect();
         let mut sweep_raw = raw.sweep.clone();
         if smoke {
             schedule.warmup = 0;
@@ -493,6 +506,25 @@ impl Validator {
                         span,
                     )
                     .label("unknown parameter")
+                    .hint(hint),
+                );
+                return None;
+            }
+        }
+        if let (["vars", var, ..], Some(Some(used))) = (&segs[2..], self.template_vars.get(si)) {
+            if !used.contains(*var) {
+                let hint = did_you_mean(var, used.iter().map(String::as_str))
+                    .unwrap_or_else(|| format!("use it in the stage's argv, env or cwd, e.g. \"{{{{ {var} }}}}\""));
+                self.err(
+                    ManifestError::new(
+                        format!(
+                            "{what} `{}` sets variable `{var}`, which no template of stage `{stage}` uses: \
+                             the configs it makes would run the same command",
+                            ov.path
+                        ),
+                        span,
+                    )
+                    .label("unused variable")
                     .hint(hint),
                 );
                 return None;

@@ -16,7 +16,8 @@ pub struct SynthArgs {
     /// Number of symbols to generate.
     #[arg(long, default_value_t = 500)]
     pub symbols: usize,
-    /// Trading days per symbol (weekends and fixed holidays are skipped).
+    /// Length of the market's calendar in trading days (weekends and fixed holidays are
+    /// skipped). Symbols list late and delist, so most have fewer bars than this.
     #[arg(long, default_value_t = 2500)]
     pub days: usize,
     /// First calendar day (YYYY-MM-DD).

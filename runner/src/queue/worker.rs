@@ -542,14 +542,8 @@ fn run_unit_trials(
                 if !record.ok {
                     sum.failed_trials += 1;
                     if !quiet {
-                        let first = record
-                            .error
-                            .as_deref()
-                            .unwrap_or_default()
-                            .lines()
-                            .next()
-                            .unwrap_or_default();
-                        eprintln!("trial {} ({}) failed: {first}", record.index, record.config);
+                        let text = crate::exec::failure_text(record.error.as_deref().unwrap_or_default());
+                        eprintln!("trial {} ({}) failed: {text}", record.index, record.config);
                     }
                 }
             }

@@ -118,12 +118,14 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
     };
 
     let mut guards = Vec::new();
+    let mut guard_gate = false;
     for &(i, j) in &matched {
         for g in &a.compare.guards {
             let before = metric_samples(&a.configs[i], &g.metric);
             let after = metric_samples(&b.configs[j], &g.metric);
             let gunit = before.unit.clone().unwrap_or_default();
             let r = guard(&before.values, &after.values, g.tolerance, a.compare.alpha);
+            guard_gate |= r.fails_gate();
             guards.push(CompareGuardRow {
                 config: a.configs[i].name.clone(),
                 metric: g.metric.clone(),
@@ -200,8 +202,7 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
                 .map(|d| format!("{} (after only)", d.name)),
         )
         .collect();
-    let regression = records.iter().any(|r| r.comparison.verdict == Verdict::Slower)
-        || guards.iter().any(|g| g.verdict == GuardVerdict::Fail.as_str());
+    let regression = records.iter().any(|r| r.comparison.verdict == Verdict::Slower) || guard_gate;
     let stamp = |r: &RunData| r.started_at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
     Ok(CompareReport {
         experiment: a.experiment.clone(),

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use crate::metrics::Metric;
-use crate::stats::{Claim, Direction, Tolerance, Verdict};
+use crate::stats::{Claim, Direction, Tolerance};
 
 pub use compare::{build_comparison, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
 pub use markdown::{render_compare_markdown, render_markdown};
@@ -145,7 +145,7 @@ pub enum ReportError {
     #[error("cannot draw chart {file}: {message}")]
     Chart { file: String, message: String },
     #[error(
-        "the runs loaded different data (stages: {}); comparing them would mix a code change with a data change (hint: allow different data explicitly to compare anyway)",
+        "the runs loaded different data (stages: {}); comparing them would mix a code change with a data change",
         stages.join(", ")
     )]
     DataMismatch { stages: Vec<String> },
@@ -196,14 +196,7 @@ pub fn write_report(run: &RunData, out_dir: &Path, templates_dir: Option<&Path>)
 }
 
 /// True when the run regressed: the primary metric got worse in any comparison, or any guard
-/// failed. Drives `--fail-on-regression`.
+/// failed or could not be evaluated. Drives `--fail-on-regression`.
 pub fn regression(report: &Report) -> bool {
-    report
-        .comparisons
-        .iter()
-        .any(|c| c.comparison.verdict == Verdict::Slower)
-        || report
-            .guards
-            .iter()
-            .any(|g| g.result.verdict == crate::stats::GuardVerdict::Fail)
+    report.regression
 }

@@ -304,8 +304,8 @@ pub fn build_report(run: &RunData) -> Report {
             ),
         );
     }
-    let report_regression = records.iter().any(|r| r.comparison.verdict == Verdict::Slower)
-        || guards.iter().any(|g| g.result.verdict == GuardVerdict::Fail);
+    let report_regression =
+        records.iter().any(|r| r.comparison.verdict == Verdict::Slower) || guards.iter().any(|g| g.result.fails_gate());
     Report {
         experiment: run.experiment.clone(),
         description: run.description.clone(),

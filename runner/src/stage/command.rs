@@ -48,6 +48,9 @@ fn yes() -> bool {
     true
 }
 
+/// How many ignored stdout lines a warning names.
+const BAD_LINES_SHOWN: usize = 3;
+
 /// How many stderr lines a failure message carries.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -109,6 +112,33 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
     Ok(Arc::new(stage))
 }
 
+/// The variables the templates (argv, env values, cwd) of a command stage's parameter table
+/// read, `vars.x` counted as `x`; `None` when that cannot be told (a template does not parse,
+/// or reads `vars` as a whole).
+pub fn template_variables(table: &toml::Table) -> Option<std::collections::BTreeSet<String>> {
+    let strings = |v: Option<&toml::Value>| -> Vec<String> {
+        match v {
+            Some(toml::Value::String(s)) => vec![s.clone()],
+            Some(toml::Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect(),
+            Some(toml::Value::Table(t)) => t.values().filter_map(|x| x.as_str().map(str::to_owned)).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let env = Environment::new();
+    let mut used = std::collections::BTreeSet::new();
+    for t in ["argv", "env", "cwd"].iter().flat_map(|k| strings(table.get(*k))) {
+        let tmpl = env.template_from_str(&t).ok()?;
+        for v in tmpl.undeclared_variables(true) {
+            match v.strip_prefix("vars.") {
+                Some(name) => used.insert(name.split('.').next().unwrap_or(name).to_owned()),
+                None if v == "vars" => return None,
+                None => used.insert(v.split('.').next().unwrap_or(&v).to_owned()),
+            };
+        }
+    }
+    Some(used)
+}
+
 struct Rendered {
     argv: Vec<String>,
     env: Vec<(String, String)>,
@@ -124,6 +154,11 @@ impl CommandStage {
         for (k, v) in &self.params.vars {
             ctx.insert(k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null));
         }
+        // `{{ vars.batch_size }}` reads the same value as `{{ batch_size }}`.
+        ctx.insert(
+            "vars".into(),
+            serde_json::to_value(&self.params.vars).unwrap_or(serde_json::Value::Null),
+        );
         ctx.insert("variant".into(), trial.variant.clone().into());
         ctx.insert("config".into(), trial.config.clone().into());
         ctx.insert("repetition".into(), trial.repetition.into());
@@ -133,7 +168,10 @@ impl CommandStage {
         ctx.insert("run_id".into(), trial.run_id.clone().into());
         ctx.insert("stage".into(), stage.into());
         let ctx = serde_json::Value::Object(ctx);
-        let render = |s: &str| env.render_str(s, &ctx).map_err(|e| describe_template_error(s, &e));
+        let render = |s: &str| {
+            env.render_str(s, &ctx)
+                .map_err(|e| describe_template_error(s, &e, &ctx))
+        };
         let mut argv = Vec::with_capacity(self.params.argv.len());
         for a in &self.params.argv {
             match render(a) {
@@ -156,9 +194,28 @@ impl CommandStage {
     }
 }
 
-fn describe_template_error(template: &str, e: &minijinja::Error) -> String {
+fn describe_template_error(template: &str, e: &minijinja::Error, known: &serde_json::Value) -> String {
     let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
-    format!("template `{template}` cannot be rendered: {}{detail}", e.kind())
+    let mut msg = format!("template `{template}` cannot be rendered: {}{detail}", e.kind());
+    if e.kind() == minijinja::ErrorKind::UndefinedError {
+        // Name what is undefined: the variables the template reads that the context lacks.
+        let env = Environment::new();
+        if let Ok(t) = env.template_from_str(template) {
+            let mut missing: Vec<String> = t
+                .undeclared_variables(false)
+                .into_iter()
+                .filter(|v| known.get(v).is_none())
+                .collect();
+            missing.sort();
+            if !missing.is_empty() {
+                msg.push_str(&format!(
+                    " (not defined: {}; add it to the stage's `vars`)",
+                    missing.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+    }
+    msg
 }
 
 /// A metric line printed by the program.
@@ -210,8 +267,9 @@ impl Stage for CommandStage {
             let stderr_reader = s.spawn(move || tail_lines(stderr, STDERR_TAIL_LINES));
             let (done_tx, done_rx) = mpsc::channel::<()>();
             let watchdog = s.spawn(move || watch(pid, deadline, cancel, done_rx));
-            let mut bad_lines = 0usize;
-            for line in BufReader::new(stdout).lines() {
+            // (line number, why) of stdout lines that look like JSON but are no metric line.
+            let mut bad_lines: Vec<(usize, String)> = Vec::new();
+            for (i, line) in BufReader::new(stdout).lines().enumerate() {
                 let Ok(line) = line else { break };
                 if !parse_metrics || !line.trim_start().starts_with('{') {
                     continue;
@@ -221,7 +279,8 @@ impl Stage for CommandStage {
                         Some(step) => rec.record_step(m.metric, step, m.value, &m.unit),
                         None => rec.record(m.metric, m.value, &m.unit),
                     },
-                    Err(_) => bad_lines += 1,
+                    Err(e) if bad_lines.len() < BAD_LINES_SHOWN => bad_lines.push((i + 1, e.to_string())),
+                    Err(_) => bad_lines.push((i + 1, String::new())),
                 }
             }
             let (status, maxrss_kib) = wait_with_rusage(pid);
@@ -232,11 +291,24 @@ impl Stage for CommandStage {
         });
         drop(child);
         ctx.peak_rss_child = maxrss_kib.map(|k| k * 1024);
-        if bad_lines > 0 {
+        if !bad_lines.is_empty() {
+            let shown: Vec<String> = bad_lines
+                .iter()
+                .take(BAD_LINES_SHOWN)
+                .map(|(n, why)| format!("line {n}: {why}"))
+                .collect();
+            let more = bad_lines.len().saturating_sub(BAD_LINES_SHOWN);
             tracing::warn!(
-                stage = ctx.stage,
-                bad_lines,
-                "ignored stdout lines that look like JSON but are not metric lines"
+                "stage `{}`: ignored {} stdout line(s) that look like JSON but are no metric line \
+                 (expected {{\"metric\": NAME, \"value\": NUMBER, \"unit\": ..., \"step\": ...}}): {}{}",
+                ctx.stage,
+                bad_lines.len(),
+                shown.join("; "),
+                if more > 0 {
+                    format!("; and {more} more")
+                } else {
+                    String::new()
+                }
             );
         }
         match killed_for {

@@ -11,7 +11,7 @@ mod normalize;
 mod params;
 mod transfer;
 
-pub use command::CommandParams;
+pub use command::{template_variables, CommandParams};
 pub(crate) use params::{field_names, params_from_table};
 
 use crate::artifact::{Artifact, ArtifactKind};

@@ -104,6 +104,13 @@ pub struct GuardResult {
 }
 
 impl GuardResult {
+    /// Whether this guard stops a `--fail-on-regression` gate: it failed, or it was never
+    /// evaluated (no interval: a metric nothing produced, too few samples). A gate that
+    /// cannot fail is no gate.
+    pub fn fails_gate(&self) -> bool {
+        self.verdict == GuardVerdict::Fail || self.ci.is_none()
+    }
+
     /// Inconclusive, with nothing computed yet: where a check starts, and what it returns
     /// when its input cannot be judged.
     fn undecided() -> Self {

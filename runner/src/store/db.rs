@@ -203,23 +203,67 @@ fn sqlite_path(url: &str) -> Option<PathBuf> {
     Some(Path::new(url).to_path_buf())
 }
 
-/// The URL with any password replaced by `***`, safe for logs, errors and reports.
+/// The userinfo password of `url` (as written in it) and where it lies, also when the URL
+/// does not parse as one (`scheme://user:password@host...`).
+fn password_span(url: &str) -> Option<(usize, usize)> {
+    let start = url.find("://")? + 3;
+    let rest = &url[start..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..authority_end].rfind('@')?;
+    let colon = rest[..at].find(':')?;
+    let (from, to) = (start + colon + 1, start + at);
+    (to > from).then_some((from, to))
+}
+
+/// The URL with any password replaced by `***`, safe for logs, errors and reports. Only the
+/// password field changes, also in a URL that does not parse.
 pub fn redact_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
-        }
-        _ => url.to_owned(),
+    match password_span(url) {
+        Some((from, to)) => format!("{}***{}", &url[..from], &url[to..]),
+        None => url.to_owned(),
     }
 }
 
 /// Removes the password of `url` from `text` (driver errors may quote connection strings).
+/// Only where it stands as a password (`:password@`, as written or percent-decoded), so a
+/// short password does not mangle the rest of the message.
 pub fn redact_text(text: &str, url: &str) -> String {
-    match url::Url::parse(url).ok().and_then(|u| u.password().map(str::to_owned)) {
-        Some(pw) if !pw.is_empty() => text.replace(&pw, "***"),
-        _ => text.to_owned(),
+    let Some((from, to)) = password_span(url) else {
+        return text.to_owned();
+    };
+    let written = &url[from..to];
+    let mut out = text.replace(&format!(":{written}@"), ":***@");
+    if let Ok(decoded) = percent_decode(written) {
+        if decoded != written {
+            out = out.replace(&format!(":{decoded}@"), ":***@");
+        }
     }
+    out
+}
+
+/// `%XX` escapes decoded (the form a driver may print).
+fn percent_decode(s: &str) -> Result<String, std::string::FromUtf8Error> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out)
 }
 
 #[cfg(test)]
@@ -235,6 +279,29 @@ mod tests {
             "failed for alice:***@db"
         );
         assert_eq!(redact_url("results/x.sqlite"), "results/x.sqlite");
+    }
+
+    #[test]
+    fn a_short_password_does_not_mangle_the_message() {
+        let url = "postgres://u:p@127.0.0.1:1/db";
+        let msg = "pool timed out while waiting for an open connection to u:p@127.0.0.1";
+        assert_eq!(
+            redact_text(msg, url),
+            "pool timed out while waiting for an open connection to u:***@127.0.0.1"
+        );
+        assert_eq!(redact_url(url), "postgres://u:***@127.0.0.1:1/db");
+    }
+
+    #[test]
+    fn urls_that_do_not_parse_are_redacted_too() {
+        // A space in the host and a bad port: not a URL to the parser, still a password.
+        let url = "postgres://alice:s3cr3t@db host:99999/x";
+        assert_eq!(redact_url(url), "postgres://alice:***@db host:99999/x");
+        assert_eq!(redact_url("postgres://alice@db/x"), "postgres://alice@db/x");
+        // `@` in the password (percent-encoded) and the decoded form in a message.
+        let url = "postgres://bob:a%40b@db/x";
+        assert_eq!(redact_url(url), "postgres://bob:***@db/x");
+        assert_eq!(redact_text("bob:a@b@db refused", url), "bob:***@db refused");
     }
 
     #[test]

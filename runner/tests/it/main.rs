@@ -1,6 +1,7 @@
 //! Integration tests: the `measured` binary and library against fixtures and real databases.
 
 mod common;
+mod docs;
 mod durability;
 mod experiments;
 mod import;
@@ -10,3 +11,4 @@ mod queue;
 mod reports;
 mod runs;
 mod transfer;
+mod typos;

@@ -1,0 +1,185 @@
+//! Mistakes a new user makes every day, caught or explained where the user is looking.
+
+use crate::common::{bin, run, strings, text, write};
+
+const FAILING: &str = r#"
+[experiment]
+name = "noisy-failure"
+[schedule]
+warmup = 0
+repetitions = 1
+[stages.work]
+kind = "command"
+argv = ["sh", "-c", "for i in 1 2 3 4 5 6 7; do echo err-line-$i >&2; done; exit 3"]
+"#;
+
+#[test]
+fn a_failed_trial_prints_its_stderr_tail_on_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "f.toml", FAILING);
+    let out = run(bin()
+        .arg("--database")
+        .arg(dir.path().join("r.sqlite"))
+        .args(["run", "--no-report", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = stderr.lines().skip_while(|l| !l.contains("failed:")).collect();
+    let shown = console.join("\n");
+    // The last five lines of the program's stderr, not only the "stderr tail:" header.
+    for i in 3..=7 {
+        assert!(shown.contains(&format!("err-line-{i}")), "line {i} missing:\n{shown}");
+    }
+    assert!(
+        !shown.contains("err-line-2\n") && !shown.ends_with("err-line-2"),
+        "{shown}"
+    );
+    assert!(shown.contains("2 earlier lines in `measured show`"), "{shown}");
+}
+
+#[test]
+fn comparing_a_run_with_itself_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(
+        dir.path(),
+        "s.toml",
+        "[experiment]\nname = \"same\"\n[schedule]\nwarmup = 0\nrepetitions = 2\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n",
+    );
+    let db = dir.path().join("r.sqlite");
+    let first = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let id = strings(db.to_str().unwrap(), "SELECT id FROM runs").remove(0);
+    let prefix = &id[..id.len() - 2];
+    let out = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["compare", &id, prefix, "--results-dir"])
+        .arg(dir.path()));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains(&format!("are the same run ({id})")), "{t}");
+    assert!(!dir.path().join("same").exists(), "nothing was written: {t}");
+}
+
+#[test]
+fn check_counts_in_words_that_agree_and_runs_marks_smoke_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(
+        dir.path(),
+        "one.toml",
+        "[experiment]\nname = \"one\"\n[schedule]\nwarmup = 0\nrepetitions = 3\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n[smoke]\n\"schedule.repetitions\" = 1\n",
+    );
+    let checked = run(bin().arg("check").arg(&m));
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked));
+    assert!(
+        text(&checked).contains("(1 config, 1 stage, 3 trials)"),
+        "{}",
+        text(&checked)
+    );
+    let db = dir.path().join("r.sqlite");
+    let smoke = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--no-report", "--smoke"])
+        .arg(&m));
+    assert_eq!(smoke.status.code(), Some(0), "{}", text(&smoke));
+    let listed = text(&run(bin().arg("--database").arg(&db).arg("runs")));
+    assert!(listed.contains("finished (smoke)"), "{listed}");
+}
+
+/// A command stage that reports `latency`, and a `[compare]` that misspells it.
+fn misspelled(primary: &str, guard: &str) -> String {
+    format!(
+        r#"
+[experiment]
+name = "misspelled"
+[schedule]
+warmup = 0
+repetitions = 3
+seed = 1
+[stages.nap]
+kind = "command"
+argv = ["echo", '{{"metric": "latency", "value": 0.5, "unit": "s"}}']
+[variants.a]
+[variants.b]
+[compare]
+primary = "{primary}"
+guards = [{{ metric = "{guard}", within = "5%" }}]
+"#
+    )
+}
+
+#[test]
+fn a_guard_metric_no_trial_produced_fails_the_run_and_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "m.toml", &misspelled("nap.seconds", "nap.latncy"));
+    let db = dir.path().join("r.sqlite");
+    let checked = run(bin().arg("check").arg(&m));
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "command-stage metrics are known only from their output"
+    );
+    let out = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--fail-on-regression", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("metric `nap.latncy` ([compare] guards) was produced by no trial; stage `nap` produced: nap.latency, nap.seconds"),
+        "{t}"
+    );
+    assert!(t.contains("did you mean `nap.latency`?"), "{t}");
+    // The stored run, gated again: a guard that was never evaluated fails the gate.
+    let gated = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["report", "latest", "--fail-on-regression", "--results-dir"])
+        .arg(dir.path()));
+    assert_eq!(gated.status.code(), Some(1), "{}", text(&gated));
+    let plain = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["report", "latest", "--results-dir"])
+        .arg(dir.path()));
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain));
+}
+
+#[test]
+fn a_primary_metric_no_trial_produced_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "m.toml", &misspelled("nap.latenzy", "nap.latency"));
+    let out = run(bin()
+        .arg("--database")
+        .arg(dir.path().join("r.sqlite"))
+        .args(["run", "--no-report"])
+        .arg(&m));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("metric `nap.latenzy` ([compare] primary) was produced by no trial"),
+        "{t}"
+    );
+    assert!(t.contains("did you mean `nap.latency`?"), "{t}");
+}
+
+#[test]
+fn a_refused_connection_says_so_and_a_short_password_mangles_nothing() {
+    // Port 1 on the loopback refuses at once; the password is the single letter `p`.
+    let out = run(bin()
+        .args(["--database", "postgres://u:p@127.0.0.1:1/results"])
+        .arg("runs"));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("postgres://u:***@127.0.0.1:1/results"), "{t}");
+    assert!(
+        t.to_lowercase().contains("connection refused"),
+        "the driver's reason, not a pool timeout: {t}"
+    );
+    assert!(!t.contains("pool timed out") && !t.contains("***ool"), "{t}");
+    assert!(t.contains("hint:"), "{t}");
+}
