@@ -45,7 +45,9 @@ pub enum Command {
         smoke: bool,
     },
     /// Show configs, stage order, and every trial in the order it would run.
-    #[command(after_help = "Example:\n  measured plan experiments/quickstart.toml --seed 42")]
+    #[command(
+        after_help = "Examples:\n  measured plan experiments/quickstart.toml --seed 42\n  measured plan experiments/batch-size.toml --show-commands"
+    )]
     Plan {
         file: PathBuf,
         /// Seed for the trial order (default: [schedule] seed, else drawn at random).
@@ -54,6 +56,10 @@ pub enum Command {
         /// Apply the manifest's `[smoke]` overrides (small sizes, 2 repetitions, no warm-up).
         #[arg(long)]
         smoke: bool,
+        /// Under each config, list the parameters that differ from the first config and the
+        /// command each command stage would run (repetition 0, seed 0).
+        #[arg(long)]
+        show_commands: bool,
     },
     /// Run an experiment (or resume an interrupted run), store every trial, print a summary.
     #[command(
@@ -261,7 +267,12 @@ pub fn main() -> u8 {
     };
     let result: Result<u8, CommandError> = match cli.command {
         Command::Check { files, smoke } => Ok(commands::check(&files, smoke)),
-        Command::Plan { file, seed, smoke } => commands::plan(&file, seed, smoke).map(|s| {
+        Command::Plan {
+            file,
+            seed,
+            smoke,
+            show_commands,
+        } => commands::plan(&file, seed, smoke, show_commands).map(|s| {
             print!("{s}");
             EXIT_OK
         }),

@@ -76,14 +76,14 @@ pub fn plural(n: usize, thing: &str) -> String {
 }
 
 /// `measured plan`: prints configs, stage order, and every trial in time order.
-pub fn plan(file: &Path, seed: Option<u64>, smoke: bool) -> Result<String, CommandError> {
+pub fn plan(file: &Path, seed: Option<u64>, smoke: bool, show_commands: bool) -> Result<String, CommandError> {
     let exp = manifest::parse_file(file, smoke)?;
     let (seed, random) = match seed.or(exp.schedule.seed) {
         Some(s) => (s, false),
         None => (rand::random::<u64>() >> 11, true),
     };
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-    Ok(plan::describe(&exp, seed, random, &trials))
+    Ok(plan::describe(&exp, seed, random, &trials, show_commands))
 }
 
 /// Options of `measured run`.

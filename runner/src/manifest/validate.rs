@@ -743,6 +743,22 @@ impl Validator {
             );
             return false;
         }
+        if stages.iter().any(|s| s.name == stage && s.cache) {
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "metric `{metric}` is of stage `{stage}`, which has `cache = true`: it runs once per \
+                         config and its later trials reuse the result, so there is one sample per side, not one per trial"
+                    ),
+                    span,
+                )
+                .label("cached stage")
+                .hint(format!(
+                    "compare a metric of a stage that runs every trial, or remove `cache = true` from stage `{stage}`"
+                )),
+            );
+            return false;
+        }
         true
     }
 

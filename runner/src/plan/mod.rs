@@ -11,7 +11,13 @@ use crate::manifest::{Experiment, Order};
 use std::fmt::Write;
 
 /// Renders what `measured plan` prints: configs, stage order, and every trial in time order.
-pub fn describe(exp: &Experiment, seed: u64, seed_is_random: bool, trials: &[ScheduledTrial]) -> String {
+pub fn describe(
+    exp: &Experiment,
+    seed: u64,
+    seed_is_random: bool,
+    trials: &[ScheduledTrial],
+    show_commands: bool,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "experiment: {}", exp.name);
     if !exp.description.is_empty() {
@@ -22,6 +28,9 @@ pub fn describe(exp: &Experiment, seed: u64, seed_is_random: bool, trials: &[Sch
     let _ = writeln!(out, "configs ({}):", exp.configs.len());
     for (i, c) in exp.configs.iter().enumerate() {
         let _ = writeln!(out, "  [{i}] {}", c.name);
+        if show_commands {
+            describe_config(&mut out, exp, i);
+        }
     }
     let measured = trials.iter().filter(|t| !t.warmup).count();
     let warm = trials.len() - measured;
@@ -63,4 +72,25 @@ pub fn describe(exp: &Experiment, seed: u64, seed_is_random: bool, trials: &[Sch
         );
     }
     out
+}
+
+/// A config's parameters that differ from the first config's, and each command it runs
+/// (rendered for repetition 0 with seed 0).
+fn describe_config(out: &mut String, exp: &Experiment, i: usize) {
+    let c = &exp.configs[i];
+    let first = &exp.configs[0];
+    for &si in &exp.order {
+        let name = &exp.stages[si].name;
+        let params = &c.stages[si].params;
+        if i > 0 {
+            for (k, v) in params {
+                if first.stages[si].params.get(k) != Some(v) {
+                    let _ = writeln!(out, "        {name}.{k} = {v}");
+                }
+            }
+        }
+        if let Some(cmd) = c.stages[si].stage.preview(&c.name, &c.variant) {
+            let _ = writeln!(out, "        {name}: {cmd}");
+        }
+    }
 }

@@ -229,6 +229,39 @@ struct MetricLine {
 }
 
 impl Stage for CommandStage {
+    fn preview(&self, config: &str, variant: &str) -> Option<String> {
+        let sample = crate::stage::TrialInfo {
+            run_id: "RUN".into(),
+            trial_index: 0,
+            config: config.into(),
+            variant: variant.into(),
+            repetition: 0,
+            warmup: false,
+        };
+        let (_, rendered) = self.render_all(&sample, 0, "STAGE");
+        let r = rendered.ok()?;
+        let quote = |a: &str| {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+%@".contains(c)) {
+                a.to_owned()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        };
+        let mut out = String::new();
+        if let Some(cwd) = &r.cwd {
+            out.push_str(&format!("(in {}) ", quote(cwd)));
+        }
+        for (k, v) in &r.env {
+            out.push_str(&format!("{k}={} ", quote(v)));
+        }
+        if self.params.shell {
+            out.push_str(&format!("sh -c {}", quote(&r.argv[0])));
+        } else {
+            out.push_str(&r.argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "));
+        }
+        Some(out)
+    }
+
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         let (_, rendered) = self.render_all(ctx.trial, ctx.seed, ctx.stage);
         let r = rendered.map_err(StageError::new)?;

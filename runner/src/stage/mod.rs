@@ -22,6 +22,12 @@ use std::sync::Arc;
 /// A runnable stage with its parameters already validated.
 pub trait Stage: Send + Sync + std::fmt::Debug {
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError>;
+
+    /// What the stage would run for a config, for `measured plan --show-commands` (a command
+    /// stage renders its templates); `None` when there is nothing to show beyond parameters.
+    fn preview(&self, _config: &str, _variant: &str) -> Option<String> {
+        None
+    }
 }
 
 /// What a stage receives from the stages it needs.

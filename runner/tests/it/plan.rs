@@ -41,3 +41,21 @@ fn plan_shows_36_interleaved_trials_reproducibly() {
         "another seed, another order"
     );
 }
+
+#[test]
+fn plan_show_commands_renders_each_configs_commands_and_differences() {
+    let out =
+        run(bin()
+            .arg("plan")
+            .arg(fixture("valid/vars_read_both_ways.toml"))
+            .args(["--seed", "3", "--show-commands"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let configs: String = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("configs"))
+        .take_while(|l| !l.starts_with("schedule"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!(configs);
+}
