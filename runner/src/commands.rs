@@ -151,6 +151,18 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
         }
         (None, None) => return Err(CommandError::BadInput("give a manifest to run, or --resume RUN".into())),
     };
+    // A named stock database that does not exist is bad input: refuse before a run is stored.
+    if let (Some(stock), Some(exp)) = (&g.stock_database, &fresh) {
+        let loads = exp.stages.iter().any(|s| s.kind == "load");
+        if loads && store::is_sqlite_url(stock) && store::sqlite_file_id(stock).is_none() {
+            return Err(CommandError::BadInput(format!(
+                "the stock database {} (--stock-database / STOCK_DATABASE_URL) does not exist\n\
+                 hint: check the path; create it on purpose with `measured data synth` or `measured data import` \
+                 and the same --stock-database, or leave it unset to use the results database",
+                store::redact_url(stock)
+            )));
+        }
+    }
     let rt = runtime()?;
     let db = rt.block_on(Db::connect(&g.database))?;
     let result = run_with(g, o, fresh, &rt, &db);
@@ -230,7 +242,7 @@ fn run_with(
         }
     };
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-    let services = Services::new(rt.handle().clone(), g.stock_url());
+    let services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
     let cancel = cancel_flag();
     let spec = RunSpec {
         run_id: &run_id,

@@ -8,15 +8,20 @@ use std::sync::OnceLock;
 pub struct Services {
     rt: tokio::runtime::Handle,
     stock_url: String,
+    /// The stock database was named on its own (`--stock-database`, `STOCK_DATABASE_URL`):
+    /// it must exist and hold data. Only the results database doubles as a demo market.
+    named: bool,
     stock: OnceLock<Result<Db, String>>,
 }
 
 impl Services {
-    /// `stock_url` is where stages read market data from (connected only when needed).
-    pub fn new(rt: tokio::runtime::Handle, stock_url: String) -> Self {
+    /// `stock_url` is where stages read market data from (connected only when needed);
+    /// `named` when the user named it apart from the results database.
+    pub fn new(rt: tokio::runtime::Handle, stock_url: String, named: bool) -> Self {
         Self {
             rt,
             stock_url,
+            named,
             stock: OnceLock::new(),
         }
     }
@@ -26,15 +31,36 @@ impl Services {
         self.rt.block_on(f)
     }
 
-    /// The stock database, connected (and migrated) on first use. An empty one is filled with
-    /// the small synthetic demo market, so a fresh machine needs no setup; where the data
-    /// comes from is printed either way.
+    /// The stock database, connected (and migrated) on first use. When it is the results
+    /// database and empty, it is filled with the small synthetic demo market, so a fresh
+    /// machine needs no setup; a stock database named apart must exist and hold bars. Where
+    /// the data comes from is printed either way.
     pub fn stock_db(&self) -> Result<&Db, String> {
         self.stock
             .get_or_init(|| {
                 self.block_on(async {
-                    let db = Db::connect_with(&self.stock_url, 8).await.map_err(|e| e.to_string())?;
                     let shown = crate::store::redact_url(&self.stock_url);
+                    if self.named && crate::store::sqlite_file_id(&self.stock_url).is_none()
+                        && crate::store::is_sqlite_url(&self.stock_url)
+                    {
+                        // A mistyped path would otherwise become a new file of fake data.
+                        return Err(format!(
+                            "the stock database {shown} (--stock-database / STOCK_DATABASE_URL) does not exist\n\
+                             hint: check the path; create it on purpose with `measured data synth` or \
+                             `measured data import` and the same --stock-database, or leave it unset to use the results database"
+                        ));
+                    }
+                    let db = Db::connect_with(&self.stock_url, 8).await.map_err(|e| e.to_string())?;
+                    if self.named {
+                        if !crate::market::has_bars(&db).await.map_err(|e| e.to_string())? {
+                            return Err(format!(
+                                "the stock database {shown} (--stock-database / STOCK_DATABASE_URL) holds no daily bars\n\
+                                 hint: fill it with `measured data synth` or `measured data import` and the same --stock-database"
+                            ));
+                        }
+                        eprintln!("stock data: {shown}");
+                        return Ok(db);
+                    }
                     match crate::market::ensure_demo_market(&db)
                         .await
                         .map_err(|e| e.to_string())?

@@ -218,6 +218,7 @@ pub fn worker(g: &Globals, a: &WorkerArgs) -> Result<u8, CommandError> {
         quiet: g.quiet,
         results_dir: a.results_dir.clone(),
         db_wait: Duration::from_secs_f64(a.db_wait_seconds),
+        stock_named: g.stock_database.is_some(),
     };
     let cancel = cancel_flag();
     let result = worker::serve(&rt, &pool, &db, g.stock_url(), &o, &cancel);

@@ -33,6 +33,8 @@ pub struct WorkerOptions {
     pub results_dir: PathBuf,
     /// How long to retry storing a finished trial in an unreachable database.
     pub db_wait: Duration,
+    /// The stock database was named apart from the results database (it must exist).
+    pub stock_named: bool,
 }
 
 /// What one worker did, and where its time went.
@@ -133,7 +135,7 @@ pub fn serve(
         rt,
         pool,
         db,
-        services: Services::new(rt.handle().clone(), stock_url),
+        services: Services::new(rt.handle().clone(), stock_url, o.stock_named),
         env,
         me: me.clone(),
         cancel,

@@ -189,6 +189,11 @@ pub fn sqlite_file_id(url: &str) -> Option<(u64, u64)> {
     Some((m.dev(), m.ino()))
 }
 
+/// Whether `url` names a SQLite database (a `sqlite:` URL or a plain path).
+pub fn is_sqlite_url(url: &str) -> bool {
+    sqlite_path(url).is_some()
+}
+
 /// The file behind a SQLite URL or path, `None` for other schemes.
 fn sqlite_path(url: &str) -> Option<PathBuf> {
     if let Some(rest) = url.strip_prefix("sqlite://") {

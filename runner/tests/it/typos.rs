@@ -183,3 +183,59 @@ fn a_refused_connection_says_so_and_a_short_password_mangles_nothing() {
     assert!(!t.contains("pool timed out") && !t.contains("***ool"), "{t}");
     assert!(t.contains("hint:"), "{t}");
 }
+
+const LOADS_TEN: &str = r#"
+[experiment]
+name = "loads"
+[schedule]
+warmup = 0
+repetitions = 1
+[stages.load]
+kind = "load"
+symbols = { first = 3 }
+"#;
+
+#[test]
+fn a_mistyped_stock_database_path_is_an_error_not_a_new_fake_market() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "l.toml", LOADS_TEN);
+    let missing = dir.path().join("nodir/stock.sqlite");
+    let out = run(bin()
+        .env("STOCK_DATABASE_URL", &missing)
+        .arg("--database")
+        .arg(dir.path().join("r.sqlite"))
+        .args(["run", "--no-report", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("stock.sqlite (--stock-database / STOCK_DATABASE_URL) does not exist"),
+        "{t}"
+    );
+    assert!(
+        !missing.exists() && !dir.path().join("nodir").exists(),
+        "nothing was created: {t}"
+    );
+    assert!(!dir.path().join("r.sqlite").exists(), "no run was stored: {t}");
+
+    // Created on purpose, it works, and the run reads it rather than filling it.
+    let synth =
+        run(bin()
+            .env("STOCK_DATABASE_URL", &missing)
+            .args(["data", "synth", "--symbols", "5", "--days", "300"]));
+    assert_eq!(synth.status.code(), Some(0), "{}", text(&synth));
+    let again = run(bin()
+        .env("STOCK_DATABASE_URL", &missing)
+        .arg("--database")
+        .arg(dir.path().join("r.sqlite"))
+        .args(["run", "--no-report", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(
+        !text(&again).contains("filled with a synthetic market"),
+        "{}",
+        text(&again)
+    );
+}
