@@ -198,7 +198,8 @@ fn run_with(
                 started_at: chrono::Utc::now(),
                 lease_seconds: Some(lease),
             };
-            let header = new.header();
+            let mut header = new.header();
+            header.database = store::database_identity(&g.database);
             let journal = Journal::create(&Journal::path_for(&o.results_dir, &exp.name, &run_id), &header)
                 .map_err(|e| CommandError::Runtime(e.into()))?;
             rt.block_on(store::insert_run(db, &new))?;
@@ -235,6 +236,7 @@ fn run_with(
                 env: env.clone(),
                 command: row.command.clone(),
                 lease_seconds: Some(lease),
+                database: store::database_identity(&g.database),
             };
             let journal = Journal::create(&Journal::path_for(&o.results_dir, &row.experiment, &row.id), &header)
                 .map_err(|e| CommandError::Runtime(e.into()))?;
@@ -405,6 +407,16 @@ fn flush_journals(
             continue; // stored and removed by someone else meanwhile
         };
         let contents = journal::read(&path).map_err(|e| CommandError::Runtime(e.into()))?;
+        if !journal::belongs_to(&contents, url) {
+            return Err(CommandError::BadInput(format!(
+                "the journal {} holds results of run {} for the database {}, not {}\n\
+                 hint: resume it with --database pointing there (the journal is kept)",
+                path.display(),
+                contents.header.id,
+                store::redact_url(&contents.header.database),
+                store::redact_url(&store::database_identity(url))
+            )));
+        }
         let flushed = rt.block_on(journal::flush(db, &contents)).map_err(|e| {
             CommandError::Runtime(anyhow::anyhow!(
                 "cannot store the journal {} in {}: {}",

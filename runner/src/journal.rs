@@ -301,6 +301,12 @@ pub async fn flush(db: &Db, c: &Contents) -> Result<Flushed, StoreError> {
     Ok(out)
 }
 
+/// Whether the journal's results belong in the database at `url` (journals written before
+/// the identity was recorded are taken to).
+pub fn belongs_to(c: &Contents, url: &str) -> bool {
+    c.header.database.is_empty() || c.header.database == store::database_identity(url)
+}
+
 /// Trial indices in the journal that `db` does not hold.
 pub async fn missing(db: &Db, c: &Contents) -> Result<Vec<u32>, StoreError> {
     let stored: HashSet<u32> = store::stored_trial_indices(db, &c.header.id)
@@ -335,6 +341,7 @@ mod tests {
             env: crate::measure::Fingerprint::collect(Path::new(".")),
             command: "measured run exp.toml --seed 7".into(),
             lease_seconds: Some(60.0),
+            database: String::new(),
         }
     }
 

@@ -219,6 +219,7 @@ pub fn worker(g: &Globals, a: &WorkerArgs) -> Result<u8, CommandError> {
         results_dir: a.results_dir.clone(),
         db_wait: Duration::from_secs_f64(a.db_wait_seconds),
         stock_named: g.stock_database.is_some(),
+        database: g.database.clone(),
     };
     let cancel = cancel_flag();
     let result = worker::serve(&rt, &pool, &db, g.stock_url(), &o, &cancel);

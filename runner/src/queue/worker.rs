@@ -35,6 +35,8 @@ pub struct WorkerOptions {
     pub db_wait: Duration,
     /// The stock database was named apart from the results database (it must exist).
     pub stock_named: bool,
+    /// The results database's URL (journals are written back only into it).
+    pub database: String,
 }
 
 /// What one worker did, and where its time went.
@@ -219,6 +221,9 @@ fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &store::Db, o: &WorkerO
             continue;
         };
         let contents = journal::read(&path)?;
+        if !journal::belongs_to(&contents, &o.database) {
+            continue; // another database's results: never written here
+        }
         let flushed = rt.block_on(journal::flush(db, &contents))?;
         if !rt.block_on(journal::missing(db, &contents))?.is_empty() {
             return Err(QueueError::Unstored {
@@ -318,6 +323,7 @@ fn load_run_state(
         env: env.clone(),
         command: row.command.clone(),
         lease_seconds: None,
+        database: store::database_identity(&o.database),
     };
     let journal = Journal::create(
         &Journal::path_for(

@@ -189,6 +189,18 @@ pub fn sqlite_file_id(url: &str) -> Option<(u64, u64)> {
     Some((m.dev(), m.ino()))
 }
 
+/// What identifies the database behind `url`, to tell whether a journal belongs to it: the
+/// absolute path of a SQLite file, or a server URL without its password.
+pub fn database_identity(url: &str) -> String {
+    match sqlite_path(url) {
+        Some(p) => format!("sqlite:{}", std::path::absolute(&p).unwrap_or(p).display()),
+        None => match password_span(url) {
+            Some((from, to)) => format!("{}{}", &url[..from - 1], &url[to..]),
+            None => url.to_owned(),
+        },
+    }
+}
+
 /// Whether `url` names a SQLite database (a `sqlite:` URL or a plain path).
 pub fn is_sqlite_url(url: &str) -> bool {
     sqlite_path(url).is_some()

@@ -4,7 +4,10 @@
 mod db;
 mod results;
 
-pub use db::{is_sqlite_url, redact_text, redact_url, sqlite_file_id, Backend, Db, DbError, DEFAULT_SQLITE_PATH};
+pub use db::{
+    database_identity, is_sqlite_url, redact_text, redact_url, sqlite_file_id, Backend, Db, DbError,
+    DEFAULT_SQLITE_PATH,
+};
 pub use results::{
     beat, environment, insert_run, insert_run_header, insert_trial, insert_trial_once, is_unreachable, list_runs,
     load_run, load_trials, run_exists, set_run_status, stored_trial_indices, upsert_environment, NewRun, RunHeader,

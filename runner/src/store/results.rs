@@ -133,9 +133,14 @@ pub struct RunHeader {
     pub env: Fingerprint,
     pub command: String,
     pub lease_seconds: Option<f64>,
+    /// Which database the run's results belong in ([`super::database_identity`]); a journal
+    /// is written back only there.
+    #[serde(default)]
+    pub database: String,
 }
 
 impl NewRun<'_> {
+    /// The run's header (with `database` left empty for the caller that knows the URL).
     pub fn header(&self) -> RunHeader {
         let e = self.experiment;
         RunHeader {
@@ -152,6 +157,7 @@ impl NewRun<'_> {
             env: self.env.clone(),
             command: self.command.to_owned(),
             lease_seconds: self.lease_seconds,
+            database: String::new(),
         }
     }
 }

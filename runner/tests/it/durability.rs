@@ -398,3 +398,38 @@ fn resuming_a_run_that_is_still_running_is_refused() {
         "{t}"
     );
 }
+
+#[test]
+fn a_journal_is_never_written_into_another_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.sqlite");
+    let m = counting_manifest(dir.path(), 20, 0.2, "");
+    let mut child = spawn_run(a.to_str().unwrap(), dir.path(), &m, &[]);
+    wait_until("a stored trial", LIMIT, || {
+        a.exists() && stored(a.to_str().unwrap()) >= 1
+    });
+    child.kill().unwrap(); // leaves its journal behind
+    child.wait().unwrap();
+    let id = strings(a.to_str().unwrap(), "SELECT id FROM runs").remove(0);
+    let b = dir.path().join("b.sqlite");
+    let wrong = run(bin()
+        .arg("--database")
+        .arg(&b)
+        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
+        .arg(dir.path()));
+    let t = text(&wrong);
+    assert_eq!(wrong.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains(&format!("holds results of run {id} for the database sqlite:")),
+        "{t}"
+    );
+    assert!(t.contains("a.sqlite"), "{t}");
+    assert_eq!(journals(dir.path()).len(), 1, "the journal is kept: {t}");
+    let right = run(bin()
+        .arg("--database")
+        .arg(&a)
+        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
+        .arg(dir.path()));
+    assert_eq!(right.status.code(), Some(0), "{}", text(&right));
+    assert!(journals(dir.path()).is_empty());
+}

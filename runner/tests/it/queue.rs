@@ -53,8 +53,16 @@ fn submit(url: &str, dir: &Path, m: &Path, extra: &[&str], env: &[(&str, &str)])
 
 fn worker(url: &str, run_id: &str, extra: &[&str]) -> Command {
     let mut c = bin();
-    c.env("DATABASE_URL", url).args(["worker", "--run", run_id]).args(extra);
+    c.env("DATABASE_URL", url)
+        .args(["worker", "--run", run_id, "--results-dir"])
+        .arg(journals_dir())
+        .args(extra);
     c
+}
+
+/// Where the workers of these tests keep their journals (not the crate's folder).
+fn journals_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("worker-journals")
 }
 
 fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
@@ -285,7 +293,10 @@ fn any_worker_serves_every_queued_run_and_fails_on_failed_trials() {
     let url = pg_url();
     let (first, _) = submit(&url, dir.path(), &ok, &[], &[]);
     let (second, _) = submit(&url, dir.path(), &bad, &[], &[]);
-    let out = run(bin().env("DATABASE_URL", &url).args(["worker", "--any"]));
+    let out = run(bin()
+        .env("DATABASE_URL", &url)
+        .args(["worker", "--any", "--results-dir"])
+        .arg(journals_dir()));
     assert_eq!(
         out.status.code(),
         Some(1),
