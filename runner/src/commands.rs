@@ -222,22 +222,7 @@ fn run_with(
                 .collect();
             rt.block_on(store::set_run_status(db, &row.id, "running", None))?;
             rt.block_on(store::beat(db, &row.id, chrono::Utc::now(), Some(lease)))?;
-            let header = store::RunHeader {
-                id: row.id.clone(),
-                experiment: row.experiment.clone(),
-                description: row.description.clone(),
-                manifest_path: row.manifest_path.clone(),
-                manifest_text: row.manifest_text.clone(),
-                manifest_hash: row.manifest_hash.clone(),
-                smoke: row.smoke,
-                seed: row.seed,
-                planned_trials: row.planned_trials,
-                started_at: row.started_at,
-                env: env.clone(),
-                command: row.command.clone(),
-                lease_seconds: Some(lease),
-                database: store::database_identity(&g.database),
-            };
+            let header = store::RunHeader::of_stored(&row, &env, Some(lease), &g.database);
             let journal = Journal::create(&Journal::path_for(&o.results_dir, &row.experiment, &row.id), &header)
                 .map_err(|e| CommandError::Runtime(e.into()))?;
             (exp, row.id, row.seed, skip, env, journal)

@@ -246,44 +246,30 @@ fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &store::Db, o: &WorkerO
     Ok(())
 }
 
-/// Stores a finished trial, retrying with backoff while the database is unreachable, for up
-/// to `wait`. `Ok(false)`: another worker had stored it already.
+/// Stores a finished trial, retrying with backoff while the database fails, for up to
+/// `db_wait`. `Ok(false)`: another worker had stored it already.
 fn store_with_retry(w: &Worker<'_>, run_id: &str, record: &TrialRecord, journal: &Path) -> Result<bool, QueueError> {
-    const ATTEMPT: Duration = Duration::from_secs(10);
-    let deadline = Instant::now() + w.db_wait;
-    let mut backoff = Duration::from_millis(250);
-    let mut said = false;
-    loop {
-        let attempt = store::insert_trial_once(w.db, run_id, record);
-        let error = match w.rt.block_on(async { tokio::time::timeout(ATTEMPT, attempt).await }) {
-            Ok(Ok(inserted)) => {
-                if said && !w.quiet {
-                    eprintln!("run {run_id}: the results database answers again");
-                }
-                return Ok(inserted);
-            }
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => format!("no answer within {} s", ATTEMPT.as_secs()),
-        };
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(QueueError::Unstored {
-                run: run_id.to_owned(),
-                journal: journal.to_owned(),
-                error,
-            });
-        }
-        if !said && !w.quiet {
-            eprintln!(
-                "run {run_id}: cannot store trial {} ({error}); it is kept in {} (retrying)",
-                record.index,
-                journal.display()
-            );
-            said = true;
-        }
-        std::thread::sleep(backoff.min(deadline - now));
-        backoff = (backoff * 2).min(Duration::from_secs(15));
-    }
+    let failing = |e: &str| {
+        format!(
+            "run {run_id}: cannot store trial {} ({e}); it is kept in {} (retrying)",
+            record.index,
+            journal.display()
+        )
+    };
+    // Any error is retried: the trial is safe in the journal whatever the database says.
+    w.retry(
+        |_: &store::StoreError| true,
+        failing,
+        || store::insert_trial_once(w.db, run_id, record),
+    )
+    .map_err(|r| match r {
+        Retry::Fatal(e) => e.into(),
+        Retry::GaveUp(error) => QueueError::Unstored {
+            run: run_id.to_owned(),
+            journal: journal.to_owned(),
+            error,
+        },
+    })
 }
 
 /// True when no unit remains to wait for; closes runs whose last units failed by lease expiry.
@@ -309,22 +295,7 @@ fn load_run_state(
 ) -> Result<RunState, QueueError> {
     let lease_override = o.lease_seconds;
     let row = rt.block_on(store::load_run(db, run_id))?;
-    let header = store::RunHeader {
-        id: row.id.clone(),
-        experiment: row.experiment.clone(),
-        description: row.description.clone(),
-        manifest_path: row.manifest_path.clone(),
-        manifest_text: row.manifest_text.clone(),
-        manifest_hash: row.manifest_hash.clone(),
-        smoke: row.smoke,
-        seed: row.seed,
-        planned_trials: row.planned_trials,
-        started_at: row.started_at,
-        env: env.clone(),
-        command: row.command.clone(),
-        lease_seconds: None,
-        database: store::database_identity(&o.database),
-    };
+    let header = store::RunHeader::of_stored(&row, env, None, &o.database);
     let journal = Journal::create(
         &Journal::path_for(
             &o.results_dir,
@@ -410,12 +381,26 @@ struct Worker<'a> {
     db_wait: Duration,
 }
 
+/// How a retried database call ended without a result.
+enum Retry<E> {
+    /// An error that retrying cannot fix.
+    Fatal(E),
+    /// Still failing when `db_wait` ran out: the last error.
+    GaveUp(String),
+}
+
 impl Worker<'_> {
-    /// Runs one queue statement, retrying with backoff while the database is unreachable (a
-    /// restart, a network blip), for up to `db_wait`. Other errors return at once.
-    fn call<T, Fut>(&self, what: &str, mut f: impl FnMut() -> Fut) -> Result<T, QueueError>
+    /// Runs `f`, retrying with backoff while it fails with a `retryable` error or gets no
+    /// answer, for up to `db_wait`. The first failure is reported once, as `failing` says.
+    fn retry<T, E, Fut>(
+        &self,
+        retryable: impl Fn(&E) -> bool,
+        failing: impl Fn(&str) -> String,
+        mut f: impl FnMut() -> Fut,
+    ) -> Result<T, Retry<E>>
     where
-        Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+        E: std::fmt::Display,
+        Fut: std::future::Future<Output = Result<T, E>>,
     {
         const ATTEMPT: Duration = Duration::from_secs(10);
         let deadline = Instant::now() + self.db_wait;
@@ -429,25 +414,38 @@ impl Worker<'_> {
                     }
                     return Ok(v);
                 }
-                Ok(Err(e)) if !store::is_unreachable(&e) => return Err(e.into()),
+                Ok(Err(e)) if !retryable(&e) => return Err(Retry::Fatal(e)),
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => format!("no answer within {} s", ATTEMPT.as_secs()),
             };
             let now = Instant::now();
             if now >= deadline {
-                return Err(QueueError::Unreachable {
-                    what: what.to_owned(),
-                    wait_seconds: self.db_wait.as_secs_f64(),
-                    error,
-                });
+                return Err(Retry::GaveUp(error));
             }
             if !said && !self.quiet {
-                eprintln!("worker {}: cannot {what} ({error}); retrying", self.me);
+                eprintln!("{}", failing(&error));
                 said = true;
             }
             std::thread::sleep(backoff.min(deadline - now));
             backoff = (backoff * 2).min(Duration::from_secs(15));
         }
+    }
+
+    /// Runs one queue statement, retrying while the database is unreachable (a restart, a
+    /// network blip), for up to `db_wait`. Other errors return at once.
+    fn call<T, Fut>(&self, what: &str, f: impl FnMut() -> Fut) -> Result<T, QueueError>
+    where
+        Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+    {
+        let failing = |e: &str| format!("worker {}: cannot {what} ({e}); retrying", self.me);
+        self.retry(store::is_unreachable, failing, f).map_err(|r| match r {
+            Retry::Fatal(e) => e.into(),
+            Retry::GaveUp(error) => QueueError::Unreachable {
+                what: what.to_owned(),
+                wait_seconds: self.db_wait.as_secs_f64(),
+                error,
+            },
+        })
     }
 }
 

@@ -139,6 +139,29 @@ pub struct RunHeader {
     pub database: String,
 }
 
+impl RunHeader {
+    /// The header of a stored run, for a process that continues it (a resume, a queue
+    /// worker): `env` is that process's fingerprint, `database` the URL it writes to.
+    pub fn of_stored(row: &RunRow, env: &Fingerprint, lease_seconds: Option<f64>, database: &str) -> RunHeader {
+        RunHeader {
+            id: row.id.clone(),
+            experiment: row.experiment.clone(),
+            description: row.description.clone(),
+            manifest_path: row.manifest_path.clone(),
+            manifest_text: row.manifest_text.clone(),
+            manifest_hash: row.manifest_hash.clone(),
+            smoke: row.smoke,
+            seed: row.seed,
+            planned_trials: row.planned_trials,
+            started_at: row.started_at,
+            env: env.clone(),
+            command: row.command.clone(),
+            lease_seconds,
+            database: super::database_identity(database),
+        }
+    }
+}
+
 impl NewRun<'_> {
     /// The run's header (with `database` left empty for the caller that knows the URL).
     pub fn header(&self) -> RunHeader {
