@@ -52,7 +52,8 @@ impl Db {
     /// Like [`Db::connect`] with a chosen pool size (parallel loaders want more connections).
     pub async fn connect_with(url: &str, max_connections: u32) -> Result<Db, DbError> {
         let shown = redact_url(url);
-        let db = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // `_setup`: the SQLite folder lock, held until the migrations below are done.
+        let (db, _setup) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let opts = PgConnectOptions::from_str(url).map_err(|e| DbError::Connect {
                 url: shown.clone(),
                 message: redact_text(&e.to_string(), url),
@@ -84,7 +85,7 @@ impl Db {
                     url: shown.clone(),
                     message: redact_text(&e.to_string(), url),
                 })?;
-            Db::Postgres(pool)
+            (Db::Postgres(pool), None)
         } else {
             let path = sqlite_path(url).ok_or_else(|| DbError::UnsupportedUrl { url: shown.clone() })?;
             let parent = path
@@ -100,16 +101,11 @@ impl Db {
             // exclusive lock on the folder serializes that setup; it is held only while
             // connecting. (Not on the file itself: closing any other descriptor of a SQLite
             // file drops SQLite's own POSIX locks on it.)
-            let _setup = lock_dir(parent).await.map_err(|e| DbError::Connect {
+            let setup = lock_dir(parent).await.map_err(|e| DbError::Connect {
                 url: shown.clone(),
                 message: format!("cannot lock {} for setup: {e}", parent.display()),
             })?;
-            let db = Self::open_sqlite(&path, max_connections, &shown).await?;
-            db.migrate().await.map_err(|message| DbError::Migrate {
-                url: shown.clone(),
-                message,
-            })?;
-            return Ok(db);
+            (Self::open_sqlite(&path, max_connections, &shown).await?, Some(setup))
         };
         db.migrate().await.map_err(|message| DbError::Migrate {
             url: shown,
