@@ -153,14 +153,10 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
     };
     // A named stock database that does not exist is bad input: refuse before a run is stored.
     if let (Some(stock), Some(exp)) = (&g.stock_database, &fresh) {
-        let loads = exp.stages.iter().any(|s| s.kind == "load");
-        if loads && store::is_sqlite_url(stock) && store::sqlite_file_id(stock).is_none() {
-            return Err(CommandError::BadInput(format!(
-                "the stock database {} (--stock-database / STOCK_DATABASE_URL) does not exist\n\
-                 hint: check the path; create it on purpose with `measured data synth` or `measured data import` \
-                 and the same --stock-database, or leave it unset to use the results database",
-                store::redact_url(stock)
-            )));
+        if exp.stages.iter().any(|s| s.kind == "load") {
+            if let Some(missing) = exec::missing_named_stock(stock) {
+                return Err(CommandError::BadInput(missing));
+            }
         }
     }
     let rt = runtime()?;
@@ -274,7 +270,7 @@ fn run_with(
         exec::execute(&spec, &services, &cancel, &mut reporters).map_err(|e| CommandError::Runtime(e.into()))?
     };
     let db = match storer.finish(summary.outcome.as_str(), Duration::from_secs_f64(o.db_wait_seconds)) {
-        Ok(stored) => stored.db,
+        Ok(db) => db,
         Err(u) => {
             eprintln!("{}", unstored_message(&u, &o.results_dir));
             return Ok(EXIT_FAILED);
@@ -371,7 +367,8 @@ pub fn unstored_message(u: &crate::exec::Unstored, results_dir: &Path) -> String
 }
 
 /// Writes the journals of run `run` (an id or prefix) found under `results_dir` into `db`,
-/// then deletes each one the database now holds whole.
+/// then deletes each one the database now holds whole. A journal still in use (the run is
+/// running) or of another database stops the resume, and is kept.
 fn flush_journals(
     rt: &tokio::runtime::Runtime,
     db: &Db,
@@ -381,56 +378,31 @@ fn flush_journals(
     quiet: bool,
 ) -> Result<(), CommandError> {
     for path in journal::find(results_dir, Some(run)) {
-        let Some(_claimed) = journal::claim(&path) else {
-            if journal::in_use(&path) {
-                return Err(CommandError::BadInput(format!(
-                    "run {run} is still running in another process (it holds the journal {}); \
-                     wait for it to end, or stop it, before resuming",
-                    path.display()
-                )));
-            }
-            continue; // stored and removed by someone else meanwhile
-        };
-        let contents = journal::read(&path).map_err(|e| CommandError::Runtime(e.into()))?;
-        if !journal::belongs_to(&contents, url) {
-            return Err(CommandError::BadInput(format!(
-                "the journal {} holds results of run {} for the database {}, not {}\n\
-                 hint: resume it with --database pointing there (the journal is kept)",
-                path.display(),
-                contents.header.id,
-                store::redact_url(&contents.header.database),
-                store::redact_url(&store::database_identity(url))
-            )));
-        }
-        let flushed = rt.block_on(journal::flush(db, &contents)).map_err(|e| {
+        let left = rt.block_on(journal::store_left(db, &path, url)).map_err(|e| {
             CommandError::Runtime(anyhow::anyhow!(
-                "cannot store the journal {} in {}: {}",
+                "cannot store the journal {} in {}: {} (the journal is kept)",
                 path.display(),
                 store::redact_url(url),
                 store::redact_text(&e.to_string(), url)
             ))
         })?;
-        if !rt.block_on(journal::missing(db, &contents))?.is_empty() {
-            return Err(CommandError::Runtime(anyhow::anyhow!(
-                "the journal {} was written but the database does not hold all of it; it is kept",
-                path.display()
-            )));
+        match left {
+            journal::Left::Stored { .. } if !quiet => eprintln!("{left}"),
+            journal::Left::Stored { .. } | journal::Left::Gone => {}
+            journal::Left::InUse(path) => {
+                return Err(CommandError::BadInput(format!(
+                    "run {run} is still running in another process (it holds the journal {}); \
+                     wait for it to end, or stop it, before resuming",
+                    path.display()
+                )))
+            }
+            journal::Left::Foreign { .. } => {
+                return Err(CommandError::BadInput(format!(
+                    "{left}, not {}\nhint: resume it with --database pointing there (the journal is kept)",
+                    store::redact_url(&store::database_identity(url))
+                )))
+            }
         }
-        if !quiet {
-            eprintln!(
-                "run {}: stored {} trials from the journal {} ({} were already stored{})",
-                contents.header.id,
-                flushed.inserted,
-                path.display(),
-                flushed.already,
-                if flushed.run_restored {
-                    "; the run row was written again"
-                } else {
-                    ""
-                }
-            );
-        }
-        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     }
     Ok(())
 }

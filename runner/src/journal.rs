@@ -47,6 +47,10 @@ pub enum JournalError {
     Write { path: String, source: std::io::Error },
     #[error("cannot read the journal {path}: {message}")]
     Read { path: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the database does not hold trials {missing:?} of run {run} after writing them")]
+    Incomplete { run: String, missing: Vec<u32> },
 }
 
 /// An open journal, appended to as trials finish.
@@ -242,13 +246,13 @@ pub fn find(results_dir: &Path, run: Option<&str>) -> Vec<PathBuf> {
 
 /// A journal taken over for replay: its writer is gone (the lock was free) and no other
 /// replay holds it. Dropping it releases the lock.
-pub struct Claimed {
+struct Claimed {
     _lock: File,
 }
 
 /// Takes `path` for replay, or `None` when a live process still writes it or another replay
 /// holds it (or it is gone: someone else stored and removed it).
-pub fn claim(path: &Path) -> Option<Claimed> {
+fn claim(path: &Path) -> Option<Claimed> {
     let f = File::open(path).ok()?;
     f.try_lock().ok()?;
     // Another replay may have removed it between our open and our lock.
@@ -256,7 +260,7 @@ pub fn claim(path: &Path) -> Option<Claimed> {
 }
 
 /// Whether a live process holds the journal (it is running the run now).
-pub fn in_use(path: &Path) -> bool {
+fn in_use(path: &Path) -> bool {
     File::open(path).is_ok_and(|f| f.try_lock().is_err())
 }
 
@@ -272,8 +276,10 @@ pub struct Flushed {
 }
 
 /// Replays a journal into `db`: the run row when missing, every trial not yet stored (in
-/// journal order, each exactly once), and the final status when the journal has one.
-pub async fn flush(db: &Db, c: &Contents) -> Result<Flushed, StoreError> {
+/// journal order, each exactly once), and the final status when the journal has one. Then
+/// reads back which trials the database holds: a journal counts as stored only when all of
+/// its trials are there.
+pub async fn flush(db: &Db, c: &Contents) -> Result<Flushed, JournalError> {
     let mut out = Flushed::default();
     let id = &c.header.id;
     if !store::run_exists(db, id).await? {
@@ -298,17 +304,104 @@ pub async fn flush(db: &Db, c: &Contents) -> Result<Flushed, StoreError> {
     if let Some((status, finished_at)) = &c.status {
         store::set_run_status(db, id, status, *finished_at).await?;
     }
+    let missing = missing(db, c).await?;
+    if !missing.is_empty() {
+        return Err(JournalError::Incomplete {
+            run: id.clone(),
+            missing,
+        });
+    }
     Ok(out)
+}
+
+/// What [`store_left`] did with a journal found on disk.
+#[derive(Debug)]
+pub enum Left {
+    /// Written into the database, checked, and removed.
+    Stored {
+        run: String,
+        path: PathBuf,
+        flushed: Flushed,
+    },
+    /// A live process still writes it (or another replay holds it): left alone.
+    InUse(PathBuf),
+    /// It belongs to another database (the identity it records): left alone.
+    Foreign {
+        run: String,
+        path: PathBuf,
+        database: String,
+    },
+    /// Another replay stored and removed it meanwhile.
+    Gone,
+}
+
+impl std::fmt::Display for Left {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Left::Stored { run, path, flushed } => write!(
+                f,
+                "run {run}: stored {} trials from the journal {} ({} were already stored{})",
+                flushed.inserted,
+                path.display(),
+                flushed.already,
+                if flushed.run_restored {
+                    "; the run row was written again"
+                } else {
+                    ""
+                }
+            ),
+            Left::InUse(path) => write!(f, "the journal {} is in use by a live process", path.display()),
+            Left::Foreign { run, path, database } => write!(
+                f,
+                "the journal {} holds results of run {run} for the database {}",
+                path.display(),
+                store::redact_url(database)
+            ),
+            Left::Gone => write!(f, "the journal was stored by another process"),
+        }
+    }
+}
+
+/// Stores a journal left on disk (its run ended with the database unreachable, or its
+/// process died) into `db`, the database at `url`, and removes it: only when no live
+/// process holds it and it belongs to that database. The claim is held throughout, so two
+/// replays of one journal never race.
+pub async fn store_left(db: &Db, path: &Path, url: &str) -> Result<Left, JournalError> {
+    let Some(_claimed) = claim(path) else {
+        return Ok(if in_use(path) {
+            Left::InUse(path.to_owned())
+        } else {
+            Left::Gone
+        });
+    };
+    let contents = read(path)?;
+    if !belongs_to(&contents, url) {
+        return Ok(Left::Foreign {
+            run: contents.header.id,
+            path: path.to_owned(),
+            database: contents.header.database,
+        });
+    }
+    let flushed = flush(db, &contents).await?;
+    std::fs::remove_file(path).map_err(|source| JournalError::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(Left::Stored {
+        run: contents.header.id,
+        path: path.to_owned(),
+        flushed,
+    })
 }
 
 /// Whether the journal's results belong in the database at `url` (journals written before
 /// the identity was recorded are taken to).
-pub fn belongs_to(c: &Contents, url: &str) -> bool {
+fn belongs_to(c: &Contents, url: &str) -> bool {
     c.header.database.is_empty() || c.header.database == store::database_identity(url)
 }
 
 /// Trial indices in the journal that `db` does not hold.
-pub async fn missing(db: &Db, c: &Contents) -> Result<Vec<u32>, StoreError> {
+async fn missing(db: &Db, c: &Contents) -> Result<Vec<u32>, StoreError> {
     let stored: HashSet<u32> = store::stored_trial_indices(db, &c.header.id)
         .await?
         .into_iter()

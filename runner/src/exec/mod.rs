@@ -9,8 +9,8 @@ mod reporters;
 mod services;
 
 pub use record::{StageRecord, StageStatus, TrialRecord};
-pub use reporters::{failure_text, ConsoleReporter, JsonReporter, StoreReporter, Stored, Unstored, CONSOLE_TAIL_LINES};
-pub use services::Services;
+pub use reporters::{failure_text, ConsoleReporter, JsonReporter, StoreReporter, Unstored};
+pub use services::{missing_named_stock, Services};
 
 use crate::artifact::Artifact;
 use crate::manifest::Experiment;

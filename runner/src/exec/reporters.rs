@@ -4,7 +4,7 @@
 use super::{ExecError, Reporter, RunEvent, TrialRecord};
 use crate::journal::{self, Journal};
 use crate::measure::Fingerprint;
-use crate::store::{self, Db, StoreError};
+use crate::store::{self, Db};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -89,7 +89,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(15);
 
 /// Lines of a trial's error shown on the console: its first line, then the last
 /// [`CONSOLE_TAIL_LINES`] of the rest (a command's stderr tail), indented.
-pub const CONSOLE_TAIL_LINES: usize = 5;
+const CONSOLE_TAIL_LINES: usize = 5;
 
 pub fn failure_text(err: &str) -> String {
     let mut lines = err.lines().filter(|l| !l.trim().is_empty());
@@ -147,14 +147,6 @@ pub struct Unstored {
     pub journal: PathBuf,
     pub trials: usize,
     pub error: String,
-}
-
-/// What the end of a run found.
-pub struct Stored {
-    /// The database connection in use at the end (a new one if the file was replaced).
-    pub db: Db,
-    /// Trials the database had acknowledged and then lost, written again from the journal.
-    pub restored: usize,
 }
 
 impl StoreReporter {
@@ -291,11 +283,7 @@ impl StoreReporter {
     fn probe(&self) -> Result<(), String> {
         let db = self.current_db();
         let ping = async { crate::on_pool!(&db, |pool| sqlx::query("SELECT 1").execute(pool).await.map(|_| ())) };
-        match self.rt.block_on(async { tokio::time::timeout(PROBE, ping).await }) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(store::redact_text(&e.to_string(), &self.url)),
-            Err(_) => Err(format!("no answer within {} s", PROBE.as_secs())),
-        }
+        answer(&self.rt, &self.url, PROBE, ping)
     }
 
     /// One attempt: the environment, then the pending trials oldest first (or the whole
@@ -324,23 +312,20 @@ impl StoreReporter {
                 store::insert_trial_once(&db, run_id, t).await?;
                 pending.pop_front();
             }
-            Ok::<(), StoreError>(())
+            Ok::<(), journal::JournalError>(())
         };
-        let redact = |e: &dyn std::fmt::Display| store::redact_text(&e.to_string(), &self.url);
-        match self.rt.block_on(async { tokio::time::timeout(ATTEMPT, attempt).await }) {
-            Ok(Ok(())) => {
-                self.replay = false;
-                Ok(())
-            }
-            Ok(Err(e)) => Err(redact(&e)),
-            Err(_) => Err(format!("no answer within {} s", ATTEMPT.as_secs())),
+        let answered = answer(&self.rt, &self.url, ATTEMPT, attempt);
+        if answered.is_ok() {
+            self.replay = false;
         }
+        answered
     }
 
     /// Ends the run's storage: records `status`, waits up to `wait` for an unreachable
     /// database, then checks the database against the journal and writes again whatever it
-    /// lost. The journal is deleted only once the database holds all of it.
-    pub fn finish(mut self, status: &str, wait: Duration) -> Result<Stored, Unstored> {
+    /// lost. The journal is deleted only once the database holds all of it. Returns the
+    /// connection in use at the end (a new one if the results file was replaced).
+    pub fn finish(mut self, status: &str, wait: Duration) -> Result<Db, Unstored> {
         let finished_at = (status == "finished").then(chrono::Utc::now);
         if let Some(h) = self.heartbeat.take() {
             h.abort();
@@ -368,21 +353,9 @@ impl StoreReporter {
         self.check_replaced().map_err(|e| unstored(&self, e))?;
         let db = self.current_db();
         let contents = journal::read(self.journal.path()).map_err(|e| unstored(&self, e.to_string()))?;
-        let check = async {
-            let flushed = journal::flush(&db, &contents).await?;
-            let missing = journal::missing(&db, &contents).await?;
-            Ok::<_, StoreError>((flushed, missing))
-        };
-        let restored = match self.rt.block_on(async { tokio::time::timeout(ATTEMPT, check).await }) {
-            Ok(Ok((flushed, missing))) if missing.is_empty() => flushed.inserted,
-            Ok(Ok((_, missing))) => {
-                return Err(unstored(
-                    &self,
-                    format!("the database does not hold trials {missing:?} after writing them"),
-                ))
-            }
-            Ok(Err(e)) => return Err(unstored(&self, store::redact_text(&e.to_string(), &self.url))),
-            Err(_) => return Err(unstored(&self, format!("no answer within {} s", ATTEMPT.as_secs()))),
+        let restored = match answer(&self.rt, &self.url, ATTEMPT, journal::flush(&db, &contents)) {
+            Ok(flushed) => flushed.inserted,
+            Err(e) => return Err(unstored(&self, e)),
         };
         if restored > 0 {
             self.say(&format!(
@@ -391,11 +364,23 @@ impl StoreReporter {
             ));
         }
         // Everything is in the database: the journal has done its work.
-        if let Some(h) = self.heartbeat.take() {
-            h.abort();
-        }
         self.journal.remove();
-        Ok(Stored { db, restored })
+        Ok(db)
+    }
+}
+
+/// Runs database work for at most `limit`; an error (its password redacted) or no answer
+/// becomes a message.
+fn answer<T, E: std::fmt::Display>(
+    rt: &tokio::runtime::Handle,
+    url: &str,
+    limit: Duration,
+    work: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match rt.block_on(async { tokio::time::timeout(limit, work).await }) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(store::redact_text(&e.to_string(), url)),
+        Err(_) => Err(format!("no answer within {} s", limit.as_secs())),
     }
 }
 

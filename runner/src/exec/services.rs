@@ -40,15 +40,8 @@ impl Services {
             .get_or_init(|| {
                 self.block_on(async {
                     let shown = crate::store::redact_url(&self.stock_url);
-                    if self.named && crate::store::sqlite_file_id(&self.stock_url).is_none()
-                        && crate::store::is_sqlite_url(&self.stock_url)
-                    {
-                        // A mistyped path would otherwise become a new file of fake data.
-                        return Err(format!(
-                            "the stock database {shown} (--stock-database / STOCK_DATABASE_URL) does not exist\n\
-                             hint: check the path; create it on purpose with `measured data synth` or \
-                             `measured data import` and the same --stock-database, or leave it unset to use the results database"
-                        ));
+                    if let Some(missing) = self.named.then(|| missing_named_stock(&self.stock_url)).flatten() {
+                        return Err(missing);
                     }
                     let db = Db::connect_with(&self.stock_url, 8).await.map_err(|e| e.to_string())?;
                     if self.named {
@@ -77,4 +70,18 @@ impl Services {
             .as_ref()
             .map_err(Clone::clone)
     }
+}
+
+/// The error for a stock database named apart (`--stock-database`, `STOCK_DATABASE_URL`) whose
+/// SQLite file does not exist; `None` when it exists or is a server. A mistyped path would
+/// otherwise become a new file of fake data.
+pub fn missing_named_stock(url: &str) -> Option<String> {
+    (crate::store::is_sqlite_url(url) && crate::store::sqlite_file_id(url).is_none()).then(|| {
+        format!(
+            "the stock database {} (--stock-database / STOCK_DATABASE_URL) does not exist\n\
+             hint: check the path; create it on purpose with `measured data synth` or \
+             `measured data import` and the same --stock-database, or leave it unset to use the results database",
+            crate::store::redact_url(url)
+        )
+    })
 }

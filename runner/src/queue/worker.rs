@@ -213,35 +213,14 @@ pub fn serve(
 }
 
 /// Stores the journals a worker of this folder left behind (its database was unreachable),
-/// for the run it serves or, with `--any`, for every run; deletes each once stored.
+/// for the run it serves or, with `--any`, for every run; deletes each once stored. Journals
+/// of live workers and of other databases are left alone.
 fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &store::Db, o: &WorkerOptions) -> Result<(), QueueError> {
     for path in journal::find(&o.results_dir, o.run.as_deref()) {
-        // Skip the journals of live workers (and of another worker storing one right now).
-        let Some(_claimed) = journal::claim(&path) else {
-            continue;
-        };
-        let contents = journal::read(&path)?;
-        if !journal::belongs_to(&contents, &o.database) {
-            continue; // another database's results: never written here
+        let left = rt.block_on(journal::store_left(db, &path, &o.database))?;
+        if matches!(left, journal::Left::Stored { .. }) && !o.quiet {
+            eprintln!("{left}");
         }
-        let flushed = rt.block_on(journal::flush(db, &contents))?;
-        if !rt.block_on(journal::missing(db, &contents))?.is_empty() {
-            return Err(QueueError::Unstored {
-                run: contents.header.id.clone(),
-                journal: path,
-                error: "the database does not hold every trial after writing them".into(),
-            });
-        }
-        if !o.quiet {
-            eprintln!(
-                "run {}: stored {} trials from the journal {} ({} were already stored)",
-                contents.header.id,
-                flushed.inserted,
-                path.display(),
-                flushed.already
-            );
-        }
-        std::fs::remove_file(&path).map_err(|source| QueueError::Io { path, source })?;
     }
     Ok(())
 }
