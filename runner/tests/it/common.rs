@@ -198,12 +198,24 @@ fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts")
 }
 
-/// Polls `cond` every 50 ms until it holds; fails after `limit` (a bound on waiting, not a
+/// Polls `cond` every 20 ms until it holds; fails after `limit` (a bound on waiting, not a
 /// timing assertion).
 pub fn wait_until(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -> bool) {
     let start = std::time::Instant::now();
     while !cond() {
         assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// `measured --database DATABASE run --no-report --results-dir RESULTS EXTRA...`: add the
+/// manifest, or pass `--resume RUN` in `extra`.
+pub fn run_cmd(database: impl AsRef<std::ffi::OsStr>, results: &Path, extra: &[&str]) -> Command {
+    let mut c = bin();
+    c.arg("--database")
+        .arg(database)
+        .args(["run", "--no-report", "--results-dir"])
+        .arg(results)
+        .args(extra);
+    c
 }

@@ -6,7 +6,7 @@
 //! counted, not assumed. The faults are injected at points the tests wait for (trials stored),
 //! and no assertion depends on how long anything took.
 
-use crate::common::{bin, run, scalar, strings, text, wait_until, write, PrivatePg};
+use crate::common::{bin, run, run_cmd, scalar, strings, text, wait_until, write, PrivatePg};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::Duration;
@@ -55,12 +55,7 @@ fn assert_each_ran_once(dir: &Path, planned: u32) {
 }
 
 fn spawn_run(database: &str, results: &Path, manifest: &Path, extra: &[&str]) -> Child {
-    bin()
-        .arg("--database")
-        .arg(database)
-        .args(["run", "--no-report", "--results-dir"])
-        .arg(results)
-        .args(extra)
+    run_cmd(database, results, extra)
         .arg(manifest)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -133,11 +128,7 @@ fn postgres_down_to_the_end_keeps_the_journal_and_resume_stores_it_without_rerun
     assert_each_ran_once(dir.path(), 20);
 
     pg.start_again();
-    let resumed = run(bin()
-        .arg("--database")
-        .arg(&pg.url)
-        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
-        .arg(dir.path()));
+    let resumed = run(&mut run_cmd(&pg.url, dir.path(), &["--resume", &id]));
     let rt = text(&resumed);
     assert_eq!(resumed.status.code(), Some(0), "{rt}");
     assert!(rt.contains("stored") && rt.contains("from the journal"), "{rt}");
@@ -192,12 +183,7 @@ fn a_trial_the_database_lost_after_acknowledging_it_is_written_again() {
         db.display()
     );
     let m = counting_manifest(dir.path(), 5, 0.0, &before);
-    let out = run(bin()
-        .arg("--database")
-        .arg(&db)
-        .args(["run", "--no-report", "--results-dir"])
-        .arg(dir.path())
-        .arg(&m));
+    let out = run(run_cmd(&db, dir.path(), &[]).arg(&m));
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("had lost 1 trials it had acknowledged"), "{t}");
@@ -254,11 +240,7 @@ fn a_killed_run_is_abandoned_after_its_lease_and_resume_finishes_it() {
     assert!(shown.contains("status abandoned"), "{shown}");
     assert!(shown.contains(&format!("measured run --resume {id}")), "{shown}");
 
-    let resumed = run(bin()
-        .arg("--database")
-        .arg(&db)
-        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
-        .arg(dir.path()));
+    let resumed = run(&mut run_cmd(&db, dir.path(), &["--resume", &id]));
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     assert!(text(&resumed).contains("10 of 10 trials stored"), "{}", text(&resumed));
     assert_eq!(stored(&url), 10);
@@ -384,11 +366,7 @@ fn resuming_a_run_that_is_still_running_is_refused() {
     let mut child = spawn_run(&url, dir.path(), &m, &[]);
     wait_until("a stored trial", LIMIT, || db.exists() && stored(&url) >= 1);
     let id = strings(&url, "SELECT id FROM runs").remove(0);
-    let resumed = run(bin()
-        .arg("--database")
-        .arg(&db)
-        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
-        .arg(dir.path()));
+    let resumed = run(&mut run_cmd(&db, dir.path(), &["--resume", &id]));
     child.kill().unwrap();
     child.wait().unwrap();
     let t = text(&resumed);
@@ -412,11 +390,7 @@ fn a_journal_is_never_written_into_another_database() {
     child.wait().unwrap();
     let id = strings(a.to_str().unwrap(), "SELECT id FROM runs").remove(0);
     let b = dir.path().join("b.sqlite");
-    let wrong = run(bin()
-        .arg("--database")
-        .arg(&b)
-        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
-        .arg(dir.path()));
+    let wrong = run(&mut run_cmd(&b, dir.path(), &["--resume", &id]));
     let t = text(&wrong);
     assert_eq!(wrong.status.code(), Some(2), "{t}");
     assert!(
@@ -425,11 +399,7 @@ fn a_journal_is_never_written_into_another_database() {
     );
     assert!(t.contains("a.sqlite"), "{t}");
     assert_eq!(journals(dir.path()).len(), 1, "the journal is kept: {t}");
-    let right = run(bin()
-        .arg("--database")
-        .arg(&a)
-        .args(["run", "--no-report", "--resume", &id, "--results-dir"])
-        .arg(dir.path()));
+    let right = run(&mut run_cmd(&a, dir.path(), &["--resume", &id]));
     assert_eq!(right.status.code(), Some(0), "{}", text(&right));
     assert!(journals(dir.path()).is_empty());
 }

@@ -1,7 +1,7 @@
 //! The trial queue end to end: `measured submit` / `worker` / `status` against a real Postgres,
 //! concurrent and killed workers, and a real single-node Slurm cluster running worker arrays.
 
-use crate::common::{bin, pg_url, run, scalar, strings, text, write};
+use crate::common::{bin, pg_url, run, scalar, strings, text, wait_until, write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::{Mutex, MutexGuard};
@@ -63,17 +63,6 @@ fn worker(url: &str, run_id: &str, extra: &[&str]) -> Command {
 /// Where the workers of these tests keep their journals (not the crate's folder).
 fn journals_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("worker-journals")
-}
-
-fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Every planned trial is stored exactly once: indices 0..planned, no gap.

@@ -1,7 +1,7 @@
 //! `measured run` end to end: stored rows on both backends, failures, resume, interruption,
 //! and secrets kept out of output.
 
-use crate::common::{bin, pg_url, run, scalar, strings, text, write};
+use crate::common::{bin, pg_url, run, scalar, strings, text, wait_until, write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -187,14 +187,9 @@ argv = ["sleep", "0.25"]
 "#;
 
 fn wait_for_trials(db: &Path, at_least: i64) {
-    let start = Instant::now();
-    loop {
-        if db.exists() && scalar(db.to_str().unwrap(), "SELECT COUNT(*) FROM trials") >= at_least {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("stored trials", Duration::from_secs(60), || {
+        db.exists() && scalar(db.to_str().unwrap(), "SELECT COUNT(*) FROM trials") >= at_least
+    });
 }
 
 fn check_complete(url: &str) {

@@ -1,6 +1,6 @@
 //! Mistakes a new user makes every day, caught or explained where the user is looking.
 
-use crate::common::{bin, run, strings, text, write};
+use crate::common::{bin, run, run_cmd, strings, text, write};
 
 const FAILING: &str = r#"
 [experiment]
@@ -17,12 +17,7 @@ argv = ["sh", "-c", "for i in 1 2 3 4 5 6 7; do echo err-line-$i >&2; done; exit
 fn a_failed_trial_prints_its_stderr_tail_on_the_console() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "f.toml", FAILING);
-    let out = run(bin()
-        .arg("--database")
-        .arg(dir.path().join("r.sqlite"))
-        .args(["run", "--no-report", "--results-dir"])
-        .arg(dir.path())
-        .arg(&m));
+    let out = run(run_cmd(dir.path().join("r.sqlite"), dir.path(), &[]).arg(&m));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = stderr.lines().skip_while(|l| !l.contains("failed:")).collect();
@@ -200,12 +195,8 @@ fn a_mistyped_stock_database_path_is_an_error_not_a_new_fake_market() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "l.toml", LOADS_TEN);
     let missing = dir.path().join("nodir/stock.sqlite");
-    let out = run(bin()
+    let out = run(run_cmd(dir.path().join("r.sqlite"), dir.path(), &[])
         .env("STOCK_DATABASE_URL", &missing)
-        .arg("--database")
-        .arg(dir.path().join("r.sqlite"))
-        .args(["run", "--no-report", "--results-dir"])
-        .arg(dir.path())
         .arg(&m));
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
@@ -225,12 +216,8 @@ fn a_mistyped_stock_database_path_is_an_error_not_a_new_fake_market() {
             .env("STOCK_DATABASE_URL", &missing)
             .args(["data", "synth", "--symbols", "5", "--days", "300"]));
     assert_eq!(synth.status.code(), Some(0), "{}", text(&synth));
-    let again = run(bin()
+    let again = run(run_cmd(dir.path().join("r.sqlite"), dir.path(), &[])
         .env("STOCK_DATABASE_URL", &missing)
-        .arg("--database")
-        .arg(dir.path().join("r.sqlite"))
-        .args(["run", "--no-report", "--results-dir"])
-        .arg(dir.path())
         .arg(&m));
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert!(
