@@ -305,13 +305,18 @@ fn sqlite_file_made_read_only_mid_run_loses_nothing() {
     let m = counting_manifest(dir.path(), 6, 0.2, "");
     let root = std::process::Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
     let mut cmd = if root {
+        // `nobody` may not reach the build folder (a clone in a 0700 temporary folder, say):
+        // it runs a copy of the binary from the test's own open folder.
+        let exe = dir.path().join("measured");
+        std::fs::copy(env!("CARGO_BIN_EXE_measured"), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let mut c = std::process::Command::new("runuser");
-        c.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_measured")]);
+        c.args(["-u", "nobody", "--"]).arg(&exe);
         c
     } else {
         bin()
     };
-    let child = cmd
+    let mut child = cmd
         .env_remove("DATABASE_URL")
         .env_remove("STOCK_DATABASE_URL")
         .arg("--database")
@@ -325,7 +330,12 @@ fn sqlite_file_made_read_only_mid_run_loses_nothing() {
         .unwrap();
     // Only once the run made the file: a file this (root) process created would not be the
     // run's to write.
-    wait_until("2 stored trials", LIMIT, || db.exists() && stored(&url) >= 2);
+    wait_until("2 stored trials", LIMIT, || {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended before the file was made read-only: {status}");
+        }
+        db.exists() && stored(&url) >= 2
+    });
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::set_permissions(
             format!("{url}{suffix}"),
