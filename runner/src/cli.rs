@@ -266,13 +266,13 @@ pub fn main() -> u8 {
         quiet: cli.global.quiet,
     };
     let result: Result<u8, CommandError> = match cli.command {
-        Command::Check { files, smoke } => Ok(commands::check(&files, smoke)),
+        Command::Check { files, smoke } => Ok(commands::check(&g, &files, smoke)),
         Command::Plan {
             file,
             seed,
             smoke,
             show_commands,
-        } => commands::plan(&file, seed, smoke, show_commands).map(|s| {
+        } => commands::plan(&g, &file, seed, smoke, show_commands).map(|s| {
             print!("{s}");
             EXIT_OK
         }),

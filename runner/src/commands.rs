@@ -42,11 +42,19 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
         .map_err(CommandError::Runtime)
 }
 
+/// Reads and validates a manifest, including the stage options that depend on the stock
+/// database this invocation would read (`strategy = "copy"` needs PostgreSQL).
+pub fn load_manifest(g: &Globals, file: &Path, smoke: bool) -> Result<Experiment, manifest::ManifestErrors> {
+    let exp = manifest::parse_file(file, smoke)?;
+    manifest::check_stock_backend(&exp, !store::is_sqlite_url(&g.stock_url()))?;
+    Ok(exp)
+}
+
 /// `measured check`: validates manifests; prints each file's verdict.
-pub fn check(files: &[PathBuf], smoke: bool) -> u8 {
+pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
     let mut code = EXIT_OK;
     for f in files {
-        match manifest::parse_file(f, smoke) {
+        match load_manifest(g, f, smoke) {
             Ok(exp) => {
                 let trials = exp.configs.len() as u32 * (exp.schedule.warmup + exp.schedule.repetitions);
                 println!(
@@ -76,8 +84,14 @@ pub fn plural(n: usize, thing: &str) -> String {
 }
 
 /// `measured plan`: prints configs, stage order, and every trial in time order.
-pub fn plan(file: &Path, seed: Option<u64>, smoke: bool, show_commands: bool) -> Result<String, CommandError> {
-    let exp = manifest::parse_file(file, smoke)?;
+pub fn plan(
+    g: &Globals,
+    file: &Path,
+    seed: Option<u64>,
+    smoke: bool,
+    show_commands: bool,
+) -> Result<String, CommandError> {
+    let exp = load_manifest(g, file, smoke)?;
     let (seed, random) = match seed.or(exp.schedule.seed) {
         Some(s) => (s, false),
         None => (rand::random::<u64>() >> 11, true),
@@ -142,7 +156,7 @@ fn worker_id(env: &Fingerprint) -> String {
 pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
     // Validate before touching any database: bad input writes nothing.
     let fresh = match (&o.file, &o.resume) {
-        (Some(f), None) => Some(manifest::parse_file(f, o.smoke)?),
+        (Some(f), None) => Some(load_manifest(g, f, o.smoke)?),
         (None, Some(_)) => None,
         (Some(_), Some(_)) => {
             return Err(CommandError::BadInput(

@@ -62,9 +62,9 @@ pub enum NormalizeError {
     #[error("no bars to build windows from")]
     NoBars,
     #[error(
-        "no symbol has enough history for one training window: `{symbol}` has the most, {rows} \
-         rows before {split}, and needs {needed} ({warmup} warm-up + seq_len {seq_len} + \
-         horizon {horizon})"
+        "no symbol has enough history for one training window: the longest, `{symbol}`, has only \
+         {rows} rows before the split ({split}), and one window needs {needed} ({warmup} warm-up + \
+         seq_len {seq_len} + horizon {horizon})"
     )]
     NotEnoughHistory {
         symbol: String,
@@ -75,19 +75,9 @@ pub enum NormalizeError {
         seq_len: usize,
         horizon: usize,
     },
-    #[error(
-        "no symbol has enough data for one validation window: `{symbol}` has the most, {rows} \
-         rows from {split} on, and needs {needed} (gap {gap} + horizon {horizon} + 1, or more \
-         while features warm up)"
-    )]
-    NoValidationWindows {
-        symbol: String,
-        rows: usize,
-        needed: usize,
-        split: NaiveDate,
-        gap: usize,
-        horizon: usize,
-    },
+    /// `detail` says, for the symbol closest to having one, exactly what it lacks.
+    #[error("no symbol has enough data for one validation window: {detail}")]
+    NoValidationWindows { detail: String },
     #[error("could not start a pool of {threads} threads: {message}")]
     ThreadPool { threads: usize, message: String },
     #[error("cancelled")]
@@ -285,14 +275,39 @@ fn run(
         let s = (0..computed.len())
             .max_by(|&a, &b| after(a).cmp(&after(b)).then(b.cmp(&a)))
             .ok_or(NormalizeError::NoBars)?;
-        return Err(NormalizeError::NoValidationWindows {
-            symbol: bars.symbols[s].symbol.clone(),
-            rows: after(s),
-            needed: layout.gap + params.horizon + 1,
-            split,
-            gap: layout.gap,
-            horizon: params.horizon,
-        });
+        let symbol = &bars.symbols[s].symbol;
+        let detail = if stats[s].is_none() {
+            // Its validation rows are plenty; its training rows are too few to normalize by.
+            format!(
+                "`{symbol}` has the most rows from the split ({split}) on, {}, but only {} training \
+                 rows after the {warm}-row feature warm-up, fewer than the {} it needs to estimate \
+                 its normalization (scope = \"per-symbol\")",
+                after(s),
+                v0[s].saturating_sub(warm),
+                params.seq_len.max(2)
+            )
+        } else {
+            // The first window end is `gap` rows into validation, or later while the features
+            // still warm up; its target is `horizon` rows further.
+            let first_end = (v0[s] + layout.gap).max(warm + params.seq_len - 1);
+            let needed = first_end + params.horizon + 1 - v0[s];
+            format!(
+                "`{symbol}` has the most rows from the split ({split}) on, {}, and its first \
+                 validation window needs {needed} (gap {} + horizon {} + 1{})",
+                after(s),
+                layout.gap,
+                params.horizon,
+                if needed > layout.gap + params.horizon + 1 {
+                    format!(
+                        ", plus {} while the features warm up",
+                        needed - layout.gap - params.horizon - 1
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        };
+        return Err(NormalizeError::NoValidationWindows { detail });
     }
     let assemble =
         |pieces: &[Piece<'_>]| windows::assemble(pieces, nf, params.seq_len, params.horizon, params.clip, parallel);

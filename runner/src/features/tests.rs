@@ -290,11 +290,11 @@ fn too_short_history_names_the_longest_symbol() {
     // 200 weekdays from 2014-01-02 span 279 calendar days; 0.8 of that is 223 days, so the
     // split is 2014-08-13, after 159 weekdays. Of the two full symbols the first is named.
     assert!(
-        err.contains("`000002.SZ` has the most, 159 rows before 2014-08-13"),
+        err.contains("the longest, `000002.SZ`, has only 159 rows before the split (2014-08-13)"),
         "{err}"
     );
     assert!(
-        err.contains("needs 211 (60 warm-up + seq_len 150 + horizon 1)"),
+        err.contains("one window needs 211 (60 warm-up + seq_len 150 + horizon 1)"),
         "{err}"
     );
 }
@@ -405,4 +405,46 @@ fn minimal_preset_warms_up_faster() {
     assert_eq!(minimal.n_features, MINIMAL_PRESET.len());
     // Warm-up 20 rows instead of 60: 40 more training windows per symbol.
     assert_eq!(minimal.train.len(), full.train.len() + 40 * 8);
+}
+
+#[test]
+fn missing_validation_windows_name_what_the_longest_symbol_lacks() {
+    // `late` lists shortly before the split: most validation rows of all, but too few training
+    // rows to normalize by, so it has no windows at all. `early` trains but delists right after
+    // the split. The message must blame `late`'s short training history, not its ample data.
+    let bars = synthetic_bars(2, 450, 3);
+    let split = bars.symbols[0].dates[300];
+    let slice = |s: &crate::features::SymbolBars, r: std::ops::Range<usize>| {
+        let mut out = s.clone();
+        out.dates = s.dates[r.clone()].to_vec();
+        for (dst, src) in [
+            (&mut out.open, &s.open),
+            (&mut out.high, &s.high),
+            (&mut out.low, &s.low),
+            (&mut out.close, &s.close),
+            (&mut out.volume, &s.volume),
+            (&mut out.amount, &s.amount),
+            (&mut out.adj_factor, &s.adj_factor),
+        ] {
+            *dst = src[r.clone()].to_vec();
+        }
+        out
+    };
+    let mut bars = bars;
+    bars.symbols[0] = slice(&bars.symbols[0], 0..305);
+    bars.symbols[1] = slice(&bars.symbols[1], 280..450);
+    let p = NormalizeParams {
+        split_date: Some(split),
+        ..base()
+    };
+    let err = try_build(&bars, &p).unwrap_err();
+    assert!(matches!(err, NormalizeError::NoValidationWindows { .. }), "{err}");
+    let text = err.to_string();
+    let late = &bars.symbols[1].symbol;
+    assert!(
+        text.contains(&format!("`{late}` has the most rows from the split ({split}) on, 150,")),
+        "{text}"
+    );
+    assert!(text.contains("but only 0 training rows after the"), "{text}");
+    assert!(text.contains("fewer than the 20 it needs"), "{text}");
 }

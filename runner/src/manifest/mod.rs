@@ -1,11 +1,13 @@
 //! Experiment manifests: TOML text -> raw serde structs -> a validated [`Experiment`]
 //! (the first step of the data flow; nothing runs before this succeeds).
 
+mod checks;
 mod diag;
 mod raw;
 mod spans;
 mod validate;
 
+pub use checks::check_stock_backend;
 pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
 pub use raw::Order;
@@ -94,6 +96,8 @@ pub struct CompareDef {
     pub resamples: usize,
     pub guards: Vec<GuardDef>,
     pub claims: Vec<ClaimDef>,
+    /// Configs may be identical (an A/A run that measures noise); otherwise that is an error.
+    pub allow_identical: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

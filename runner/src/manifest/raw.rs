@@ -1,12 +1,12 @@
 //! Raw manifest structs, exactly as written in TOML (file -> raw -> validate).
 //!
-//! Only shape is checked here (unknown keys, types); meaning is checked in `validate`.
+//! Only types are checked here; unknown keys are collected (all of them, not only the first) by
+//! `validate` through `serde_ignored`, and meaning is checked there too.
 
 use indexmap::IndexMap;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawManifest {
     pub experiment: RawExperiment,
     #[serde(default)]
@@ -20,7 +20,6 @@ pub(crate) struct RawManifest {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawExperiment {
     pub name: String,
     #[serde(default)]
@@ -28,7 +27,6 @@ pub(crate) struct RawExperiment {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawSchedule {
     #[serde(default = "default_warmup")]
     pub warmup: u32,
@@ -71,7 +69,6 @@ pub enum Order {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawCompare {
     pub baseline: Option<String>,
     pub primary: Option<String>,
@@ -83,20 +80,23 @@ pub(crate) struct RawCompare {
     pub guards: Vec<RawGuard>,
     #[serde(default)]
     pub claims: Vec<RawClaim>,
+    /// The configs may be identical on purpose: an A/A run that measures the noise floor.
+    #[serde(default)]
+    pub allow_identical: bool,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawGuard {
-    pub metric: String,
-    pub within: String,
+    // Optional here so that a missing key is reported with the manifest's other mistakes
+    // rather than stopping the parse (validate requires them).
+    pub metric: Option<String>,
+    pub within: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawClaim {
-    pub metric: String,
-    pub variant: String,
-    pub speedup: String,
+    pub metric: Option<String>,
+    pub variant: Option<String>,
+    pub speedup: Option<String>,
     pub source: Option<String>,
 }

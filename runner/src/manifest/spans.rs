@@ -34,9 +34,21 @@ impl SpanIndex {
     /// Finds the key and value at `path`, e.g. `[Key("stages"), Key("train"), Key("needs")]`.
     /// Returns the deepest position found, so a missing leaf still points at its parent.
     pub fn locate(&self, path: &[Seg<'_>]) -> Located {
+        self.walk(path).0
+    }
+
+    /// The value at `path` when every segment of it exists (no fallback to a parent).
+    pub fn value_at(&self, path: &[Seg<'_>]) -> Option<Range<usize>> {
+        let (found, depth) = self.walk(path);
+        (depth == path.len()).then_some(found.value).flatten()
+    }
+
+    /// The deepest position found along `path`, and how many segments were found.
+    fn walk(&self, path: &[Seg<'_>]) -> (Located, usize) {
         let mut found = Located::default();
+        let mut depth = 0;
         let Some(doc) = &self.doc else {
-            return found;
+            return (found, depth);
         };
         let mut node = Node::Item(doc.as_item());
         for seg in path {
@@ -60,8 +72,9 @@ impl SpanIndex {
             }
             found.value = next.span().or_else(|| found.key.clone());
             node = next;
+            depth += 1;
         }
-        found
+        (found, depth)
     }
 }
 

@@ -32,33 +32,52 @@ pub fn parse_file(path: &Path, smoke: bool) -> Result<Experiment, ManifestErrors
 }
 
 /// Validates manifest `text` (`path` is used for messages and stored with the run).
+///
+/// Every error is reported at once, in file order: unknown keys are all collected (not only the
+/// first), and the checks go on past a failed one wherever their inputs are still sound.
 pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, ManifestErrors> {
-    let raw: RawManifest =
-        toml::from_str(text).map_err(|e| ManifestErrors::single(path, text, serde_error(e.message(), e.span())))?;
+    let fail = |errors: Vec<ManifestError>| ManifestErrors {
+        path: path.to_owned(),
+        text: text.to_owned(),
+        errors: in_file_order(errors),
+    };
+    let de = toml::Deserializer::parse(text).map_err(|e| fail(vec![serde_error(e.message(), e.span())]))?;
+    let mut ignored = Vec::new();
+    let parsed: Result<RawManifest, _> = serde_ignored::deserialize(de, |p| ignored.push(p.to_string()));
     let mut v = Validator {
         spans: SpanIndex::new(text),
         errors: Vec::new(),
         template_vars: Vec::new(),
+        smoke_origin: Vec::new(),
+    };
+    for key in &ignored {
+        v.unknown_key(key);
+    }
+    let raw = match parsed {
+        Ok(raw) => raw,
+        Err(e) => {
+            v.err(serde_error(e.message(), e.span()));
+            return Err(fail(v.errors));
+        }
     };
     let exp = v.experiment(path, text, raw, smoke);
     match exp {
         Some(exp) if v.errors.is_empty() => Ok(exp),
-        _ => {
-            let mut errors = v.errors;
-            let mut seen = Vec::new();
-            errors.retain(|e| {
-                let key = (e.message.clone(), e.span.clone());
-                let fresh = !seen.contains(&key);
-                seen.push(key);
-                fresh
-            });
-            Err(ManifestErrors {
-                path: path.to_owned(),
-                text: text.to_owned(),
-                errors,
-            })
-        }
+        _ => Err(fail(v.errors)),
     }
+}
+
+/// Errors sorted by where they are in the file (unlocated ones first), each reported once.
+pub(super) fn in_file_order(mut errors: Vec<ManifestError>) -> Vec<ManifestError> {
+    let mut seen = Vec::new();
+    errors.retain(|e| {
+        let key = (e.message.clone(), e.span.clone());
+        let fresh = !seen.contains(&key);
+        seen.push(key);
+        fresh
+    });
+    errors.sort_by_key(|e| e.span.as_ref().map(|s| (s.start, s.end)));
+    errors
 }
 
 fn serde_error(message: &str, span: Option<Range<usize>>) -> ManifestError {
@@ -120,20 +139,23 @@ pub(crate) fn serde_hint(message: &str) -> Option<String> {
 
 /// One `dotted.path = value` override, from a variant, a sweep axis or `[smoke]`.
 #[derive(Debug, Clone)]
-struct Override {
+pub(super) struct Override {
     /// `stages.<stage>.<param>[.<sub>...]`
-    path: String,
-    value: toml::Value,
+    pub(super) path: String,
+    pub(super) value: toml::Value,
     /// Where the key sits in the manifest (for locating errors).
-    at: Vec<String>,
+    pub(super) at: Vec<String>,
 }
 
-struct Validator {
-    spans: SpanIndex,
-    errors: Vec<ManifestError>,
+pub(super) struct Validator {
+    pub(super) spans: SpanIndex,
+    pub(super) errors: Vec<ManifestError>,
     /// Per stage: the variables its templates read (command stages), to reject an override
     /// of a `vars` key that nothing uses (it would make identical configs).
-    template_vars: Vec<Option<std::collections::BTreeSet<String>>>,
+    pub(super) template_vars: Vec<Option<std::collections::BTreeSet<String>>>,
+    /// Where `[smoke]` set each (stage, top-level parameter), so that a bad smoke value is
+    /// located at its `[smoke]` line rather than at the stage it changes.
+    pub(super) smoke_origin: Vec<(usize, String, Vec<String>)>,
 }
 
 fn is_ident(s: &str) -> bool {
@@ -145,7 +167,7 @@ fn toml_type(v: &toml::Value) -> &'static str {
 }
 
 impl Validator {
-    fn loc(&self, path: &[&str]) -> Located {
+    pub(super) fn loc(&self, path: &[&str]) -> Located {
         let segs: Vec<Seg<'_>> = path
             .iter()
             .map(|p| match p.parse::<usize>() {
@@ -156,17 +178,17 @@ impl Validator {
         self.spans.locate(&segs)
     }
 
-    fn key_span(&self, path: &[&str]) -> Option<Range<usize>> {
+    pub(super) fn key_span(&self, path: &[&str]) -> Option<Range<usize>> {
         let l = self.loc(path);
         l.key.or(l.value)
     }
 
-    fn value_span(&self, path: &[&str]) -> Option<Range<usize>> {
+    pub(super) fn value_span(&self, path: &[&str]) -> Option<Range<usize>> {
         let l = self.loc(path);
         l.value.or(l.key)
     }
 
-    fn err(&mut self, e: ManifestError) {
+    pub(super) fn err(&mut self, e: ManifestError) {
         self.errors.push(e);
     }
 
@@ -196,7 +218,7 @@ impl Validator {
         }
 
         let stages = self.stages(&raw.stages)?;
-        let order = self.dag(&stages)?;
+        let order = self.dag(&stages);
 
         // Overrides of [smoke] apply to the base parameters, before variants and sweeps.
         let mut base: Vec<toml::Table> = raw.stages.values().map(strip_stage_keys).collect();
@@ -210,6 +232,9 @@ impl Validator {
             })
             .collect();
         let mut sweep_raw = raw.sweep.clone();
+        // The base as `--smoke` would run it, to check [smoke] even when it is not used, so a
+        // broken smoke mode is caught by `check`.
+        let mut smoke_base = None;
         if smoke {
             schedule.warmup = 0;
             schedule.repetitions = schedule.repetitions.min(2);
@@ -217,21 +242,34 @@ impl Validator {
                 self.apply_smoke(table, &stages, &mut base, &mut schedule, &mut sweep_raw);
             }
         } else if let Some(table) = &raw.smoke {
-            // Check [smoke] even when not used, so a broken smoke mode is caught by `check`.
             let mut b = base.clone();
             let mut s = schedule;
             let mut sw = sweep_raw.clone();
             self.apply_smoke(table, &stages, &mut b, &mut s, &mut sw);
+            smoke_base = Some(b);
         }
 
         let variants = self.variants(raw.variants.as_ref(), &stages);
         let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants);
         let variant_names: Vec<String> = variants.iter().map(|(n, _)| n.clone()).collect();
         let compare = self.compare(raw.compare.as_ref(), &stages, &variant_names);
-        if !self.errors.is_empty() {
-            return None;
+        let smoke_origin = std::mem::take(&mut self.smoke_origin);
+        let configs = if smoke {
+            self.configs(&stages, &base, &variants, &sweep, &smoke_origin)
+        } else {
+            self.configs(&stages, &base, &variants, &sweep, &[])
+        };
+        if let Some(b) = &smoke_base {
+            self.configs(&stages, b, &variants, &sweep, &smoke_origin);
         }
-        let configs = self.configs(&stages, &base, &variants, &sweep);
+        // An A/A run (`allow_identical`) has no real effect to miss, so an unreachable alpha
+        // cannot make it mislead; every other design must be able to reach a verdict.
+        if let Some(c) = compare.as_ref().filter(|c| !c.allow_identical) {
+            self.identical_configs(&stages, &configs, &variants, &sweep);
+            if !smoke && configs.len() > 1 {
+                self.reachable_alpha(&schedule, c);
+            }
+        }
         if !self.errors.is_empty() {
             return None;
         }
@@ -374,10 +412,13 @@ impl Validator {
                 cache,
             });
         }
-        self.errors.is_empty().then_some(out)
+        // Invalid stages are kept (and reported): the checks after this one still find the
+        // manifest's other mistakes in the same pass.
+        Some(out)
     }
 
-    fn dag(&mut self, stages: &[StageDef]) -> Option<Vec<usize>> {
+    /// Stage indices in dependency order; empty when the stages form a cycle (reported).
+    fn dag(&mut self, stages: &[StageDef]) -> Vec<usize> {
         let needs: Vec<Vec<usize>> = stages.iter().map(|s| s.needs.clone()).collect();
         let order = match crate::plan::topo_order(stages.len(), &needs) {
             Ok(o) => o,
@@ -393,13 +434,18 @@ impl Validator {
                     .label("part of the cycle")
                     .hint("remove one of these `needs` so the stages form a DAG"),
                 );
-                return None;
+                return Vec::new();
             }
         };
         // Typed edges: a stage that takes an artifact must need exactly one producer of it.
         for s in stages {
             let Some(spec) = find_kind(&s.kind) else { continue };
             let Some(input) = spec.input else { continue };
+            // A needed stage of an unknown kind is reported already; guessing what it would
+            // produce would only add a second, misleading error.
+            if s.needs.iter().any(|&j| find_kind(&stages[j].kind).is_none()) {
+                continue;
+            }
             let producers: Vec<&StageDef> = s
                 .needs
                 .iter()
@@ -443,7 +489,7 @@ impl Validator {
         // A stage that takes nothing may still order itself after others (e.g. a command
         // after a load), which is fine; producers feeding a kind that ignores them are too.
         let _ = ArtifactKind::None;
-        self.errors.is_empty().then_some(order)
+        order
     }
 
     /// Checks an override path and returns (stage index, parameter segments).
@@ -579,9 +625,12 @@ impl Validator {
                 continue;
             }
             if let Some((si, segs)) = self.check_path(&ov, stages, "smoke override") {
-                if let Err(msg) = set_path(&mut base[si], &segs, ov.value.clone()) {
-                    let span = self.key_span(&at);
-                    self.err(ManifestError::new(msg, span));
+                match set_path(&mut base[si], &segs, ov.value.clone()) {
+                    Ok(()) => self.smoke_origin.push((si, segs[0].clone(), ov.at.clone())),
+                    Err(msg) => {
+                        let span = self.key_span(&at);
+                        self.err(ManifestError::new(msg, span));
+                    }
                 }
             }
         }
@@ -774,6 +823,7 @@ impl Validator {
                 resamples: 10_000,
                 guards: Vec::new(),
                 claims: Vec::new(),
+                allow_identical: false,
             });
         };
         let baseline = raw.baseline.clone().unwrap_or(first);
@@ -838,47 +888,64 @@ impl Validator {
         let mut guards = Vec::new();
         for (i, g) in raw.guards.iter().enumerate() {
             let idx = i.to_string();
-            self.metric_ref(&g.metric, &["compare", "guards", &idx, "metric"], stages);
-            if let Err((msg, hint)) = check_tolerance(&g.within) {
+            let (Some(metric), Some(within)) = (&g.metric, &g.within) else {
+                self.missing_keys(
+                    "guard",
+                    &idx,
+                    &[("metric", g.metric.is_some()), ("within", g.within.is_some())],
+                );
+                continue;
+            };
+            self.metric_ref(metric, &["compare", "guards", &idx, "metric"], stages);
+            if let Err((msg, hint)) = check_tolerance(within) {
                 let span = self.value_span(&["compare", "guards", &idx, "within"]);
                 self.err(ManifestError::new(msg, span).maybe_hint(hint));
             }
             guards.push(GuardDef {
-                metric: g.metric.clone(),
-                within: g.within.clone(),
+                metric: metric.clone(),
+                within: within.clone(),
             });
         }
         let mut claims = Vec::new();
         for (i, c) in raw.claims.iter().enumerate() {
             let idx = i.to_string();
-            self.metric_ref(&c.metric, &["compare", "claims", &idx, "metric"], stages);
-            if !variants.contains(&c.variant) {
+            let (Some(metric), Some(variant), Some(speedup)) = (&c.metric, &c.variant, &c.speedup) else {
+                self.missing_keys(
+                    "claim",
+                    &idx,
+                    &[
+                        ("metric", c.metric.is_some()),
+                        ("variant", c.variant.is_some()),
+                        ("speedup", c.speedup.is_some()),
+                    ],
+                );
+                continue;
+            };
+            self.metric_ref(metric, &["compare", "claims", &idx, "metric"], stages);
+            if !variants.contains(variant) {
                 let span = self.value_span(&["compare", "claims", &idx, "variant"]);
-                let hint = did_you_mean(&c.variant, variants.iter().map(String::as_str))
+                let hint = did_you_mean(variant, variants.iter().map(String::as_str))
                     .unwrap_or_else(|| format!("variants: {}", variants.join(", ")));
                 self.err(
-                    ManifestError::new(
-                        format!("claim names variant `{}`, which is not defined", c.variant),
-                        span,
-                    )
-                    .label("no such variant")
-                    .hint(hint),
+                    ManifestError::new(format!("claim names variant `{variant}`, which is not defined"), span)
+                        .label("no such variant")
+                        .hint(hint),
                 );
-            } else if c.variant == baseline {
+            } else if *variant == baseline {
                 let span = self.value_span(&["compare", "claims", &idx, "variant"]);
                 self.err(
-                    ManifestError::new(format!("claim is about `{}`, the baseline itself", c.variant), span)
+                    ManifestError::new(format!("claim is about `{variant}`, the baseline itself"), span)
                         .hint("a claim compares a variant against the baseline; name the optimized variant"),
                 );
             }
-            if let Err((msg, hint)) = check_claim(&c.speedup) {
+            if let Err((msg, hint)) = check_claim(speedup) {
                 let span = self.value_span(&["compare", "claims", &idx, "speedup"]);
                 self.err(ManifestError::new(msg, span).maybe_hint(hint));
             }
             claims.push(ClaimDef {
-                metric: c.metric.clone(),
-                variant: c.variant.clone(),
-                speedup: c.speedup.clone(),
+                metric: metric.clone(),
+                variant: variant.clone(),
+                speedup: speedup.clone(),
                 source: c.source.clone(),
             });
         }
@@ -891,6 +958,7 @@ impl Validator {
             resamples,
             guards,
             claims,
+            allow_identical: raw.allow_identical,
         })
     }
 
@@ -900,6 +968,7 @@ impl Validator {
         base: &[toml::Table],
         variants: &[(String, Vec<Override>)],
         sweep: &[(String, Vec<toml::Value>, Vec<String>)],
+        smoke_origin: &[(usize, String, Vec<String>)],
     ) -> Vec<Config> {
         // Cartesian product of sweep axes, first axis varying slowest.
         let mut points: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
@@ -960,12 +1029,15 @@ impl Validator {
                             stage,
                         }),
                         Err(e) => {
-                            let from_override = e
-                                .field
-                                .as_ref()
-                                .and_then(|f| origin.iter().rev().find(|(i, p, _)| *i == si && p == f));
+                            let find = |list: &'_ [(usize, String, Vec<String>)]| {
+                                e.field
+                                    .as_ref()
+                                    .and_then(|f| list.iter().rev().find(|(i, p, _)| *i == si && p == f).cloned())
+                            };
+                            let from_smoke = find(smoke_origin);
+                            let from_override = find(&origin).or_else(|| from_smoke.clone());
                             let unknown = e.message.starts_with("unknown field");
-                            let span = match (from_override, &e.field) {
+                            let span = match (&from_override, &e.field) {
                                 (Some((_, _, at)), _) => {
                                     let at: Vec<&str> = at.iter().map(String::as_str).collect();
                                     if unknown {
@@ -984,10 +1056,10 @@ impl Validator {
                                 (None, None) => self.key_span(&["stages", &s.name]),
                             };
                             let field = e.field.clone().unwrap_or_default();
-                            let context = if from_override.is_some() {
-                                format!(" (in config `{name}`)")
-                            } else {
-                                String::new()
+                            let context = match (&from_override, &from_smoke) {
+                                (Some(a), Some(b)) if a == b => " (as set by [smoke])".to_owned(),
+                                (Some(_), _) => format!(" (in config `{name}`)"),
+                                (None, _) => String::new(),
                             };
                             let message = if e.message.contains(&format!("`{field}`")) || field.is_empty() {
                                 format!("stage `{}`{context}: {}", s.name, e.message)

@@ -7,7 +7,6 @@ use super::worker::{self, WorkerOptions};
 use super::{require_postgres, QueueError};
 use crate::commands::{cancel_flag, experiment_env, reproduce_command, runtime, Globals};
 use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::manifest;
 use crate::plan;
 use crate::store::{self, Db};
 use std::collections::BTreeMap;
@@ -64,7 +63,7 @@ fn connect(rt: &tokio::runtime::Runtime, url: &str) -> Result<(Db, sqlx::PgPool)
 pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     require_postgres(&g.database)?;
     // Validate before touching the database: bad input writes nothing.
-    let exp = manifest::parse_file(&o.file, o.smoke)?;
+    let exp = crate::commands::load_manifest(g, &o.file, o.smoke)?;
     if !positive(o.lease_seconds) {
         return Err(CommandError::BadInput("--lease-seconds must be positive".into()));
     }

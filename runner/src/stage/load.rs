@@ -2,7 +2,7 @@
 
 use super::{BuildError, Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::market::{load, LoadParams};
+use crate::market::{load, FetchStrategy, LoadParams};
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -25,5 +25,12 @@ impl Stage for LoadStage {
             .map_err(|e| StageError::new(e.to_string()))?;
         ctx.content_hash = Some(bars.content_hash.clone());
         Ok(Artifact::Bars(Arc::new(bars)))
+    }
+
+    fn needs_postgres_stock(&self) -> Option<(&'static str, &'static str)> {
+        (self.params.strategy == FetchStrategy::Copy).then_some((
+            "strategy",
+            "strategy = \"copy\" streams bars with PostgreSQL's COPY protocol",
+        ))
     }
 }

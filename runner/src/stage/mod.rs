@@ -28,6 +28,12 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn preview(&self, _config: &str, _variant: &str) -> Option<String> {
         None
     }
+
+    /// A parameter value that only a PostgreSQL stock database supports, as
+    /// `(parameter, what it needs)`, so that `check` rejects it on SQLite before any trial runs.
+    fn needs_postgres_stock(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
 }
 
 /// What a stage receives from the stages it needs.

@@ -139,7 +139,7 @@ pub fn wilcoxon_signed_rank(d: &[f64]) -> (f64, f64) {
 
 /// The smallest two-sided p-value an exact rank test can produce with `n` repetitions per side
 /// (Mann-Whitney, equal sizes) or `n` blocks (signed-rank). Below it, no data can be significant.
-pub(crate) fn min_attainable_p(n: usize, paired: bool) -> f64 {
+pub fn min_attainable_p(n: usize, paired: bool) -> f64 {
     if paired {
         2.0 / 2f64.powi(n as i32)
     } else {

@@ -33,6 +33,8 @@ shell = true
 argv = ["{before}sleep {secs}; echo {{{{ trial }}}} >> '{counter}'"]
 [variants.a]
 [variants.b]
+[compare]
+allow_identical = true
 "#,
             counter = counter.display()
         ),

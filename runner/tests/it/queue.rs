@@ -24,6 +24,9 @@ argv = ["sleep", "{secs}"]
 
 [variants.baseline]
 [variants.other]
+
+[compare]
+allow_identical = true
 "#
     )
 }

@@ -52,7 +52,9 @@ vars = {{ secs = {slow} }}
 "stages.work.vars.secs" = {fast}
 [compare]
 primary = "work.latency"
-"#
+allow_identical = {aa}
+"#,
+        aa = slow == fast
     )
 }
 

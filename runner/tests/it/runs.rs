@@ -11,7 +11,7 @@ name = "ab"
 
 [schedule]
 warmup = 1
-repetitions = 3
+repetitions = 5
 seed = 11
 
 [stages.work]
@@ -34,35 +34,35 @@ fn check_ab_rows(url: &str) {
     assert_eq!(scalar(url, "SELECT COUNT(*) FROM runs"), 1);
     assert_eq!(
         scalar(url, "SELECT COUNT(*) FROM trials"),
-        8,
-        "2 configs x (1 warm-up + 3 repetitions)"
+        12,
+        "2 configs x (1 warm-up + 5 repetitions)"
     );
     assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials WHERE warmup"), 2);
-    assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials WHERE status = 'ok'"), 8);
-    assert_eq!(scalar(url, "SELECT COUNT(*) FROM stage_results"), 16);
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials WHERE status = 'ok'"), 12);
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM stage_results"), 24);
     assert_eq!(
         scalar(url, "SELECT COUNT(*) FROM metrics"),
-        16,
+        24,
         "two metric lines per trial"
     );
     assert_eq!(
         scalar(url, "SELECT CAST(SUM(m.value) AS BIGINT) FROM metrics m JOIN trials t ON t.run_id = m.run_id AND t.trial_index = m.trial_index WHERE m.name = 'answer' AND t.variant = 'fast'"),
-        8,
-        "4 fast trials reported answer = 2"
+        12,
+        "6 fast trials reported answer = 2"
     );
     assert_eq!(
         scalar(
             url,
             "SELECT COUNT(*) FROM metrics WHERE name = 'curve' AND step = 2 AND unit = 'loss'"
         ),
-        8
+        12
     );
     assert_eq!(strings(url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
     // Stored stage times are the stage's wall time: at least the 30 ms the baseline sleeps.
     // (A lower bound the sleep guarantees; which variant is faster is not a test's question.)
     let slow = scalar(url, "SELECT CAST(MIN(s.seconds) * 1000000 AS BIGINT) FROM stage_results s JOIN trials t ON t.run_id = s.run_id AND t.trial_index = s.trial_index WHERE s.stage = 'work' AND t.variant = 'baseline'");
     assert!(slow >= 30_000, "baseline min {slow} us");
-    assert!(scalar(url, "SELECT COUNT(*) FROM stage_results WHERE peak_rss_bytes > 0") == 16);
+    assert!(scalar(url, "SELECT COUNT(*) FROM stage_results WHERE peak_rss_bytes > 0") == 24);
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn run_stores_every_trial_stage_and_metric_in_sqlite() {
     let out = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("8 of 8 trials stored, 0 failed"),
+        String::from_utf8_lossy(&out.stdout).contains("12 of 12 trials stored, 0 failed"),
         "{}",
         text(&out)
     );
@@ -121,7 +121,7 @@ fn failing_stage_fails_its_trial_and_the_run_goes_on() {
 name = "fail"
 [schedule]
 warmup = 0
-repetitions = 2
+repetitions = 5
 seed = 1
 [stages.work]
 kind = "command"
@@ -145,14 +145,14 @@ argv = ["true"]
             url,
             "SELECT COUNT(*) FROM trials WHERE variant = 'good' AND status = 'ok'"
         ),
-        2
+        5
     );
     assert_eq!(
         scalar(
             url,
             "SELECT COUNT(*) FROM trials WHERE variant = 'broken' AND status = 'failed'"
         ),
-        2
+        5
     );
     let errors = strings(url, "SELECT error FROM trials WHERE status = 'failed'");
     assert!(
@@ -166,7 +166,7 @@ argv = ["true"]
             url,
             "SELECT COUNT(*) FROM stage_results WHERE stage = 'after' AND status = 'skipped'"
         ),
-        2
+        5
     );
     assert!(text(&out).contains("failed"), "{}", text(&out));
 }

@@ -99,6 +99,7 @@ argv = ["echo", '{{"metric": "latency", "value": 0.5, "unit": "s"}}']
 [variants.a]
 [variants.b]
 [compare]
+allow_identical = true
 primary = "{primary}"
 guards = [{{ metric = "{guard}", within = "5%" }}]
 "#

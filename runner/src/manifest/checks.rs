@@ -1,0 +1,324 @@
+//! Checks that look at the manifest as a whole (validate -> **checks**): unknown keys, configs
+//! that would measure nothing, designs that can never reach a verdict, and stage options the
+//! stock database cannot do. Each is located in the file like every other manifest error.
+
+use super::diag::{did_you_mean, ManifestError, ManifestErrors};
+use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawSchedule};
+use super::spans::{Seg, SpanIndex};
+use super::validate::{in_file_order, Override, Validator};
+use super::{CompareDef, Config, Experiment, Schedule, StageDef};
+use std::ops::Range;
+
+impl Validator {
+    /// A `[compare]` guard or claim entry without one of its required keys.
+    pub(super) fn missing_keys(&mut self, what: &str, idx: &str, keys: &[(&str, bool)]) {
+        let list = if what == "guard" { "guards" } else { "claims" };
+        let missing: Vec<String> = keys.iter().filter(|k| !k.1).map(|k| format!("`{}`", k.0)).collect();
+        let span = self.value_span(&["compare", list, idx]);
+        let n = idx.parse::<usize>().map_or(0, |i| i + 1);
+        let example = if what == "guard" {
+            "{ metric = \"check.mse\", within = \"1%\" }"
+        } else {
+            "{ metric = \"train.seconds\", variant = \"fast\", speedup = \"2x\" }"
+        };
+        self.err(
+            ManifestError::new(format!("{what} {n} has no {}", missing.join(" or ")), span)
+                .label(format!("missing {}", missing.join(", ")))
+                .hint(format!("a {what} is written {example}")),
+        );
+    }
+
+    /// A key serde skipped (`schedule.repetitons`): the manifest has no such setting.
+    pub(super) fn unknown_key(&mut self, dotted: &str) {
+        // `?` marks an `Option` level in serde_ignored's path; it is not a key in the file.
+        let segs: Vec<&str> = dotted.split('.').filter(|s| *s != "?").collect();
+        let Some((key, parent)) = segs.split_last() else { return };
+        let known: &[&str] = match parent {
+            [] => crate::stage::field_names::<RawManifest>(),
+            ["experiment"] => crate::stage::field_names::<RawExperiment>(),
+            ["schedule"] => crate::stage::field_names::<RawSchedule>(),
+            ["compare"] => crate::stage::field_names::<RawCompare>(),
+            ["compare", "guards", _] => crate::stage::field_names::<RawGuard>(),
+            ["compare", "claims", _] => crate::stage::field_names::<RawClaim>(),
+            _ => &[],
+        };
+        let place = match parent {
+            [] => "at the top level".to_owned(),
+            [section] => format!("in [{section}]"),
+            [_, list, i] => format!(
+                "in {} {}",
+                list.trim_end_matches('s'),
+                i.parse::<usize>().map_or(0, |i| i + 1)
+            ),
+            _ => format!("in `{}`", parent.join(".")),
+        };
+        let span = self.key_span(&segs);
+        let hint = did_you_mean(key, known.iter().copied())
+            .unwrap_or_else(|| format!("known keys {place}: {}", known.join(", ")));
+        self.err(
+            ManifestError::new(format!("unknown key `{key}` {place}"), span)
+                .label("unknown key")
+                .hint(hint),
+        );
+    }
+
+    /// Two configs whose stages get identical parameters measure the same thing twice: a
+    /// misspelled or no-op override would then produce a verdict about nothing. Reported once
+    /// per group of identical configs, at the override (or variant) that was meant to differ.
+    pub(super) fn identical_configs(
+        &mut self,
+        stages: &[StageDef],
+        configs: &[Config],
+        variants: &[(String, Vec<Override>)],
+        sweep: &[(String, Vec<toml::Value>, Vec<String>)],
+    ) {
+        if configs.len() < 2 || configs.iter().any(|c| c.stages.len() != stages.len()) {
+            return;
+        }
+        // A command stage that renders `{{ variant }}` or `{{ config }}` differs by name alone.
+        let by_name = self
+            .template_vars
+            .iter()
+            .flatten()
+            .any(|used| used.contains("variant") || used.contains("config"));
+        if by_name {
+            return;
+        }
+        let mut reported = vec![false; configs.len()];
+        for i in 0..configs.len() {
+            if reported[i] {
+                continue;
+            }
+            let same: Vec<usize> = (i + 1..configs.len())
+                .filter(|&j| {
+                    configs[i]
+                        .stages
+                        .iter()
+                        .zip(&configs[j].stages)
+                        .all(|(a, b)| same_table(&a.params, &b.params))
+                })
+                .collect();
+            let Some(&j) = same.first() else { continue };
+            for &k in &same {
+                reported[k] = true;
+            }
+            let (a, b) = (&configs[i], &configs[j]);
+            let mut names: Vec<String> = std::iter::once(i)
+                .chain(same.iter().copied())
+                .map(|k| format!("`{}`", configs[k].name))
+                .collect();
+            let last = names.pop().unwrap_or_default();
+            let (why, at): (String, Vec<String>) = if a.variant != b.variant {
+                let ovs = variants
+                    .iter()
+                    .find(|(n, _)| *n == b.variant)
+                    .map(|(_, o)| o.as_slice())
+                    .unwrap_or_default();
+                let at = ovs
+                    .first()
+                    .map(|o| o.at.clone())
+                    .unwrap_or_else(|| vec!["variants".to_owned(), b.variant.clone()]);
+                let why = if ovs.is_empty() {
+                    format!("variant `{}` overrides nothing", b.variant)
+                } else {
+                    format!(
+                        "every override of variant `{}` sets the value `{}` already has",
+                        b.variant, a.variant
+                    )
+                };
+                (why, at)
+            } else {
+                // Same variant: the sweep points differ, but not in any parameter a stage sees.
+                let axis = a
+                    .sweep_point
+                    .iter()
+                    .zip(&b.sweep_point)
+                    .position(|(x, y)| x != y)
+                    .unwrap_or(0);
+                let at = sweep
+                    .get(axis)
+                    .map(|(_, values, at)| {
+                        let v = b.sweep_point.get(axis).map(|p| p.1.as_str()).unwrap_or_default();
+                        let idx = values.iter().position(|x| x.to_string() == v).unwrap_or(0);
+                        let mut at = at.clone();
+                        at.push(idx.to_string());
+                        at
+                    })
+                    .unwrap_or_else(|| vec!["sweep".to_owned()]);
+                let path = sweep.get(axis).map(|s| s.0.as_str()).unwrap_or_default();
+                (format!("the sweep values of `{path}` change nothing a stage sees"), at)
+            };
+            let at: Vec<&str> = at.iter().map(String::as_str).collect();
+            let span = if at.first() == Some(&"sweep") {
+                self.value_span(&at)
+            } else {
+                self.key_span(&at)
+            };
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "configs {} and {last} run identical stages: {why}, so comparing them measures nothing",
+                        names.join(", ")
+                    ),
+                    span,
+                )
+                .label("changes nothing")
+                .hint(
+                    "override a parameter to a different value (`measured plan --show-commands` shows what \
+                     each config runs), or set `allow_identical = true` in [compare] for an A/A run that \
+                     measures noise",
+                ),
+            );
+        }
+    }
+
+    /// A design whose repetitions cannot reach `alpha` reports "inconclusive" whatever the data:
+    /// the exact rank test has a smallest possible p-value. Runs on one host are compared with
+    /// the Mann-Whitney test (floor 2 / C(2n, n)); the claim rule needs 5 per side as well.
+    pub(super) fn reachable_alpha(&mut self, schedule: &Schedule, compare: &CompareDef) {
+        let n = schedule.repetitions as usize;
+        let floor = crate::stats::min_attainable_p(n, false);
+        let needed = (1..=64)
+            .find(|&k| crate::stats::min_attainable_p(k, false) < compare.alpha)
+            .unwrap_or(64);
+        let needed_claims = if compare.claims.is_empty() {
+            0
+        } else {
+            crate::stats::MIN_CLAIM_REPETITIONS
+        };
+        let span = self
+            .loc(&["schedule", "repetitions"])
+            .value
+            .or_else(|| self.key_span(&["schedule"]))
+            .or_else(|| self.value_span(&["compare", "alpha"]));
+        if floor >= compare.alpha {
+            let paired = (1..=64)
+                .find(|&k| crate::stats::min_attainable_p(k, true) < compare.alpha)
+                .unwrap_or(64);
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "{n} repetitions per config can never reach alpha {}: the smallest p-value the \
+                         rank test can give with {n} vs {n} samples is {}, so every comparison would be \
+                         inconclusive whatever the data",
+                        compare.alpha,
+                        format_args!("{floor:.3}")
+                    ),
+                    span,
+                )
+                .label("too few repetitions")
+                .hint(format!(
+                    "use repetitions = {} or more (runs spread over several hosts are compared in \
+                     blocks and need {paired}), or raise `alpha` in [compare]",
+                    needed.max(needed_claims)
+                )),
+            );
+        } else if n < needed_claims {
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "{n} repetitions per config are too few to judge a claim: a claim needs at least \
+                         {needed_claims} per side, below which the bootstrap interval covers less than it says"
+                    ),
+                    span,
+                )
+                .label("too few repetitions")
+                .hint(format!("use repetitions = {needed_claims} or more")),
+            );
+        }
+    }
+}
+
+/// Parameter tables equal as a stage reads them: `5` and `5.0` are one number.
+pub(super) fn same_table(a: &toml::Table, b: &toml::Table) -> bool {
+    a.len() == b.len() && a.iter().all(|(k, x)| b.get(k).is_some_and(|y| same_value(x, y)))
+}
+
+fn same_value(a: &toml::Value, b: &toml::Value) -> bool {
+    use toml::Value as V;
+    match (a, b) {
+        (V::Integer(i), V::Float(f)) | (V::Float(f), V::Integer(i)) => *i as f64 == *f,
+        (V::Array(x), V::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y)),
+        (V::Table(x), V::Table(y)) => same_table(x, y),
+        _ => a == b,
+    }
+}
+
+/// One stage option the stock database cannot do: (stage, where it is set, why, parameter,
+/// the configs it is in).
+type Needing<'a> = (usize, Option<Range<usize>>, &'static str, &'static str, Vec<&'a str>);
+
+/// Checks the stage options that depend on the stock database the run will read: a parameter
+/// only PostgreSQL supports (`strategy = "copy"`) is an error on SQLite, located where the
+/// manifest sets it, before any trial runs.
+pub fn check_stock_backend(exp: &Experiment, stock_is_postgres: bool) -> Result<(), ManifestErrors> {
+    if stock_is_postgres {
+        return Ok(());
+    }
+    let spans = SpanIndex::new(&exp.text);
+    // (stage, span, why, param) -> the configs affected, so one mistake is reported once.
+    let mut found: Vec<Needing<'_>> = Vec::new();
+    for config in &exp.configs {
+        for (si, (def, resolved)) in exp.stages.iter().zip(&config.stages).enumerate() {
+            let Some((param, why)) = resolved.stage.needs_postgres_stock() else {
+                continue;
+            };
+            let dotted = format!("stages.{}.{param}", def.name);
+            let name = def.name.as_str();
+            let mut places: Vec<Vec<Seg<'_>>> = Vec::new();
+            if let Some(v) = exp.variants.iter().find(|v| **v == config.variant) {
+                places.push(vec![Seg::Key("variants"), Seg::Key(v), Seg::Key(&dotted)]);
+                places.push(vec![
+                    Seg::Key("variants"),
+                    Seg::Key(v),
+                    Seg::Key("stages"),
+                    Seg::Key(name),
+                    Seg::Key(param),
+                ]);
+            }
+            places.push(vec![Seg::Key("sweep"), Seg::Key(&dotted)]);
+            places.push(vec![Seg::Key("stages"), Seg::Key(name), Seg::Key(param)]);
+            let span = places
+                .iter()
+                .find_map(|p| spans.value_at(p))
+                .or_else(|| spans.locate(&[Seg::Key("stages"), Seg::Key(name)]).key);
+            match found.iter_mut().find(|f| f.0 == si && f.1 == span) {
+                Some(f) => f.4.push(&config.name),
+                None => found.push((si, span, why, param, vec![&config.name])),
+            }
+        }
+    }
+    let all = exp.configs.len();
+    let errors: Vec<ManifestError> = found
+        .into_iter()
+        .map(|(si, span, why, param, configs)| {
+            let which = if configs.len() == all {
+                String::new()
+            } else {
+                let names: Vec<String> = configs.iter().map(|c| format!("`{c}`")).collect();
+                let noun = if names.len() == 1 { "config" } else { "configs" };
+                format!(" (in {noun} {})", names.join(", "))
+            };
+            ManifestError::new(
+                format!(
+                    "stage `{}`{which}: {why}, but the stock database is SQLite",
+                    exp.stages[si].name
+                ),
+                span,
+            )
+            .label("needs PostgreSQL")
+            .hint(format!(
+                "use another `{param}` (\"stream\" or \"batched\" work on both databases), or point \
+                 STOCK_DATABASE_URL (or --stock-database) at a PostgreSQL stock database"
+            ))
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(ManifestErrors {
+        path: exp.path.clone(),
+        text: exp.text.clone(),
+        errors: in_file_order(errors),
+    })
+}
