@@ -2,6 +2,7 @@
 
 use crate::commands::{self, Globals, RunOptions};
 use crate::error::{CommandError, EXIT_OK};
+use crate::paths::Root;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -21,9 +22,11 @@ pub struct Cli {
 
 #[derive(Args, Debug)]
 pub struct GlobalArgs {
-    /// Results database: `postgres://...` or a SQLite file.
-    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true, default_value = crate::store::DEFAULT_SQLITE_PATH)]
-    pub database: String,
+    /// Results database: `postgres://...` or a SQLite file (a path as given is relative to the
+    /// current directory). Default: results/measured.sqlite under the git root of the manifest,
+    /// else under the git root of the current directory, else under the current directory.
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
+    pub database: Option<String>,
     /// Stock database, when it is not the results database.
     #[arg(long, global = true, env = "STOCK_DATABASE_URL", hide_env_values = true)]
     pub stock_database: Option<String>,
@@ -81,9 +84,10 @@ pub enum Command {
     Report {
         /// Run id, a unique prefix of one, or `latest`.
         run: String,
-        /// Reports go to `<dir>/<experiment>/<run-id>/`.
-        #[arg(long, default_value = "results")]
-        results_dir: PathBuf,
+        /// Reports go to `<dir>/<experiment>/<run-id>/` (default: results/ under the git root of
+        /// the current directory, else the current directory).
+        #[arg(long)]
+        results_dir: Option<PathBuf>,
         /// Exit 1 when the primary metric regressed or a guard failed.
         #[arg(long)]
         fail_on_regression: bool,
@@ -100,9 +104,10 @@ pub enum Command {
         /// Compare even when the runs loaded different data.
         #[arg(long)]
         allow_different_data: bool,
-        /// Output goes to `<dir>/<experiment>/compare-<before>-vs-<after>/compare.md`.
-        #[arg(long, default_value = "results")]
-        results_dir: PathBuf,
+        /// Output goes to `<dir>/<experiment>/compare-<before>-vs-<after>/compare.md` (default:
+        /// results/ under the git root of the current directory, else the current directory).
+        #[arg(long)]
+        results_dir: Option<PathBuf>,
         /// Exit 1 when the after run is slower on the primary metric or a guard failed.
         #[arg(long)]
         fail_on_regression: bool,
@@ -143,9 +148,10 @@ pub enum Command {
         max_idle_seconds: Option<f64>,
         /// Where the worker keeps the journal of its finished trials
         /// (`<dir>/<experiment>/<run-id>.worker-<pid>.journal.jsonl`); journals found there are
-        /// stored first.
-        #[arg(long, default_value = "results")]
-        results_dir: PathBuf,
+        /// stored first (default: results/ under the git root of the current directory, else
+        /// the current directory).
+        #[arg(long)]
+        results_dir: Option<PathBuf>,
         /// How many seconds to keep retrying to store a finished trial in an unreachable
         /// database before stopping with the trials kept in the journal (0 to 86400).
         #[arg(long, value_name = "SECONDS", default_value_t = commands::DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
@@ -193,9 +199,10 @@ pub struct SubmitArgs {
     /// Print the batch script; queue nothing, submit nothing.
     #[arg(long, requires = "slurm")]
     pub dry_run: bool,
-    /// The script and task logs go to `<dir>/<experiment>/<run-id>/`.
-    #[arg(long, default_value = "results")]
-    pub results_dir: PathBuf,
+    /// The script and task logs go to `<dir>/<experiment>/<run-id>/` (default: results/ under
+    /// the git root of the manifest, else of the current directory, else the current directory).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -229,10 +236,12 @@ pub struct RunArgs {
     /// Do not render the report at the end.
     #[arg(long)]
     pub no_report: bool,
-    /// Where reports are written (`<dir>/<experiment>/<run-id>/`); the run's journal of
-    /// finished trials lies beside them (`<dir>/<experiment>/<run-id>.journal.jsonl`).
-    #[arg(long, default_value = "results")]
-    pub results_dir: PathBuf,
+    /// Where reports are written (`<dir>/<experiment>/<run-id>/`), with the run's journal of
+    /// finished trials beside them (`<dir>/<experiment>/<run-id>.journal.jsonl`). Default:
+    /// results/ under the git root of the manifest (with --resume, of the stored manifest's
+    /// folder when it is still there), else of the current directory, else the current directory.
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
     /// The run beats a heartbeat into the database; `runs` and `show` call a running run
     /// abandoned once its heartbeat is older than this many seconds (1 to 86400).
     #[arg(long, default_value_t = commands::DEFAULT_LEASE_SECONDS, value_parser = seconds_between::<1, 86400>)]
@@ -260,11 +269,20 @@ fn seconds_between<const MIN: u32, const MAX: u32>(s: &str) -> Result<f64, Strin
 pub fn main() -> u8 {
     let cli = Cli::parse();
     init_tracing(cli.global.quiet);
-    let g = Globals {
-        database: cli.global.database,
-        stock_database: cli.global.stock_database,
-        quiet: cli.global.quiet,
+    // Default locations belong to the project of the manifest when the command has one, so a
+    // command started from a subfolder or from elsewhere finds the same results.
+    let root = match &cli.command {
+        Command::Run(RunArgs { file: Some(f), .. }) | Command::Submit(SubmitArgs { file: f, .. }) => {
+            Root::of_manifest(f)
+        }
+        _ => Root::of_cwd(),
     };
+    let g = Globals::resolve(
+        cli.global.database.as_deref(),
+        cli.global.stock_database,
+        cli.global.quiet,
+        &root,
+    );
     let result: Result<u8, CommandError> = match cli.command {
         Command::Check { files, smoke } => Ok(commands::check(&g, &files, smoke)),
         Command::Plan {
@@ -299,7 +317,7 @@ pub fn main() -> u8 {
             run,
             results_dir,
             fail_on_regression,
-        } => commands::report(&g, &run, &results_dir, fail_on_regression),
+        } => commands::report(&g, &run, &root.results_dir(results_dir.as_deref()), fail_on_regression),
         Command::Compare {
             before,
             after,
@@ -311,7 +329,7 @@ pub fn main() -> u8 {
             &before,
             &after,
             allow_different_data,
-            &results_dir,
+            &root.results_dir(results_dir.as_deref()),
             fail_on_regression,
         ),
         Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),
@@ -335,7 +353,7 @@ pub fn main() -> u8 {
                     sbatch_args: a.sbatch_arg,
                 }),
                 dry_run: a.dry_run,
-                results_dir: a.results_dir,
+                results_dir: root.results_dir(a.results_dir.as_deref()),
             },
         ),
         Command::Worker {
@@ -351,7 +369,7 @@ pub fn main() -> u8 {
                 run,
                 lease_seconds,
                 max_idle_seconds,
-                results_dir,
+                results_dir: root.results_dir(results_dir.as_deref()),
                 db_wait_seconds: db_wait,
             },
         ),

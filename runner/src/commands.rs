@@ -8,6 +8,7 @@ use crate::exec::{
 use crate::journal::{self, Journal};
 use crate::manifest::{self, Experiment};
 use crate::measure::Fingerprint;
+use crate::paths::Root;
 use crate::plan;
 use crate::store::{self, Db};
 use anyhow::Context;
@@ -21,6 +22,7 @@ use std::time::Duration;
 /// Where results go; shared by every command that touches the database.
 #[derive(Debug, Clone)]
 pub struct Globals {
+    /// The results database: as given, or the default under the command's project root.
     pub database: String,
     /// Stock data; the results database when `None`.
     pub stock_database: Option<String>,
@@ -28,6 +30,17 @@ pub struct Globals {
 }
 
 impl Globals {
+    /// The global options with the default database resolved against `root`; a database the
+    /// user named (`--database`, `DATABASE_URL`) stays as written, relative to the current
+    /// directory.
+    pub fn resolve(database: Option<&str>, stock_database: Option<String>, quiet: bool, root: &Root) -> Globals {
+        Globals {
+            database: root.database(database),
+            stock_database,
+            quiet,
+        }
+    }
+
     pub fn stock_url(&self) -> String {
         self.stock_database.clone().unwrap_or_else(|| self.database.clone())
     }
@@ -110,7 +123,9 @@ pub struct RunOptions {
     pub json_events: Option<PathBuf>,
     pub report: bool,
     pub fail_on_regression: bool,
-    pub results_dir: PathBuf,
+    /// `--results-dir` as given; `None`: `results/` under the project root of the manifest
+    /// (of the stored manifest when resuming).
+    pub results_dir: Option<PathBuf>,
     /// A `running` run whose heartbeat is older than this is shown as abandoned.
     pub lease_seconds: f64,
     /// At the end of a run, how long to wait for an unreachable results database before
@@ -188,8 +203,10 @@ fn run_with(
     db: &Db,
 ) -> Result<u8, CommandError> {
     let lease = o.lease_seconds;
-    let (exp, run_id, seed, skip, env, journal) = match fresh {
+    let given_results = o.results_dir.as_deref();
+    let (exp, run_id, seed, skip, env, journal, results_dir) = match fresh {
         Some(exp) => {
+            let results_dir = Root::of_manifest(&exp.path).results_dir(given_results);
             let seed = o
                 .seed
                 .or(exp.schedule.seed)
@@ -210,20 +227,24 @@ fn run_with(
             };
             let mut header = new.header();
             header.database = store::database_identity(&g.database);
-            let journal = Journal::create(&Journal::path_for(&o.results_dir, &exp.name, &run_id), &header)
+            let journal = Journal::create(&Journal::path_for(&results_dir, &exp.name, &run_id), &header)
                 .map_err(|e| CommandError::Runtime(e.into()))?;
             rt.block_on(store::insert_run(db, &new))?;
-            (exp, run_id, seed, HashSet::new(), env, journal)
+            (exp, run_id, seed, HashSet::new(), env, journal, results_dir)
         }
         None => {
             let id = o.resume.as_deref().unwrap_or_default();
             // Trials a run could not store before it ended wait in its journal: write them
-            // first (this also gives back a run row that a replaced database lost).
+            // first (this also gives back a run row that a replaced database lost). Before the
+            // run is loaded its manifest is unknown: look under this directory's project.
             if id != "latest" {
-                flush_journals(rt, db, &o.results_dir, id, &g.database, g.quiet)?;
+                let here = Root::of_cwd().results_dir(given_results);
+                flush_journals(rt, db, &here, id, &g.database, g.quiet)?;
             }
             let row = rt.block_on(store::load_run(db, id))?;
-            flush_journals(rt, db, &o.results_dir, &row.id, &g.database, g.quiet)?;
+            // The run's results belong to the project of its manifest, as when it started.
+            let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
+            flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;
             let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
             let env = experiment_env(&exp);
             let skip: HashSet<u32> = rt
@@ -233,9 +254,9 @@ fn run_with(
             rt.block_on(store::set_run_status(db, &row.id, "running", None))?;
             rt.block_on(store::beat(db, &row.id, chrono::Utc::now(), Some(lease)))?;
             let header = store::RunHeader::of_stored(&row, &env, Some(lease), &g.database);
-            let journal = Journal::create(&Journal::path_for(&o.results_dir, &row.experiment, &row.id), &header)
+            let journal = Journal::create(&Journal::path_for(&results_dir, &row.experiment, &row.id), &header)
                 .map_err(|e| CommandError::Runtime(e.into()))?;
-            (exp, row.id, row.seed, skip, env, journal)
+            (exp, row.id, row.seed, skip, env, journal, results_dir)
         }
     };
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
@@ -286,7 +307,10 @@ fn run_with(
     let db = match storer.finish(summary.outcome.as_str(), Duration::from_secs_f64(o.db_wait_seconds)) {
         Ok(db) => db,
         Err(u) => {
-            eprintln!("{}", unstored_message(&u, &o.results_dir));
+            // `--resume` started here opens the database a plain resume finds: name any other.
+            let database = (store::is_sqlite_url(&g.database) && g.database != Root::of_cwd().database(None))
+                .then_some(g.database.as_str());
+            eprintln!("{}", unstored_message(&u, given_results, database));
             return Ok(EXIT_FAILED);
         }
     };
@@ -320,7 +344,7 @@ fn run_with(
     let mut regressed = false;
     if o.report {
         let row = rt.block_on(store::load_run(db, &run_id))?;
-        let written = write_run_report(rt, db, &row, &exp, &stored, &o.results_dir)?;
+        let written = write_run_report(rt, db, &row, &exp, &stored, &results_dir)?;
         for line in &written.report.summary {
             println!("  {}", strip_markdown(line));
         }
@@ -356,17 +380,21 @@ pub fn final_status(outcome: Outcome, stored: usize, planned: usize) -> &'static
     }
 }
 
-/// The command that stores what a journal holds, with `--results-dir` when not the default.
-fn resume_command(run_id: &str, results_dir: &Path) -> String {
-    if results_dir == Path::new("results") {
-        format!("measured run --resume {run_id}")
-    } else {
-        format!("measured run --resume {run_id} --results-dir {}", results_dir.display())
+/// The command that stores what a journal holds, with the `--results-dir` the run was given
+/// and the SQLite `--database` a resume would not find by default.
+fn resume_command(run_id: &str, results_dir: Option<&Path>, database: Option<&str>) -> String {
+    let mut cmd = format!("measured run --resume {run_id}");
+    if let Some(dir) = results_dir {
+        let _ = write!(cmd, " --results-dir {}", dir.display());
     }
+    if let Some(db) = database {
+        let _ = write!(cmd, " --database {}", store::redact_url(db));
+    }
+    cmd
 }
 
 /// What to tell the user when a run ended with trials only in its journal.
-pub fn unstored_message(u: &crate::exec::Unstored, results_dir: &Path) -> String {
+pub fn unstored_message(u: &crate::exec::Unstored, results_dir: Option<&Path>, database: Option<&str>) -> String {
     format!(
         "error: run {}: the results database {} did not take the finished trials before the run ended ({}).\n\
          Nothing is lost: all {} finished trials are kept in {}.\n\
@@ -376,7 +404,7 @@ pub fn unstored_message(u: &crate::exec::Unstored, results_dir: &Path) -> String
         u.error,
         u.trials,
         u.journal.display(),
-        resume_command(&u.run_id, results_dir)
+        resume_command(&u.run_id, results_dir, database)
     )
 }
 
@@ -483,7 +511,7 @@ fn load_stored(
 /// `measured report`: renders a stored run's report; returns the exit code.
 pub fn report(g: &Globals, run: &str, results_dir: &Path, fail_on_regression: bool) -> Result<u8, CommandError> {
     let rt = runtime()?;
-    let db = rt.block_on(Db::connect(&g.database))?;
+    let db = open_for_run(&rt, &g.database, run)?;
     let (row, exp, trials) = load_stored(&rt, &db, run)?;
     let written = write_run_report(&rt, &db, &row, &exp, &trials, results_dir)?;
     rt.block_on(db.close());
@@ -508,7 +536,7 @@ pub fn compare(
     fail_on_regression: bool,
 ) -> Result<u8, CommandError> {
     let rt = runtime()?;
-    let db = rt.block_on(Db::connect(&g.database))?;
+    let db = open_for_run(&rt, &g.database, before)?;
     let (row_a, exp_a, trials_a) = load_stored(&rt, &db, before)?;
     let (row_b, exp_b, trials_b) = load_stored(&rt, &db, after)?;
     if row_a.id == row_b.id {
@@ -569,7 +597,7 @@ pub(crate) fn reproduce_command(verb: &str, exp: &Experiment, seed: u64) -> Stri
 /// The environment a run of `exp` is recorded with, read from the manifest's directory (its git
 /// state belongs to the experiment, not to wherever the command was started).
 pub(crate) fn experiment_env(exp: &Experiment) -> Fingerprint {
-    Fingerprint::collect(exp.path.parent().unwrap_or(Path::new(".")))
+    Fingerprint::collect(exp.dir())
 }
 
 /// The median, or `None` for no values (shown as `-`).
@@ -702,11 +730,36 @@ pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8
     }
 }
 
+/// Opens the results database to read from it; `None` when it is a SQLite file that does not
+/// exist (reading creates neither the file nor its folder).
+fn open_existing(rt: &tokio::runtime::Runtime, url: &str) -> Result<Option<Db>, CommandError> {
+    if store::is_sqlite_url(url) && store::sqlite_file_id(url).is_none() {
+        return Ok(None);
+    }
+    Ok(Some(rt.block_on(Db::connect(url))?))
+}
+
+/// Opens the results database to read run `run` from it; an error naming the database when it
+/// does not exist.
+fn open_for_run(rt: &tokio::runtime::Runtime, url: &str, run: &str) -> Result<Db, CommandError> {
+    open_existing(rt, url)?.ok_or_else(|| {
+        CommandError::BadInput(format!(
+            "no run matches `{run}`: no runs stored yet in {}\n\
+             hint: `measured run MANIFEST` stores runs there (results/ under the manifest's git root by default); \
+             to read another database, pass --database or set DATABASE_URL",
+            store::redact_url(url)
+        ))
+    })
+}
+
 /// `measured runs`: stored runs, newest first.
 pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String, CommandError> {
     let rt = runtime()?;
-    let db = rt.block_on(Db::connect(&g.database))?;
-    let rows = rt.block_on(store::list_runs(&db, experiment, limit))?;
+    let db = open_existing(&rt, &g.database)?;
+    let rows = match &db {
+        Some(db) => rt.block_on(store::list_runs(db, experiment, limit))?,
+        None => Vec::new(),
+    };
     let now = chrono::Utc::now();
     let mut out = String::new();
     let _ = writeln!(
@@ -732,12 +785,21 @@ pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String,
         );
     }
     if rows.is_empty() {
-        out.push_str("(no runs stored yet: try `measured run experiments/quickstart.toml`)\n");
+        let shown = store::redact_url(&g.database);
+        let _ = match experiment {
+            Some(e) => writeln!(out, "(no runs of experiment `{e}` stored in {shown})"),
+            None => writeln!(
+                out,
+                "(no runs stored yet in {shown}: try `measured run experiments/quickstart.toml`)"
+            ),
+        };
     }
     for r in rows.iter().filter(|r| r.abandoned(now)) {
         let _ = writeln!(out, "{}", abandoned_note(r, now));
     }
-    rt.block_on(db.close());
+    if let Some(db) = db {
+        rt.block_on(db.close());
+    }
     Ok(out)
 }
 
@@ -753,7 +815,7 @@ fn abandoned_note(r: &store::RunRow, now: chrono::DateTime<chrono::Utc>) -> Stri
 /// `measured show`: one run's trials with stage timings.
 pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     let rt = runtime()?;
-    let db = rt.block_on(Db::connect(&g.database))?;
+    let db = open_for_run(&rt, &g.database, run)?;
     let row = rt.block_on(store::load_run(&db, run))?;
     let trials = rt.block_on(store::load_trials(&db, &row.id))?;
     let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
@@ -865,7 +927,7 @@ mod tests {
             trials: 7,
             error: "connection refused".into(),
         };
-        let m = unstored_message(&u, Path::new("out"));
+        let m = unstored_message(&u, Some(Path::new("out")), None);
         assert!(m.contains("run 20261124-120000-abcd"), "{m}");
         assert!(m.contains("postgres://u:***@db/results"), "{m}");
         assert!(
@@ -877,10 +939,16 @@ mod tests {
             "{m}"
         );
         assert_eq!(m.matches("connection refused").count(), 1, "the cause once: {m}");
-        let default = unstored_message(&u, Path::new("results"));
+        let default = unstored_message(&u, None, None);
         assert!(
             default.ends_with("measured run --resume 20261124-120000-abcd"),
             "{default}"
+        );
+        let elsewhere = unstored_message(&u, None, Some("/srv/repo/results/measured.sqlite"));
+        assert!(
+            elsewhere
+                .ends_with("measured run --resume 20261124-120000-abcd --database /srv/repo/results/measured.sqlite"),
+            "{elsewhere}"
         );
     }
 }

@@ -15,6 +15,7 @@ pub mod market;
 pub mod measure;
 pub mod metrics;
 pub mod params;
+pub mod paths;
 pub mod plan;
 pub mod produced;
 pub mod queue;

@@ -268,6 +268,7 @@ pub fn run_trial(
                 services,
                 trial: &info,
                 stage: &def.name,
+                manifest_dir: exp.dir(),
                 peak_rss_child: None,
                 content_hash: None,
             };

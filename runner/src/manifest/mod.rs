@@ -15,7 +15,7 @@ pub(crate) use validate::serde_hint;
 pub use validate::{hex_sha256, parse_file, parse_str};
 
 use crate::stage::Stage;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A validated experiment: every config is resolved and every stage built.
@@ -39,6 +39,17 @@ pub struct Experiment {
     pub configs: Vec<Config>,
     /// Whether `[smoke]` overrides were applied.
     pub smoke: bool,
+}
+
+impl Experiment {
+    /// The folder holding the manifest (`.` for a bare file name): what a command stage's
+    /// relative `cwd` is relative to.
+    pub fn dir(&self) -> &Path {
+        self.path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

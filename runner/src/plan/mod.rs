@@ -89,7 +89,7 @@ fn describe_config(out: &mut String, exp: &Experiment, i: usize) {
                 }
             }
         }
-        if let Some(cmd) = c.stages[si].stage.preview(&c.name, &c.variant) {
+        if let Some(cmd) = c.stages[si].stage.preview(&c.name, &c.variant, exp.dir()) {
             let _ = writeln!(out, "        {name}: {cmd}");
         }
     }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -31,7 +32,7 @@ pub struct CommandParams {
     /// Extra environment variables (values are templates).
     #[serde(default)]
     pub env: IndexMap<String, String>,
-    /// Working directory (a template), relative to where measured runs.
+    /// Working directory (a template), relative to the folder holding the manifest.
     pub cwd: Option<String>,
     /// Seconds after which the program is killed and the stage fails.
     pub timeout: Option<f64>,
@@ -194,6 +195,49 @@ impl CommandStage {
     }
 }
 
+/// The folder a program runs in: `cwd` as rendered, relative to the manifest's folder (an
+/// absolute `cwd` stays as it is). Relative to the manifest so that a run does not depend on the
+/// directory measured was started from.
+fn working_dir(manifest_dir: &Path, cwd: &str) -> PathBuf {
+    manifest_dir.join(cwd)
+}
+
+/// Where the program of a stage with `cwd` runs, written for people: the manifest's folder
+/// canonical (no `..` from how the manifest was named) joined with `cwd` as written.
+fn shown_working_dir(manifest_dir: &Path, cwd: &str) -> String {
+    working_dir(&shown_dir(manifest_dir), cwd).display().to_string()
+}
+
+/// An existing folder, canonical when possible, else absolute.
+fn shown_dir(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// Why the program cannot run in `dir`, or `None` when it is a folder. Checked before starting
+/// the program: the operating system would report a missing folder as a missing program.
+fn unusable_working_dir(dir: &Path, cwd: &str, manifest_dir: &Path) -> Option<String> {
+    let what = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return None,
+        Ok(_) => "is not a directory",
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        Err(_) => "cannot be read",
+    };
+    let origin = if Path::new(cwd).is_absolute() {
+        format!("cwd = {cwd:?}")
+    } else {
+        format!(
+            "cwd = {cwd:?}, relative to the manifest's directory {}",
+            shown_dir(manifest_dir).display()
+        )
+    };
+    Some(format!(
+        "working directory `{}` {what} ({origin}); hint: create it, or correct the stage's `cwd`",
+        shown_working_dir(manifest_dir, cwd)
+    ))
+}
+
 fn describe_template_error(template: &str, e: &minijinja::Error, known: &serde_json::Value) -> String {
     let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
     let mut msg = format!("template `{template}` cannot be rendered: {}{detail}", e.kind());
@@ -229,7 +273,7 @@ struct MetricLine {
 }
 
 impl Stage for CommandStage {
-    fn preview(&self, config: &str, variant: &str) -> Option<String> {
+    fn preview(&self, config: &str, variant: &str, manifest_dir: &Path) -> Option<String> {
         let sample = crate::stage::TrialInfo {
             run_id: "RUN".into(),
             trial_index: 0,
@@ -249,7 +293,7 @@ impl Stage for CommandStage {
         };
         let mut out = String::new();
         if let Some(cwd) = &r.cwd {
-            out.push_str(&format!("(in {}) ", quote(cwd)));
+            out.push_str(&format!("(in {}) ", quote(&shown_working_dir(manifest_dir, cwd))));
         }
         for (k, v) in &r.env {
             out.push_str(&format!("{k}={} ", quote(v)));
@@ -265,6 +309,16 @@ impl Stage for CommandStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         let (_, rendered) = self.render_all(ctx.trial, ctx.seed, ctx.stage);
         let r = rendered.map_err(StageError::new)?;
+        let dir = match &r.cwd {
+            Some(cwd) => {
+                let dir = working_dir(ctx.manifest_dir, cwd);
+                if let Some(why) = unusable_working_dir(&dir, cwd, ctx.manifest_dir) {
+                    return Err(StageError::new(why));
+                }
+                Some(dir)
+            }
+            None => None,
+        };
         let mut cmd = if self.params.shell {
             let mut c = Command::new("sh");
             c.arg("-c").arg(&r.argv[0]);
@@ -281,8 +335,8 @@ impl Stage for CommandStage {
             .stderr(Stdio::piped())
             // Its own process group: a timeout or Ctrl-C kills the program and its children.
             .process_group(0);
-        if let Some(cwd) = &r.cwd {
-            cmd.current_dir(cwd);
+        if let Some(dir) = &dir {
+            cmd.current_dir(dir);
         }
         let mut child = cmd
             .spawn()
@@ -446,4 +500,40 @@ fn tail_lines(r: impl Read, n: usize) -> String {
         }
     }
     lines.into_iter().collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_cwd_is_relative_to_the_manifest_and_a_missing_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest_dir = dir.path().canonicalize().unwrap().join("experiments");
+        std::fs::create_dir_all(manifest_dir.join("data")).unwrap();
+        assert_eq!(working_dir(&manifest_dir, "data"), manifest_dir.join("data"));
+        assert_eq!(working_dir(&manifest_dir, "/abs"), PathBuf::from("/abs"));
+        assert_eq!(
+            unusable_working_dir(&manifest_dir.join("data"), "data", &manifest_dir),
+            None
+        );
+
+        let missing = unusable_working_dir(&manifest_dir.join("nope"), "nope", &manifest_dir).unwrap();
+        assert!(
+            missing.starts_with(&format!(
+                "working directory `{}` does not exist (cwd = \"nope\", relative to the manifest's directory {})",
+                manifest_dir.join("nope").display(),
+                manifest_dir.display()
+            )),
+            "{missing}"
+        );
+        std::fs::write(manifest_dir.join("file"), "").unwrap();
+        let file = manifest_dir.join("file");
+        let not_dir = unusable_working_dir(&file, file.to_str().unwrap(), &manifest_dir).unwrap();
+        assert!(not_dir.contains("is not a directory"), "{not_dir}");
+        assert!(
+            !not_dir.contains("relative to"),
+            "an absolute cwd is not relative: {not_dir}"
+        );
+    }
 }

@@ -16,6 +16,7 @@ pub(crate) use params::{field_names, params_from_table};
 
 use crate::artifact::{Artifact, ArtifactKind};
 use crate::metrics::Recorder;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -24,8 +25,9 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError>;
 
     /// What the stage would run for a config, for `measured plan --show-commands` (a command
-    /// stage renders its templates); `None` when there is nothing to show beyond parameters.
-    fn preview(&self, _config: &str, _variant: &str) -> Option<String> {
+    /// stage renders its templates; paths resolve against `manifest_dir`, as in a run); `None`
+    /// when there is nothing to show beyond parameters.
+    fn preview(&self, _config: &str, _variant: &str, _manifest_dir: &Path) -> Option<String> {
         None
     }
 
@@ -70,6 +72,9 @@ pub struct StageCtx<'a> {
     pub services: &'a crate::exec::Services,
     pub trial: &'a TrialInfo,
     pub stage: &'a str,
+    /// The folder holding the manifest: relative paths in parameters (a command's `cwd`) are
+    /// relative to it, not to wherever measured was started.
+    pub manifest_dir: &'a Path,
     /// Peak RSS of a child process the stage ran (the executor also measures its own).
     pub peak_rss_child: Option<u64>,
     /// Content hash of the data the stage produced, so reports can show that configs saw

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Where the embedded default database lives, relative to the working directory.
+/// Where the embedded default database lives, relative to the project root (the git root of
+/// the manifest or of the current directory; see `crate::paths::Root`).
 pub const DEFAULT_SQLITE_PATH: &str = "results/measured.sqlite";
 
 /// A connection pool to one of the supported backends.

@@ -6,6 +6,7 @@ mod durability;
 mod experiments;
 mod import;
 mod manifests;
+mod paths;
 mod plan;
 mod queue;
 mod reports;
