@@ -8,6 +8,7 @@ mod import;
 mod manifests;
 mod plan;
 mod queue;
+mod report_json;
 mod reports;
 mod runs;
 mod transfer;
