@@ -214,7 +214,8 @@ fn run_with(
             let env = experiment_env(&exp);
             let run_id = new_run_id();
             let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-            let command = reproduce_command("run", &exp, seed);
+            let command = reproduce_command("run", &exp, seed, g);
+            let stock = g.stock_url();
             let new = store::NewRun {
                 id: &run_id,
                 experiment: &exp,
@@ -224,6 +225,7 @@ fn run_with(
                 command: &command,
                 started_at: chrono::Utc::now(),
                 lease_seconds: Some(lease),
+                stock_database: &stock,
             };
             let mut header = new.header();
             header.database = store::database_identity(&g.database);
@@ -344,9 +346,9 @@ fn run_with(
     let mut regressed = false;
     if o.report {
         let row = rt.block_on(store::load_run(db, &run_id))?;
-        let written = write_run_report(rt, db, &row, &exp, &stored, &results_dir)?;
+        let written = write_run_report(rt, db, &g.database, &row, &exp, &stored, &results_dir)?;
         for line in &written.report.summary {
-            println!("  {}", strip_markdown(line));
+            println!("  {line}");
         }
         println!("report: {}", written.paths.markdown.display());
         regressed = crate::report::regression(&written.report);
@@ -449,28 +451,24 @@ fn flush_journals(
     Ok(())
 }
 
-/// A rendered run report and where it went.
-pub struct WrittenReport {
-    pub report: crate::report::Report,
-    pub paths: crate::report::ReportPaths,
-}
-
 /// The templates folder next to where measured runs, if there is one (else built-in copies).
 fn templates_dir() -> Option<&'static Path> {
     let p = Path::new("templates");
     p.join("report.md.j2").is_file().then_some(p)
 }
 
+/// Renders the report of a run stored in `db` (reached at `database`) into its results folder.
 fn write_run_report(
     rt: &tokio::runtime::Runtime,
     db: &Db,
+    database: &str,
     row: &store::RunRow,
     exp: &Experiment,
     trials: &[TrialRecord],
     results_dir: &Path,
-) -> Result<WrittenReport, CommandError> {
+) -> Result<crate::report::WrittenReport, CommandError> {
     let env = rt.block_on(store::environment(db, &row.environment_hash))?;
-    let mut data = crate::rundata::run_data(row, exp, trials, env.as_ref());
+    let mut data = crate::rundata::run_data(row, exp, trials, env.as_ref(), database);
     // Runs served by several workers get a per-host breakdown (and warnings when hosts differ).
     let mut envs = BTreeMap::new();
     for hash in trials
@@ -484,14 +482,10 @@ fn write_run_report(
     }
     data.notes.extend(crate::rundata::host_notes(trials, &envs));
     let out = results_dir.join(&row.experiment).join(&row.id);
-    let paths = crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?;
-    Ok(WrittenReport {
-        report: crate::report::build_report(&data),
-        paths,
-    })
+    Ok(crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?)
 }
 
-/// Verdict sentences are Markdown; the terminal gets them without emphasis marks.
+/// Comparison sentences are Markdown; the terminal gets them without emphasis marks.
 fn strip_markdown(s: &str) -> String {
     s.replace("**", "").replace('`', "")
 }
@@ -513,10 +507,10 @@ pub fn report(g: &Globals, run: &str, results_dir: &Path, fail_on_regression: bo
     let rt = runtime()?;
     let db = open_for_run(&rt, &g.database, run)?;
     let (row, exp, trials) = load_stored(&rt, &db, run)?;
-    let written = write_run_report(&rt, &db, &row, &exp, &trials, results_dir)?;
+    let written = write_run_report(&rt, &db, &g.database, &row, &exp, &trials, results_dir)?;
     rt.block_on(db.close());
     for line in &written.report.summary {
-        println!("{}", strip_markdown(line));
+        println!("{line}");
     }
     println!("report: {}", written.paths.markdown.display());
     Ok(if fail_on_regression && crate::report::regression(&written.report) {
@@ -555,8 +549,8 @@ pub fn compare(
     let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
     let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
     rt.block_on(db.close());
-    let a = crate::rundata::run_data(&row_a, &exp_a, &trials_a, env_a.as_ref());
-    let b = crate::rundata::run_data(&row_b, &exp_b, &trials_b, env_b.as_ref());
+    let a = crate::rundata::run_data(&row_a, &exp_a, &trials_a, env_a.as_ref(), &g.database);
+    let b = crate::rundata::run_data(&row_b, &exp_b, &trials_b, env_b.as_ref(), &g.database);
     let cmp = match crate::report::build_comparison(&a, &b, allow_different_data) {
         Ok(c) => c,
         Err(e @ crate::report::ReportError::DataMismatch { .. }) => {
@@ -584,14 +578,28 @@ pub fn compare(
     })
 }
 
-/// The command that reproduces a run exactly (same manifest, same seed).
-/// The command line that plans the same run again: `measured <verb> <manifest> --seed ...`.
-pub(crate) fn reproduce_command(verb: &str, exp: &Experiment, seed: u64) -> String {
-    format!(
-        "measured {verb} {} --seed {seed}{}",
-        exp.path.display(),
-        if exp.smoke { " --smoke" } else { "" }
-    )
+/// The command line that runs the same experiment again: `measured <verb> <manifest> --seed
+/// ...`, plus the databases where they are not the defaults (so a run that read a stock
+/// database of its own says which), passwords redacted and every word shell-quoted.
+pub(crate) fn reproduce_command(verb: &str, exp: &Experiment, seed: u64, g: &Globals) -> String {
+    let mut words = vec![
+        "measured".to_owned(),
+        verb.to_owned(),
+        exp.path.display().to_string(),
+        "--seed".to_owned(),
+        seed.to_string(),
+    ];
+    if exp.smoke {
+        words.push("--smoke".to_owned());
+    }
+    if g.database != store::DEFAULT_SQLITE_PATH {
+        words.extend(["--database".to_owned(), store::redact_url(&g.database)]);
+    }
+    if let Some(stock) = &g.stock_database {
+        words.extend(["--stock-database".to_owned(), store::redact_url(stock)]);
+    }
+    // Quoting fails only on a NUL byte, which no path or URL given on a command line holds.
+    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
 }
 
 /// The environment a run of `exp` is recorded with, read from the manifest's directory (its git
@@ -916,6 +924,32 @@ mod tests {
         assert_eq!(final_status(Outcome::Finished, 20, 20), "finished");
         assert_eq!(final_status(Outcome::Finished, 19, 20), INCOMPLETE);
         assert_eq!(final_status(Outcome::Interrupted, 5, 20), "interrupted");
+    }
+
+    #[test]
+    fn the_reproduce_line_names_databases_that_are_not_the_defaults_without_passwords() {
+        let exp = manifest::parse_str(
+            Path::new("experiments/a b.toml"),
+            "[experiment]\nname = \"x\"\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n",
+            false,
+        )
+        .unwrap();
+        let mut g = Globals {
+            database: store::DEFAULT_SQLITE_PATH.into(),
+            stock_database: None,
+            quiet: true,
+        };
+        assert_eq!(
+            reproduce_command("run", &exp, 7, &g),
+            "measured run 'experiments/a b.toml' --seed 7"
+        );
+        g.database = "postgres://alice:s3cret@db/results".into();
+        g.stock_database = Some("postgres://bob:hunter2@db/stock".into());
+        assert_eq!(
+            reproduce_command("submit", &exp, 7, &g),
+            "measured submit 'experiments/a b.toml' --seed 7 --database 'postgres://alice:***@db/results' \
+             --stock-database 'postgres://bob:***@db/stock'"
+        );
     }
 
     #[test]

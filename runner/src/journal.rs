@@ -435,6 +435,7 @@ mod tests {
             command: "measured run exp.toml --seed 7".into(),
             lease_seconds: Some(60.0),
             database: String::new(),
+            stock_database: None,
         }
     }
 

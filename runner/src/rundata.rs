@@ -53,8 +53,15 @@ pub fn compare_spec(exp: &Experiment, seed: u64) -> CompareSpec {
     }
 }
 
-/// Builds the report input from a stored run, its validated manifest and its trials.
-pub fn run_data(row: &RunRow, exp: &Experiment, trials: &[TrialRecord], env: Option<&Fingerprint>) -> RunData {
+/// Builds the report input from a stored run, its validated manifest and its trials, read from
+/// the results database at `database`.
+pub fn run_data(
+    row: &RunRow,
+    exp: &Experiment,
+    trials: &[TrialRecord],
+    env: Option<&Fingerprint>,
+    database: &str,
+) -> RunData {
     let hosts: BTreeSet<&str> = trials
         .iter()
         .filter(|t| !t.warmup)
@@ -146,6 +153,8 @@ pub fn run_data(row: &RunRow, exp: &Experiment, trials: &[TrialRecord], env: Opt
         configs,
         compare: compare_spec(exp, row.seed),
         reproduce: row.command.clone(),
+        results_database: crate::store::redact_url(database),
+        stock_database: row.stock_database.clone(),
         notes,
     }
 }
@@ -179,7 +188,7 @@ pub fn host_notes(trials: &[TrialRecord], envs: &BTreeMap<String, Fingerprint>) 
             None => "machine details not stored".to_owned(),
         };
         notes.push(format!(
-            "Host `{host}` (environment {hash}): {} measured trials ({}) and {warm} warm-up by {n_workers} worker{}; {machine}.",
+            "Host {host} (environment {hash}): {} measured trials ({}) and {warm} warm-up by {n_workers} worker{}; {machine}.",
             ts.len() - warm,
             counts.join(", "),
             if n_workers == 1 { "" } else { "s" }
@@ -189,7 +198,7 @@ pub fn host_notes(trials: &[TrialRecord], envs: &BTreeMap<String, Fingerprint>) 
     let differing = |what: &str, field: fn(&Fingerprint) -> String| -> Option<String> {
         let values: BTreeSet<String> = known.iter().map(|e| field(e)).collect();
         (values.len() > 1).then(|| {
-            let list: Vec<String> = known.iter().map(|e| format!("{} on `{}`", field(e), e.host)).collect();
+            let list: Vec<String> = known.iter().map(|e| format!("{} on {}", field(e), e.host)).collect();
             format!(
                 "Warning: hosts differ in {what} ({}); compare variants within blocks only, and do not pool absolute times across hosts.",
                 list.join("; ")
@@ -282,20 +291,88 @@ mod tests {
         assert_eq!(notes.len(), 3, "{notes:#?}");
         assert!(
             notes[0].starts_with(
-                "Host `n1` (environment h-n1): 2 measured trials (1 a, 1 b) and 2 warm-up by 1 worker; CPU Xeon 8480"
+                "Host n1 (environment h-n1): 2 measured trials (1 a, 1 b) and 2 warm-up by 1 worker; CPU Xeon 8480"
             ),
             "{}",
             notes[0]
         );
         assert!(
-            notes[1].contains("Host `n2`") && notes[1].contains("EPYC 9654"),
+            notes[1].contains("Host n2") && notes[1].contains("EPYC 9654"),
             "{}",
             notes[1]
         );
         assert!(
-            notes[2].starts_with("Warning: hosts differ in CPU model (Xeon 8480 on `n1`; EPYC 9654 on `n2`)"),
+            notes[2].starts_with("Warning: hosts differ in CPU model (Xeon 8480 on n1; EPYC 9654 on n2)"),
             "{}",
             notes[2]
+        );
+    }
+
+    fn stored_run(stock_database: Option<&str>) -> (RunRow, Experiment) {
+        let text = "[experiment]\nname = \"db\"\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n";
+        let exp = crate::manifest::parse_str(std::path::Path::new("db.toml"), text, false).unwrap();
+        let row = RunRow {
+            id: "20260101-000000-0000".into(),
+            experiment: "db".into(),
+            description: String::new(),
+            manifest_path: "db.toml".into(),
+            manifest_text: text.into(),
+            manifest_hash: "h".into(),
+            smoke: false,
+            seed: 1,
+            status: "finished".into(),
+            planned_trials: 0,
+            started_at: chrono::Utc::now(),
+            finished_at: None,
+            git_commit: "abc".into(),
+            git_dirty: false,
+            environment_hash: "e".into(),
+            command: "measured run db.toml --seed 1".into(),
+            heartbeat_at: None,
+            lease_seconds: 60.0,
+            stock_database: stock_database.map(str::to_owned),
+            stored_trials: 0,
+            failed_trials: 0,
+        };
+        (row, exp)
+    }
+
+    #[test]
+    fn the_report_names_both_databases_without_passwords() {
+        let (row, exp) = stored_run(Some("postgres://bob:***@stock.example/bars"));
+        let data = run_data(&row, &exp, &[], None, "postgres://alice:s3cret@db.example/results");
+        let report = crate::report::build_report(&data);
+        assert_eq!(report.databases.results, "postgres://alice:***@db.example/results");
+        let md = crate::report::render_markdown(&report, None).unwrap();
+        assert!(
+            md.contains(
+                "Results database `postgres://alice:***@db.example/results`; stock database `postgres://bob:***@stock.example/bars`."
+            ),
+            "{md}"
+        );
+        let json = serde_json::to_string(&report).unwrap();
+        assert!(!md.contains("s3cret") && !json.contains("s3cret"), "{json}");
+
+        // Runs stored before the stock database was recorded, and runs that read their own.
+        let (old, exp) = stored_run(None);
+        let md = crate::report::render_markdown(
+            &crate::report::build_report(&run_data(&old, &exp, &[], None, "r.sqlite")),
+            None,
+        )
+        .unwrap();
+        assert!(
+            md.contains("Results database `r.sqlite`; stock database not recorded."),
+            "{md}"
+        );
+        let (same, exp) = stored_run(Some("r.sqlite"));
+        let md = crate::report::render_markdown(
+            &crate::report::build_report(&run_data(&same, &exp, &[], None, "r.sqlite")),
+            None,
+        )
+        .unwrap();
+        assert!(
+            md.contains("Results database `r.sqlite`; stock data from the same database."),
+            "{md}"
         );
     }
 

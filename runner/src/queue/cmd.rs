@@ -109,7 +109,10 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     let rt = runtime()?;
     let (db, pool) = connect(&rt, &g.database)?;
     let env = experiment_env(&exp);
-    let command = reproduce_command("submit", &exp, seed);
+    let command = reproduce_command("submit", &exp, seed, g);
+    // Workers read stock data from their own --stock-database; the run records the one it was
+    // submitted with, which is what its reproduce line names.
+    let stock = g.stock_url();
     rt.block_on(store::insert_run(
         &db,
         &store::NewRun {
@@ -122,6 +125,7 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
             started_at: chrono::Utc::now(),
             // Workers keep per-unit leases in the queue; the run row has no heartbeat.
             lease_seconds: None,
+            stock_database: &stock,
         },
     ))?;
     rt.block_on(claim::enqueue(&pool, &run_id, o.lease_seconds, &units))

@@ -7,8 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::format;
-use super::model::{BandwidthRow, BandwidthTable};
+use super::model::{BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable};
 use super::{ConfigData, RunData};
 use crate::stats::median;
 
@@ -17,6 +16,8 @@ const SUFFIX: &str = "_gbps";
 /// The per-size reference the `transfer` stage records next to its modes.
 const PEAK: &str = "peak_gbps";
 const PCT_SUFFIX: &str = "_pct_peak";
+/// Unit of the `% of peak` columns (the stage records shares in percent).
+const PCT_UNIT: &str = "%";
 
 /// One config's stepped metric: `(size in bytes, median over successful trials)`, by size.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,18 +166,6 @@ pub(crate) fn bandwidth_stages(run: &RunData) -> Vec<StageBandwidth> {
         .collect()
 }
 
-/// A share recorded in percent (`87.3%`); three significant digits, like the other tables.
-fn pct_cell(v: Option<f64>) -> String {
-    match v {
-        Some(p) if p.is_finite() => format!("{}%", format::sig(p, 3)),
-        _ => "—".to_owned(),
-    }
-}
-
-fn gbps_cell(v: Option<f64>) -> String {
-    format::value(v.unwrap_or(f64::NAN), UNIT)
-}
-
 /// One table per bandwidth stage: a row per size; per series its median GB/s and, where
 /// recorded, its median share of the peak; then each config's `peak_gbps`. `chart_file` names
 /// the chart drawn from the same series.
@@ -184,40 +173,55 @@ pub(crate) fn bandwidth_tables(run: &RunData, chart_file: impl Fn(&str) -> Strin
     bandwidth_stages(run)
         .into_iter()
         .map(|b| {
-            let mut columns = Vec::new();
+            // (column, the series its cells come from)
+            let mut columns: Vec<(BandwidthColumn, &Series)> = Vec::new();
+            let column = |label: String, s: &Series, kind: BandwidthKind, unit: &str| BandwidthColumn {
+                label,
+                config: s.config.clone(),
+                metric: s.metric.clone(),
+                kind,
+                unit: unit.to_owned(),
+            };
             for (s, pct) in b.series.iter().zip(&b.pct_peak) {
-                columns.push(format::cell(&s.label()));
-                if pct.is_some() {
-                    columns.push(format::cell(&format!("{} % of peak", s.label())));
+                columns.push((column(s.label(), s, BandwidthKind::Bandwidth, UNIT), s));
+                if let Some(pct) = pct {
+                    let label = format!("{} % of peak", s.label());
+                    columns.push((column(label, pct, BandwidthKind::PctPeak, PCT_UNIT), pct));
                 }
             }
             for p in &b.peaks {
-                columns.push(format::cell(&format!("{} · peak", p.config)));
+                let label = format!("{} · peak", p.config);
+                columns.push((column(label, p, BandwidthKind::Peak, UNIT), p));
             }
             let rows = b
                 .sizes()
                 .into_iter()
-                .map(|size| {
-                    let mut cells = Vec::new();
-                    for (s, pct) in b.series.iter().zip(&b.pct_peak) {
-                        cells.push(gbps_cell(s.at(size)));
-                        if let Some(pct) = pct {
-                            cells.push(pct_cell(pct.at(size)));
-                        }
-                    }
-                    cells.extend(b.peaks.iter().map(|p| gbps_cell(p.at(size))));
-                    BandwidthRow {
-                        size: format::size(size as f64),
-                        cells,
-                    }
+                .map(|size| BandwidthRow {
+                    size_bytes: size,
+                    cells: columns.iter().map(|(_, s)| s.at(size)).collect(),
                 })
                 .collect();
             BandwidthTable {
                 chart: chart_file(&b.stage),
-                stage: b.stage,
-                columns,
+                stage: b.stage.clone(),
+                columns: columns.into_iter().map(|(c, _)| c).collect(),
                 rows,
             }
         })
         .collect()
+}
+
+/// Every `<stage>.<metric>` a bandwidth table shows (series, shares of the peak, the peak).
+pub(crate) fn bandwidth_metrics(run: &RunData) -> Vec<String> {
+    let mut names = Vec::new();
+    for b in bandwidth_stages(run) {
+        let all = b.series.iter().chain(b.pct_peak.iter().flatten()).chain(&b.peaks);
+        for s in all {
+            let name = format!("{}.{}", b.stage, s.metric);
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }

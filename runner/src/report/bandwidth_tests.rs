@@ -119,8 +119,9 @@ fn bandwidth_tables_hold_medians_shares_and_the_peak() {
     let table = &report.bandwidth[0];
     assert_eq!(table.stage, "transfer");
     assert_eq!(table.chart, "bandwidth_transfer.svg");
+    let labels: Vec<&str> = table.columns.iter().map(|c| c.label.as_str()).collect();
     assert_eq!(
-        table.columns,
+        labels,
         vec![
             "baseline · h2d_pageable_reuse",
             "baseline · h2d_pageable_reuse % of peak",
@@ -134,20 +135,28 @@ fn bandwidth_tables_hold_medians_shares_and_the_peak() {
             "prefault · peak",
         ]
     );
-    let sizes: Vec<&str> = table.rows.iter().map(|r| r.size.as_str()).collect();
-    assert_eq!(sizes, vec!["4 KiB", "1 MiB", "256 MiB"]);
+    let kinds: Vec<BandwidthKind> = table.columns.iter().map(|c| c.kind).collect();
+    assert_eq!(kinds[..2], [BandwidthKind::Bandwidth, BandwidthKind::PctPeak]);
+    assert_eq!(
+        (table.columns[1].unit.as_str(), table.columns[9].kind),
+        ("%", BandwidthKind::Peak)
+    );
+    let sizes: Vec<i64> = table.rows.iter().map(|r| r.size_bytes).collect();
+    assert_eq!(sizes, SIZES);
     for (size_idx, row) in table.rows.iter().enumerate() {
         assert_eq!(row.cells.len(), table.columns.len());
-        let expect = |pageable, seed, mode| format::value(fixture_median(pageable, seed, size_idx, mode), "GB/s");
+        let expect = |pageable, seed, mode| Some(fixture_median(pageable, seed, size_idx, mode));
         assert_eq!(row.cells[0], expect(0.5, 1, 0));
         assert_eq!(row.cells[2], expect(0.5, 1, 1));
         assert_eq!(row.cells[4], expect(0.65, 5, 0));
         assert_eq!(row.cells[6], expect(0.65, 5, 1));
-        assert!(row.cells[1].ends_with('%'), "{}", row.cells[1]);
     }
     // Pinned copies run at about 90% of the reference in the fixture.
-    let pinned_share: f64 = table.rows[2].cells[3].trim_end_matches('%').parse().unwrap();
+    let pinned_share = table.rows[2].cells[3].unwrap();
     assert!((80.0..100.0).contains(&pinned_share), "{pinned_share}");
+    let shown = view(&report).bandwidth[0].rows[2].clone();
+    assert_eq!(shown.size, "256 MiB");
+    assert!(shown.cells[3].ends_with('%'), "{}", shown.cells[3]);
 }
 
 #[test]
@@ -175,7 +184,8 @@ fn peak_is_drawn_only_when_it_is_the_only_bandwidth_series() {
     let lines: Vec<String> = stages[0].lines().iter().map(|l| l.label()).collect();
     assert_eq!(lines, vec!["baseline · peak", "prefault · peak"]);
     let report = build_report(&peak_only);
-    assert_eq!(report.bandwidth[0].columns, vec!["baseline · peak", "prefault · peak"]);
+    let labels: Vec<&str> = report.bandwidth[0].columns.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, vec!["baseline · peak", "prefault · peak"]);
     let (_dir, charts) = write_and_check(&peak_only);
     assert!(charts.contains(&"bandwidth_transfer.svg".to_owned()));
 

@@ -3,14 +3,16 @@
 //! Configs are matched by name. Each matched pair is compared on the primary metric of the
 //! "before" run with its statistical settings, the p-values adjusted together
 //! (Benjamini-Hochberg), and the guards of the "before" run are re-checked across the runs.
+//! A comparison is only rendered as Markdown, so `CompareReport` holds the formatted cells.
 
 use serde::Serialize;
 
+use super::build::method;
 use super::format;
-use super::model::{ComparisonRecord, KeyValue};
-use super::prose::{comparison_sentence, method_sentence, verdict_cell};
+use super::model::ComparisonRecord;
+use super::prose::{comparison_sentence, method_sentence, verdict_cell, Style};
 use super::samples::{compare_configs, direction_of, metric_samples, settings_of};
-use super::tables::key_values;
+use super::view::{key_values, KeyValue};
 use super::{ReportError, RunData};
 use crate::stats::{benjamini_hochberg, guard, median, Comparison, GuardVerdict, Verdict};
 
@@ -153,7 +155,8 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
             format!("{sentence}.")
         } else {
             format!(
-                "{sentence} — **but changed results**: guard {} failed.",
+                "{sentence} — {}: guard {} failed.",
+                Style::Markdown.strong("but changed results"),
                 failed.join(", ")
             )
         });
@@ -165,7 +168,7 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
             speedup: format::factor(c.speedup),
             speedup_ci: format::factor_interval(c.speedup_ci),
             p: format::p_value(c.p_for_verdict()),
-            verdict: verdict_cell(c, !failed.is_empty()),
+            verdict: verdict_cell(c.verdict, c.reps_needed, !failed.is_empty()),
         });
         records.push(ComparisonRecord {
             config: name.clone(),
@@ -212,7 +215,7 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
         after_started: stamp(b),
         primary: primary.clone(),
         direction: direction.as_str().to_owned(),
-        method: method_sentence(a, comparisons.len()),
+        method: method_sentence(&method(a, comparisons.len())),
         summary,
         rows,
         guards,

@@ -1,7 +1,7 @@
-//! Number formatting for reports (report model -> strings the templates print verbatim).
+//! Number formatting for reports (typed report model -> the Markdown view's strings).
 //!
-//! Templates never format numbers: every figure a reader sees is produced here, so Markdown,
-//! JSON and snapshots agree digit for digit.
+//! Templates never format numbers: every figure a reader of `report.md` sees is produced here,
+//! so the Markdown and its snapshots agree digit for digit; `report.json` keeps the raw values.
 
 /// `v` with `sig` significant digits, without exponent notation for everyday magnitudes.
 pub(crate) fn sig(v: f64, sig: usize) -> String {
@@ -43,15 +43,6 @@ pub(crate) fn seconds(v: f64) -> String {
         format!("{} µs", sig(v * 1e6, 4))
     } else {
         format!("{} ns", sig(v * 1e9, 4))
-    }
-}
-
-/// Seconds, or a dash when there is no value (a stage that never succeeded).
-pub(crate) fn seconds_or_dash(v: f64) -> String {
-    if v.is_finite() {
-        seconds(v)
-    } else {
-        "—".to_owned()
     }
 }
 

@@ -1,13 +1,16 @@
-//! Markdown rendering (report model -> minijinja templates -> report.md / compare.md).
+//! Markdown rendering (report model -> view -> minijinja templates -> report.md / compare.md).
 //!
 //! Templates are read from the templates directory at run time when it holds them, so a user
 //! can restyle reports without rebuilding; otherwise the copies compiled into the binary are used.
+//! A run report's template gets the formatted view as `r` and the typed model (the contents of
+//! `report.json`) as `data`.
 
 use std::path::Path;
 
 use minijinja::Environment;
 use serde::Serialize;
 
+use super::view::view;
 use super::{CompareReport, Report, ReportError};
 
 const REPORT_TEMPLATE: &str = "report.md.j2";
@@ -40,16 +43,18 @@ fn render<T: Serialize>(
     ctx: &T,
 ) -> Result<String, ReportError> {
     let env = environment(name, builtin, dir)?;
-    let out = env.get_template(name)?.render(minijinja::context! { r => ctx })?;
+    let out = env.get_template(name)?.render(ctx)?;
     Ok(out)
 }
 
 /// Renders a run report. `templates_dir` is used when it contains `report.md.j2`.
 pub fn render_markdown(report: &Report, templates_dir: Option<&Path>) -> Result<String, ReportError> {
-    render(REPORT_TEMPLATE, BUILTIN_REPORT, templates_dir, report)
+    let ctx = minijinja::context! { r => view(report), data => report };
+    render(REPORT_TEMPLATE, BUILTIN_REPORT, templates_dir, &ctx)
 }
 
 /// Renders a before/after comparison. `templates_dir` is used when it contains `compare.md.j2`.
 pub fn render_compare_markdown(report: &CompareReport, templates_dir: Option<&Path>) -> Result<String, ReportError> {
-    render(COMPARE_TEMPLATE, BUILTIN_COMPARE, templates_dir, report)
+    let ctx = minijinja::context! { r => report };
+    render(COMPARE_TEMPLATE, BUILTIN_COMPARE, templates_dir, &ctx)
 }

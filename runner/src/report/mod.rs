@@ -1,5 +1,6 @@
-//! Reports (store -> stats -> **report**): the run data the store loads, the `Report` model built
-//! from it, and its renderings: `report.md` (minijinja templates), `report.json` and SVG charts.
+//! Reports (store -> stats -> **report**): the run data the store loads, the typed `Report`
+//! model built from it (`build`, written as `report.json`), the Markdown view of that model
+//! (`view`, rendered through minijinja templates into `report.md`) and SVG charts.
 //!
 //! Samples of a metric named `<stage>.<metric>` are, per successful trial, the value recorded
 //! with `step == None`; when the stage only recorded a series (every value has a step), the
@@ -8,17 +9,22 @@
 //! stage times.
 
 mod bandwidth;
+mod build;
 mod charts;
 mod compare;
 mod format;
 mod markdown;
 mod model;
+mod others;
 mod prose;
 mod samples;
 mod tables;
+mod view;
 
 #[cfg(test)]
 mod bandwidth_tests;
+#[cfg(test)]
+mod json_tests;
 #[cfg(test)]
 mod tests;
 
@@ -30,12 +36,15 @@ use chrono::{DateTime, Utc};
 use crate::metrics::Metric;
 use crate::stats::{Claim, Direction, Tolerance};
 
+pub use build::build_report;
 pub use compare::{build_comparison, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
 pub use markdown::{render_compare_markdown, render_markdown};
 pub use model::{
-    build_report, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, FailedTrialRow, GuardRow,
-    KeyValue, Report, ResultRow, StageRow, SweepRow, SweepTable,
+    BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
+    FailedTrialRow, GuardRow, Interval, Method, OtherMetricRow, PAdjustment, Primary, Report, ResultRow, StageRow,
+    SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
 };
+pub use view::{view, KeyValue, ReportView};
 
 /// One stored run, as the store hands it to the report (warm-up trials already excluded).
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +68,11 @@ pub struct RunData {
     pub compare: CompareSpec,
     /// Exact command that reproduces the run.
     pub reproduce: String,
+    /// The results database the run is stored in, password redacted.
+    pub results_database: String,
+    /// The stock database recorded with the run, password redacted; `None` when the run was
+    /// stored before it was recorded.
+    pub stock_database: Option<String>,
     /// Free-form remarks such as "CPU-only run".
     pub notes: Vec<String>,
 }
@@ -161,6 +175,13 @@ pub struct ReportPaths {
     pub charts: Vec<PathBuf>,
 }
 
+/// A report and the files it was written to.
+#[derive(Debug, Clone)]
+pub struct WrittenReport {
+    pub report: Report,
+    pub paths: ReportPaths,
+}
+
 fn write_file(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
     std::fs::write(path, contents).map_err(|source| ReportError::Io {
         path: path.to_owned(),
@@ -170,7 +191,7 @@ fn write_file(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
 
 /// Builds the report of `run` and writes `report.md`, `report.json` and the SVG charts the
 /// Markdown links to into `out_dir` (created if missing).
-pub fn write_report(run: &RunData, out_dir: &Path, templates_dir: Option<&Path>) -> Result<ReportPaths, ReportError> {
+pub fn write_report(run: &RunData, out_dir: &Path, templates_dir: Option<&Path>) -> Result<WrittenReport, ReportError> {
     std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io {
         path: out_dir.to_owned(),
         source,
@@ -188,10 +209,13 @@ pub fn write_report(run: &RunData, out_dir: &Path, templates_dir: Option<&Path>)
     let mut body = serde_json::to_string_pretty(&report)?;
     body.push('\n');
     write_file(&json, body.as_bytes())?;
-    Ok(ReportPaths {
-        markdown,
-        json,
-        charts: chart_paths,
+    Ok(WrittenReport {
+        report,
+        paths: ReportPaths {
+            markdown,
+            json,
+            charts: chart_paths,
+        },
     })
 }
 

@@ -1,69 +1,137 @@
-//! The report model (run data + stats -> `Report`, a Serialize struct the templates and
-//! `report.json` share). Every number is formatted in code (here, `prose`, `tables`), never in a
-//! template.
+//! The typed report model: what `report.json` holds, and what the Markdown view
+//! (`super::view`) formats for the templates.
+//!
+//! Values are data, never presentation. Numbers are JSON numbers in the metric's own unit,
+//! named in a `unit` field beside them or, where it never varies, in the field name
+//! (`_seconds`, `_bytes`). Ratios and speedups are plain factors (`1.31`), p-values plain
+//! probabilities, fractions plain fractions (`0.02` for 2%). Intervals are `[low, high]` 95%
+//! intervals; a `null` bound is not finite (an open-ended speedup). A value that could not be
+//! computed (no samples, no comparison) is `null`. Verdicts are snake_case words. No string the
+//! report writes carries Markdown; text the run recorded (descriptions, claims as written, error
+//! messages) is passed through verbatim. `schema_version` grows whenever a field is renamed,
+//! removed or retyped.
 
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::bandwidth::bandwidth_tables;
-use super::format;
-use super::prose::{comparison_sentence, guard_clause, method_sentence, verdict_cell};
-use super::samples::{compare_configs, comparison_plan, direction_of, metric_samples, settings_of};
-use super::tables::{claim_rows, failed_trials, guard_row, key_values, stage_table, sweep_tables};
-use super::{charts, RunData};
-use crate::stats::{
-    benjamini_hochberg, bootstrap_median_ci, median, ClaimEvaluation, Comparison, GuardResult, GuardVerdict, Verdict,
-};
+use crate::stats::{ClaimVerdict, Comparison, Direction, GuardResult, Tolerance, Verdict};
+
+/// Version of the `report.json` layout below.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// An interval `(low, high)`.
+pub type Interval = (f64, f64);
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    pub schema_version: u32,
     pub experiment: String,
     pub description: String,
     pub run_id: String,
+    /// `finished`, `interrupted`, `incomplete`, `failed` or `running`.
     pub status: String,
-    pub started_at: String,
-    pub finished_at: String,
-    pub duration: String,
-    pub primary: String,
-    pub primary_unit: String,
-    pub direction: String,
-    /// The statistical settings in one sentence.
-    pub method: String,
-    /// Plain-English verdicts, one per comparison, then claims.
+    /// RFC 3339 timestamps.
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Whole seconds from start to finish; `null` for an unfinished run.
+    pub duration_seconds: Option<i64>,
+    /// The `[compare]` baseline variant.
+    pub baseline: String,
+    pub primary: Primary,
+    pub method: Method,
+    /// Plain-English verdicts, one per comparison, then one per claim; every figure in them is
+    /// also in the typed fields below.
     pub summary: Vec<String>,
+    /// One row per config, on the primary metric.
     pub results: Vec<ResultRow>,
-    pub stage_columns: Vec<String>,
-    pub stages: Vec<StageRow>,
     pub guards: Vec<GuardRow>,
     pub claims: Vec<ClaimRow>,
+    /// Stage names, in order of first appearance; `stages[*].median_seconds` aligns with it.
+    pub stage_columns: Vec<String>,
+    pub stages: Vec<StageRow>,
     pub sweeps: Vec<SweepTable>,
     /// One table per stage that recorded `GB/s` series over copy sizes.
     pub bandwidth: Vec<BandwidthTable>,
+    /// Every recorded metric that is neither the primary metric, a guard, nor in a bandwidth
+    /// table: grouped by metric, configs in plan order.
+    pub other_metrics: Vec<OtherMetricRow>,
     pub failed_trials: Vec<FailedTrialRow>,
-    pub environment: Vec<KeyValue>,
-    pub data_hashes: Vec<KeyValue>,
+    /// Fingerprint of the machine and code (`git_commit`, `cpu`, `gpu`, `rustc`, ...).
+    pub environment: BTreeMap<String, String>,
+    /// Stage -> content hash of the data it loaded.
+    pub data_hashes: BTreeMap<String, String>,
+    pub databases: Databases,
     pub manifest_path: String,
     pub manifest_hash: String,
+    /// The command that runs the experiment again with the same seed (passwords redacted).
     pub reproduce: String,
+    /// Plain-text remarks: run status, CPU-only or smoke runs, hosts.
     pub notes: Vec<String>,
     pub charts: Vec<ChartRef>,
-    /// Raw statistics of every primary-metric comparison, for machines.
+    /// Raw statistics of every primary-metric comparison.
     pub comparisons: Vec<ComparisonRecord>,
+    /// The primary metric got worse in a comparison, or a guard failed or could not be
+    /// evaluated (what `--fail-on-regression` gates on).
     pub regression: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Primary {
+    /// `<stage>.<metric>`, `<stage>.seconds` or `trial.seconds`.
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Method {
+    /// Level of every interval in the report.
+    pub confidence: f64,
+    /// Percentile-bootstrap resamples per interval.
+    pub resamples: usize,
+    pub seed: u64,
+    /// Significance level of the rank tests.
+    pub alpha: f64,
+    /// Half-width of the noise band around a ratio of 1 (`0.02`: ±2%).
+    pub band: f64,
+    /// Number of primary-metric comparisons.
+    pub comparisons: usize,
+    /// How p-values are adjusted across the comparisons; `null` for a single comparison.
+    pub p_adjustment: Option<PAdjustment>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PAdjustment {
+    BenjaminiHochberg,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ResultRow {
     pub config: String,
-    pub n: String,
-    pub median: String,
-    /// 95% interval of the median.
-    pub median_ci: String,
-    /// `baseline`, or the config it is compared against.
-    pub against: String,
-    pub speedup: String,
-    pub speedup_ci: String,
-    pub p: String,
-    pub verdict: String,
+    /// Successful trials that recorded the primary metric.
+    pub n: usize,
+    pub unit: String,
+    pub median: Option<f64>,
+    pub median_ci: Option<Interval>,
+    /// Another config is compared against this one.
+    pub baseline: bool,
+    /// The config this one is compared against; `null` when it is not compared.
+    pub against: Option<String>,
+    /// > 1 means better in the primary metric's direction.
+    pub speedup: Option<f64>,
+    pub speedup_ci: Option<Interval>,
+    /// The p-value the verdict used (adjusted when `p_adjusted`).
+    pub p: Option<f64>,
+    pub p_adjusted: bool,
+    /// `faster`, `slower`, `no_change` or `inconclusive`; `null` when not compared.
+    pub verdict: Option<Verdict>,
+    /// A guard of this comparison failed: faster (or not) but the results changed.
+    pub changed_results: bool,
+    /// For an inconclusive verdict: repetitions per side estimated to settle it.
+    pub reps_needed: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,43 +147,56 @@ pub struct ComparisonRecord {
 #[derive(Debug, Clone, Serialize)]
 pub struct StageRow {
     pub config: String,
-    /// Median seconds per stage, aligned with `Report::stage_columns`.
-    pub cells: Vec<String>,
-    pub total: String,
-    pub peak_rss: String,
+    /// Median wall time of each stage over successful trials, aligned with
+    /// `Report::stage_columns`; `null` where the stage never succeeded.
+    pub median_seconds: Vec<Option<f64>>,
+    /// Median of the trials' summed stage times.
+    pub total_seconds: Option<f64>,
+    pub peak_rss_bytes: Option<u64>,
 }
 
+/// An equivalence check of a guarded metric. `verdict` (`pass`, `fail`, `inconclusive`),
+/// `diff` (candidate mean - baseline mean, in `unit`), `relative_diff` (`diff` over the
+/// baseline mean), `ci` (interval of `diff`), `margin` (the absolute margin held against)
+/// and `reason` come from the test itself.
 #[derive(Debug, Clone, Serialize)]
 pub struct GuardRow {
     pub config: String,
     pub against: String,
     pub metric: String,
-    pub baseline_mean: String,
-    pub candidate_mean: String,
-    pub diff: String,
-    pub ci: String,
-    pub tolerance: String,
-    pub verdict: String,
+    pub unit: String,
+    pub baseline_mean: Option<f64>,
+    pub candidate_mean: Option<f64>,
+    /// `{"relative": 0.005}` (a fraction of the baseline mean) or `{"absolute": 0.001}`.
+    pub tolerance: Tolerance,
+    #[serde(flatten)]
     pub result: GuardResult,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ClaimRow {
+    /// The claim as written in the manifest.
     pub claim: String,
-    pub source: String,
+    pub source: Option<String>,
+    /// The config measured (the claimed variant's name when it has no comparison).
     pub config: String,
+    /// The config it was measured against; `null` when the variant has no comparison.
+    pub against: Option<String>,
     pub metric: String,
-    pub claimed: String,
-    pub measured: String,
-    pub verdict: String,
+    /// `supported`, `refuted` or `untestable`.
+    pub verdict: ClaimVerdict,
+    /// The claim as a speedup interval.
+    pub claimed: Option<Interval>,
+    pub speedup: Option<f64>,
+    pub speedup_ci: Option<Interval>,
     pub reason: String,
-    pub evaluation: Option<ClaimEvaluation>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepTable {
     pub axis: String,
     pub metric: String,
+    pub unit: String,
     pub variants: Vec<String>,
     pub rows: Vec<SweepRow>,
 }
@@ -123,41 +204,95 @@ pub struct SweepTable {
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepRow {
     pub point: String,
-    pub cells: Vec<String>,
+    /// Aligned with `SweepTable::variants`; `null` where the variant has no config at the point.
+    pub cells: Vec<Option<SweepCell>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepCell {
+    pub median: Option<f64>,
+    pub median_ci: Option<Interval>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BandwidthTable {
     pub stage: String,
-    /// File of the chart drawn from the same series, for the template to place beside it.
+    /// File of the chart drawn from the same series.
     pub chart: String,
-    /// Per series its median GB/s and, where recorded, `% of peak`; then each config's peak.
-    pub columns: Vec<String>,
+    /// Per series its median GB/s and, where recorded, its share of the peak; then each
+    /// config's `peak_gbps`.
+    pub columns: Vec<BandwidthColumn>,
     pub rows: Vec<BandwidthRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct BandwidthColumn {
+    /// `baseline · h2d_pinned_reuse`, `... % of peak`, `baseline · peak`.
+    pub label: String,
+    pub config: String,
+    /// The stage-local metric name the values come from.
+    pub metric: String,
+    pub kind: BandwidthKind,
+    /// `GB/s`, or `%` for shares of the peak.
+    pub unit: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BandwidthKind {
+    Bandwidth,
+    PctPeak,
+    Peak,
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct BandwidthRow {
-    /// Copy size (`4 KiB`).
-    pub size: String,
-    /// Aligned with `BandwidthTable::columns`.
-    pub cells: Vec<String>,
+    pub size_bytes: i64,
+    /// Medians over successful trials, aligned with `BandwidthTable::columns`.
+    pub cells: Vec<Option<f64>>,
+}
+
+/// One metric of one config outside the primary/guard/bandwidth tables.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherMetricRow {
+    /// `<stage>.<metric>`.
+    pub metric: String,
+    pub unit: String,
+    /// The metric is a series (recorded per step): each trial's sample is its mean over steps.
+    pub series: bool,
+    pub config: String,
+    /// Successful trials that recorded it.
+    pub n: usize,
+    pub median: Option<f64>,
+    /// The config the ratio is taken against (the primary comparison's baseline); `null`
+    /// for configs that are not compared.
+    pub against: Option<String>,
+    /// Candidate over baseline: ratio of medians, or the geometric mean of block ratios for
+    /// blocked runs. Not oriented by any direction and carries no verdict.
+    pub ratio: Option<f64>,
+    pub ratio_ci: Option<Interval>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FailedTrialRow {
     pub config: String,
     pub repetition: u32,
-    pub block: String,
+    pub block: Option<u32>,
     pub host: String,
-    pub stage: String,
-    pub error: String,
+    /// The first stage that failed.
+    pub stage: Option<String>,
+    pub error: Option<String>,
 }
 
+/// Where the run's data lived, URLs with any password replaced by `***`.
 #[derive(Debug, Clone, Serialize)]
-pub struct KeyValue {
-    pub key: String,
-    pub value: String,
+pub struct Databases {
+    /// The results database the run is stored in (and the report was read from).
+    pub results: String,
+    /// The stock database the run's `load` stages read from, as recorded when the run was
+    /// created (equal to `results` when it had none of its own); `null` for runs stored
+    /// before it was recorded.
+    pub stock: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -168,179 +303,7 @@ pub struct ChartRef {
     pub file: String,
 }
 
-/// Builds the report model of one run: comparisons of the primary metric (Benjamini-Hochberg
-/// adjusted across the report), guards, claims, stage breakdown, sweep and bandwidth tables and
-/// provenance.
-pub fn build_report(run: &RunData) -> Report {
-    let settings = settings_of(run);
-    let primary = &run.compare.primary;
-    let unit = run
-        .configs
-        .iter()
-        .find_map(|c| metric_samples(c, primary).unit)
-        .unwrap_or_else(|| "s".to_owned());
-    let direction = direction_of(run, primary, Some(&unit));
-    let plan = comparison_plan(run);
-
-    let raw: Vec<Comparison> = plan
-        .iter()
-        .map(|&(i, j)| compare_configs(&run.configs[j], &run.configs[i], primary, direction, &settings))
-        .collect();
-    let adjusted_p = benjamini_hochberg(&raw.iter().map(|c| c.p_value).collect::<Vec<_>>());
-    let comparisons: Vec<Comparison> = if raw.len() > 1 {
-        raw.into_iter()
-            .zip(adjusted_p)
-            .map(|(c, p)| c.with_adjusted_p(p))
-            .collect()
-    } else {
-        raw
-    };
-
-    let guards: Vec<GuardRow> = plan
-        .iter()
-        .flat_map(|&(i, j)| {
-            run.compare.guards.iter().map(move |g| {
-                guard_row(
-                    &run.configs[i],
-                    &run.configs[j],
-                    &g.metric,
-                    g.tolerance,
-                    run.compare.alpha,
-                )
-            })
-        })
-        .collect();
-
-    let mut summary = Vec::new();
-    let mut records = Vec::new();
-    for (&(i, j), c) in plan.iter().zip(&comparisons) {
-        let (cand, base) = (&run.configs[i], &run.configs[j]);
-        let mine: Vec<&GuardRow> = guards.iter().filter(|g| g.config == cand.name).collect();
-        summary.push(format!(
-            "{}{}.",
-            comparison_sentence(&cand.name, &base.name, primary, &unit, c),
-            guard_clause(&mine)
-        ));
-        records.push(ComparisonRecord {
-            config: cand.name.clone(),
-            against: base.name.clone(),
-            metric: primary.clone(),
-            comparison: c.clone(),
-            failed_guards: mine
-                .iter()
-                .filter(|g| g.result.verdict == GuardVerdict::Fail)
-                .map(|g| g.metric.clone())
-                .collect(),
-        });
-    }
-
-    if plan.is_empty() {
-        summary.push(format!(
-            "No comparison: the run has no config to compare against baseline `{}`.",
-            run.compare.baseline
-        ));
-    }
-    let claims = claim_rows(run, &plan, &settings);
-    for row in &claims {
-        let source = if row.source == "—" {
-            String::new()
-        } else {
-            format!(" ({})", row.source)
-        };
-        let detail = match &row.evaluation {
-            Some(e) if e.measured.is_some() => {
-                format!("measured {} against claimed {}", row.measured, row.claimed)
-            }
-            _ => row.reason.clone(),
-        };
-        summary.push(format!(
-            "Claim \"{}\"{source} for {} on {}: **{}**, {detail}.",
-            row.claim, row.config, row.metric, row.verdict
-        ));
-    }
-
-    let results = run
-        .configs
-        .iter()
-        .enumerate()
-        .map(|(idx, c)| {
-            let s = metric_samples(c, primary);
-            let ci = bootstrap_median_ci(&s.values, settings.resamples, settings.seed);
-            let mut row = ResultRow {
-                config: c.name.clone(),
-                n: s.values.len().to_string(),
-                median: format::value(median(&s.values), &unit),
-                median_ci: format::value_interval(ci, &unit),
-                against: "—".to_owned(),
-                speedup: "—".to_owned(),
-                speedup_ci: "—".to_owned(),
-                p: "—".to_owned(),
-                verdict: if plan.iter().any(|&(_, j)| j == idx) {
-                    "baseline".to_owned()
-                } else {
-                    "—".to_owned()
-                },
-            };
-            if let Some(k) = plan.iter().position(|&(i, _)| i == idx) {
-                let cmp = &comparisons[k];
-                row.against = run.configs[plan[k].1].name.clone();
-                row.speedup = format::factor(cmp.speedup);
-                row.speedup_ci = format::factor_interval(cmp.speedup_ci);
-                row.p = format::p_value(cmp.p_for_verdict());
-                row.verdict = verdict_cell(cmp, !records[k].failed_guards.is_empty());
-            }
-            row
-        })
-        .collect();
-
-    let (stage_columns, stages) = stage_table(run);
-    let mut notes = run.notes.clone();
-    if run.status != "finished" {
-        notes.insert(
-            0,
-            format!(
-                "Run status is `{}`: results cover the trials that completed.",
-                run.status
-            ),
-        );
-    }
-    let report_regression =
-        records.iter().any(|r| r.comparison.verdict == Verdict::Slower) || guards.iter().any(|g| g.result.fails_gate());
-    Report {
-        experiment: run.experiment.clone(),
-        description: run.description.clone(),
-        run_id: run.run_id.clone(),
-        status: run.status.clone(),
-        started_at: run.started_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
-        finished_at: run
-            .finished_at
-            .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-            .unwrap_or_else(|| "—".to_owned()),
-        duration: run
-            .finished_at
-            .map(|t| format::duration((t - run.started_at).num_seconds()))
-            .unwrap_or_else(|| "—".to_owned()),
-        primary: primary.clone(),
-        primary_unit: unit.clone(),
-        direction: direction.as_str().to_owned(),
-        method: method_sentence(run, comparisons.len()),
-        summary,
-        results,
-        stage_columns,
-        stages,
-        guards,
-        claims,
-        sweeps: sweep_tables(run, &unit),
-        bandwidth: bandwidth_tables(run, charts::bandwidth_file),
-        failed_trials: failed_trials(run),
-        environment: key_values(&run.environment),
-        data_hashes: key_values(&run.data_hashes),
-        manifest_path: run.manifest_path.clone(),
-        manifest_hash: run.manifest_hash.clone(),
-        reproduce: run.reproduce.clone(),
-        notes,
-        charts: charts::chart_refs(run),
-        comparisons: records,
-        regression: report_regression,
-    }
+/// `Some(v)` for a finite value: the model holds no NaN or infinity outside intervals.
+pub(crate) fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
 }

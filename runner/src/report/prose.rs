@@ -1,14 +1,13 @@
 //! Plain-English verdict sentences and cells (comparisons -> the words at the top of reports).
 
 use super::format;
-use super::model::GuardRow;
-use super::RunData;
-use crate::stats::{Comparison, Design, GuardVerdict, Verdict};
+use super::model::{ClaimRow, GuardRow, Method, PAdjustment, Report};
+use crate::stats::{Comparison, Design, GuardVerdict, Tolerance, Verdict};
 
-/// "faster"/"slower" for time and rate metrics, "better"/"worse" for anything else.
 /// Larger repetition estimates are shown as "more than" this.
 const MAX_REPS_SHOWN: usize = 1000;
 
+/// "faster"/"slower" for time and rate metrics, "better"/"worse" for anything else.
 pub(crate) fn verdict_words(unit: &str) -> (&'static str, &'static str) {
     if unit == "s" || unit.ends_with("/s") {
         ("faster", "slower")
@@ -77,7 +76,43 @@ pub(crate) fn comparison_sentence(cand: &str, base: &str, metric: &str, unit: &s
     }
 }
 
-pub(crate) fn guard_clause(rows: &[&GuardRow]) -> String {
+/// How sentences mark emphasis and names: `report.json` and the terminal get plain text,
+/// `report.md` gets Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    Plain,
+    Markdown,
+}
+
+impl Style {
+    pub(crate) fn strong(self, text: &str) -> String {
+        match self {
+            Style::Plain => text.to_owned(),
+            Style::Markdown => format!("**{text}**"),
+        }
+    }
+
+    pub(crate) fn code(self, text: &str) -> String {
+        match self {
+            Style::Plain => text.to_owned(),
+            Style::Markdown => format!("`{text}`"),
+        }
+    }
+}
+
+/// A guard's difference (or a bound of its interval) as tables and sentences show it: a
+/// percentage of the baseline mean for a relative tolerance, else an amount in the metric's unit.
+pub(crate) fn guard_amount(g: &GuardRow, d: f64) -> String {
+    if !d.is_finite() {
+        return "—".to_owned();
+    }
+    match g.tolerance {
+        Tolerance::Relative(_) => format::percent(d / g.baseline_mean.unwrap_or(f64::NAN).abs()),
+        Tolerance::Absolute(_) => format!("{:+}", format::sig(d, 3).parse::<f64>().unwrap_or(d)),
+    }
+}
+
+pub(crate) fn guard_clause(rows: &[&GuardRow], style: Style) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -85,9 +120,20 @@ pub(crate) fn guard_clause(rows: &[&GuardRow]) -> String {
     if !failed.is_empty() {
         let what: Vec<String> = failed
             .iter()
-            .map(|g| format!("{} (changed by {}, allowed {})", g.metric, g.diff, g.tolerance))
+            .map(|g| {
+                format!(
+                    "{} (changed by {}, allowed {})",
+                    g.metric,
+                    guard_amount(g, g.result.diff),
+                    g.tolerance.display()
+                )
+            })
             .collect();
-        return format!(" — **but changed results**: guard {} failed", what.join(", "));
+        return format!(
+            " — {}: guard {} failed",
+            style.strong("but changed results"),
+            what.join(", ")
+        );
     }
     let names = |v: GuardVerdict| -> Vec<String> {
         rows.iter()
@@ -107,8 +153,9 @@ pub(crate) fn guard_clause(rows: &[&GuardRow]) -> String {
     format!("; {}", parts.join("; "))
 }
 
-pub(crate) fn verdict_cell(c: &Comparison, failed_guard: bool) -> String {
-    match (c.verdict, c.reps_needed) {
+/// The Markdown verdict cell of a compared config.
+pub(crate) fn verdict_cell(verdict: Verdict, reps_needed: Option<usize>, failed_guard: bool) -> String {
+    match (verdict, reps_needed) {
         (Verdict::Faster, _) if failed_guard => "**faster but changed results**".to_owned(),
         (Verdict::Faster, _) => "**faster**".to_owned(),
         (Verdict::Slower, _) => "**slower**".to_owned(),
@@ -120,18 +167,81 @@ pub(crate) fn verdict_cell(c: &Comparison, failed_guard: bool) -> String {
     }
 }
 
-pub(crate) fn method_sentence(run: &RunData, comparisons: usize) -> String {
-    let adjust = if comparisons > 1 {
-        format!(" (Benjamini-Hochberg adjusted across {comparisons} comparisons)")
-    } else {
-        String::new()
+/// Why a claim on `variant` could not be tested at all.
+pub(crate) fn no_comparison_reason(variant: &str, style: Style) -> String {
+    format!("variant {} has no comparison in this run", style.code(variant))
+}
+
+/// A claim's reason in `style` (the stored reason is plain text).
+pub(crate) fn claim_reason(row: &ClaimRow, style: Style) -> String {
+    match row.against {
+        None => no_comparison_reason(&row.config, style),
+        Some(_) => row.reason.clone(),
+    }
+}
+
+/// `1.31x (1.30x–1.31x)`: a measured speedup with its interval.
+pub(crate) fn measured_speedup(speedup: Option<f64>, ci: Option<(f64, f64)>) -> String {
+    format!(
+        "{} ({})",
+        format::factor(speedup.unwrap_or(f64::NAN)),
+        format::factor_interval(ci)
+    )
+}
+
+/// The verdict lines of a report: one per comparison, then one per claim.
+pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
+    let mut lines = Vec::new();
+    for rec in &r.comparisons {
+        let mine: Vec<&GuardRow> = r.guards.iter().filter(|g| g.config == rec.config).collect();
+        lines.push(format!(
+            "{}{}.",
+            comparison_sentence(&rec.config, &rec.against, &rec.metric, &r.primary.unit, &rec.comparison),
+            guard_clause(&mine, style)
+        ));
+    }
+    if r.comparisons.is_empty() {
+        lines.push(format!(
+            "No comparison: the run has no config to compare against baseline {}.",
+            style.code(&r.baseline)
+        ));
+    }
+    for row in &r.claims {
+        let source = row.source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
+        let detail = match (&row.against, row.speedup_ci) {
+            (Some(_), Some(_)) => format!(
+                "measured {} against claimed {}",
+                measured_speedup(row.speedup, row.speedup_ci),
+                format::factor_interval(row.claimed)
+            ),
+            _ => claim_reason(row, style),
+        };
+        lines.push(format!(
+            "Claim \"{}\"{source} for {} on {}: {}, {detail}.",
+            row.claim,
+            row.config,
+            row.metric,
+            style.strong(row.verdict.as_str())
+        ));
+    }
+    lines
+}
+
+/// The statistical settings in one sentence.
+pub(crate) fn method_sentence(m: &Method) -> String {
+    let adjust = match m.p_adjustment {
+        Some(PAdjustment::BenjaminiHochberg) => {
+            format!(" (Benjamini-Hochberg adjusted across {} comparisons)", m.comparisons)
+        }
+        None => String::new(),
     };
     format!(
-        "Ratio of medians with a 95% percentile-bootstrap CI ({} resamples, seed {}); Mann-Whitney U (Wilcoxon signed-rank for blocked pairs); alpha {}{adjust}; noise band ±{}%.",
-        format::thousands(run.compare.resamples),
-        run.compare.seed,
-        run.compare.alpha,
-        format::trimmed(run.compare.band * 100.0)
+        "Ratio of medians with a {}% percentile-bootstrap CI ({} resamples, seed {}); Mann-Whitney U (Wilcoxon signed-rank for blocked pairs); alpha {}{adjust}; noise band ±{}%.",
+        format::trimmed(m.confidence * 100.0),
+        format::thousands(m.resamples),
+        m.seed,
+        m.alpha,
+        format::trimmed(m.band * 100.0)
     )
 }
 
@@ -150,7 +260,10 @@ mod tests {
         let s = comparison_sentence("b", "a", "m", "s", &c);
         assert!(s.contains("more than 1000 repetitions per side"), "{s}");
         assert!(!s.contains("120871"), "{s}");
-        assert_eq!(verdict_cell(&c, false), "inconclusive (>1000 reps/side needed)");
+        assert_eq!(
+            verdict_cell(c.verdict, c.reps_needed, false),
+            "inconclusive (>1000 reps/side needed)"
+        );
         c.reps_needed = Some(12);
         assert!(comparison_sentence("b", "a", "m", "s", &c).contains("about 12 repetitions per side"));
     }

@@ -1,12 +1,12 @@
-//! Report tables (run data + stats -> guard, claim, stage, sweep, failed-trial rows).
+//! Report tables (run data + stats -> typed guard, claim, stage, sweep, failed-trial rows).
 
-use super::format;
-use super::model::{ClaimRow, FailedTrialRow, GuardRow, KeyValue, StageRow, SweepRow, SweepTable};
+use super::model::{finite, ClaimRow, FailedTrialRow, GuardRow, StageRow, SweepCell, SweepRow, SweepTable};
+use super::prose::{no_comparison_reason, Style};
 use super::samples::{
     compare_configs, direction_of, metric_samples, settings_of, sweep_axis, sweep_label, trial_value,
 };
 use super::{ConfigData, RunData};
-use crate::stats::{assess, bootstrap_median_ci, guard, guard_paired, median, Direction, GuardVerdict, Tolerance};
+use crate::stats::{assess, bootstrap_median_ci, guard, guard_paired, median, ClaimVerdict, Direction, Tolerance};
 
 /// `(baseline, candidate)` values of `metric` from successful trials with the same repetition.
 fn paired_by_repetition(base: &ConfigData, cand: &ConfigData, metric: &str) -> Vec<(f64, f64)> {
@@ -26,50 +26,21 @@ pub(crate) fn guard_row(cand: &ConfigData, base: &ConfigData, metric: &str, tol:
     let unit = a.unit.clone().or(b.unit.clone()).unwrap_or_default();
     // Trials of one repetition share their seed: compare them pairwise when every trial pairs.
     let pairs = paired_by_repetition(base, cand, metric);
-    let r = if pairs.len() >= 2 && pairs.len() == a.values.len().min(b.values.len()) {
+    let result = if pairs.len() >= 2 && pairs.len() == a.values.len().min(b.values.len()) {
         guard_paired(&pairs, tol, alpha)
     } else {
         guard(&a.values, &b.values, tol, alpha)
     };
-    let mean = |v: &[f64]| {
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
-    };
-    let relative = matches!(tol, Tolerance::Relative(_));
-    let base_mean = mean(&a.values);
-    let show = |d: f64| {
-        if relative {
-            format::percent(d / base_mean.abs())
-        } else {
-            format!("{:+}", format::sig(d, 3).parse::<f64>().unwrap_or(d))
-        }
-    };
+    let mean = |v: &[f64]| finite(v.iter().sum::<f64>() / v.len() as f64);
     GuardRow {
         config: cand.name.clone(),
         against: base.name.clone(),
         metric: metric.to_owned(),
-        baseline_mean: format::value(base_mean, &unit),
-        candidate_mean: format::value(mean(&b.values), &unit),
-        diff: if r.diff.is_finite() {
-            show(r.diff)
-        } else {
-            "—".to_owned()
-        },
-        ci: r
-            .ci
-            .map(|(lo, hi)| format!("{} to {}", show(lo), show(hi)))
-            .unwrap_or_else(|| "—".to_owned()),
-        tolerance: tol.display(),
-        verdict: match &r.reason {
-            Some(reason) if r.verdict != GuardVerdict::Pass => {
-                format!("{} ({reason})", r.verdict.as_str())
-            }
-            _ => r.verdict.as_str().to_owned(),
-        },
-        result: r,
+        unit,
+        baseline_mean: mean(&a.values),
+        candidate_mean: mean(&b.values),
+        tolerance: tol,
+        result,
     }
 }
 
@@ -85,23 +56,22 @@ pub(crate) fn stage_table(run: &RunData) -> (Vec<String>, Vec<StageRow>) {
         .iter()
         .map(|c| {
             let ok: Vec<_> = c.trials.iter().filter(|t| t.ok).collect();
-            let cells = columns
+            let median_seconds = columns
                 .iter()
                 .map(|name| {
                     let secs: Vec<f64> = ok
                         .iter()
                         .filter_map(|t| t.stages.iter().find(|s| &s.name == name).map(|s| s.seconds))
                         .collect();
-                    format::seconds_or_dash(median(&secs))
+                    finite(median(&secs))
                 })
                 .collect();
             let totals: Vec<f64> = ok.iter().map(|t| t.stages.iter().map(|s| s.seconds).sum()).collect();
-            let peak = ok.iter().flat_map(|t| &t.stages).filter_map(|s| s.peak_rss_bytes).max();
             StageRow {
                 config: c.name.clone(),
-                cells,
-                total: format::seconds_or_dash(median(&totals)),
-                peak_rss: peak.map(|b| format::bytes(b as f64)).unwrap_or_else(|| "—".to_owned()),
+                median_seconds,
+                total_seconds: finite(median(&totals)),
+                peak_rss_bytes: ok.iter().flat_map(|t| &t.stages).filter_map(|s| s.peak_rss_bytes).max(),
             }
         })
         .collect();
@@ -123,7 +93,6 @@ pub(crate) fn sweep_tables(run: &RunData, unit: &str) -> Vec<SweepTable> {
             points.push(p);
         }
     }
-    let axis = sweep_axis(run);
     let settings = settings_of(run);
     let rows = points
         .iter()
@@ -131,26 +100,24 @@ pub(crate) fn sweep_tables(run: &RunData, unit: &str) -> Vec<SweepTable> {
             point: point.clone(),
             cells: variants
                 .iter()
-                .map(
-                    |v| match run.configs.iter().find(|c| &c.variant == v && &sweep_label(c) == point) {
-                        Some(c) => {
-                            let s = metric_samples(c, &run.compare.primary);
-                            let ci = bootstrap_median_ci(&s.values, settings.resamples, settings.seed);
-                            format!(
-                                "{} ({})",
-                                format::value(median(&s.values), unit),
-                                format::value_interval(ci, unit)
-                            )
-                        }
-                        None => "—".to_owned(),
-                    },
-                )
+                .map(|v| {
+                    let c = run
+                        .configs
+                        .iter()
+                        .find(|c| &c.variant == v && &sweep_label(c) == point)?;
+                    let s = metric_samples(c, &run.compare.primary);
+                    Some(SweepCell {
+                        median: finite(median(&s.values)),
+                        median_ci: bootstrap_median_ci(&s.values, settings.resamples, settings.seed),
+                    })
+                })
                 .collect(),
         })
         .collect();
     vec![SweepTable {
-        axis,
+        axis: sweep_axis(run),
         metric: run.compare.primary.clone(),
+        unit: unit.to_owned(),
         variants,
         rows,
     }]
@@ -163,24 +130,10 @@ pub(crate) fn failed_trials(run: &RunData) -> Vec<FailedTrialRow> {
         .map(|(c, t)| FailedTrialRow {
             config: c.name.clone(),
             repetition: t.repetition,
-            block: t.block.map(|b| b.to_string()).unwrap_or_else(|| "—".to_owned()),
-            host: format::cell(&t.host),
-            stage: t
-                .stages
-                .iter()
-                .find(|s| !s.ok)
-                .map(|s| s.name.clone())
-                .unwrap_or_else(|| "—".to_owned()),
-            error: format::cell(t.error.as_deref().unwrap_or("(no message)")),
-        })
-        .collect()
-}
-
-pub(crate) fn key_values(map: &std::collections::BTreeMap<String, String>) -> Vec<KeyValue> {
-    map.iter()
-        .map(|(k, v)| KeyValue {
-            key: k.clone(),
-            value: format::cell(v),
+            block: t.block,
+            host: t.host.clone(),
+            stage: t.stages.iter().find(|s| !s.ok).map(|s| s.name.clone()),
+            error: t.error.clone(),
         })
         .collect()
 }
@@ -192,7 +145,6 @@ pub(crate) fn claim_rows(
 ) -> Vec<ClaimRow> {
     let mut rows = Vec::new();
     for spec in &run.compare.claims {
-        let source = spec.source.clone().unwrap_or_else(|| "—".to_owned());
         let matching: Vec<&(usize, usize)> = plan
             .iter()
             .filter(|(i, _)| run.configs[*i].variant == spec.variant)
@@ -200,14 +152,15 @@ pub(crate) fn claim_rows(
         if matching.is_empty() {
             rows.push(ClaimRow {
                 claim: spec.text.clone(),
-                source,
+                source: spec.source.clone(),
                 config: spec.variant.clone(),
+                against: None,
                 metric: spec.metric.clone(),
-                claimed: "—".to_owned(),
-                measured: "—".to_owned(),
-                verdict: "untestable".to_owned(),
-                reason: format!("variant `{}` has no comparison in this run", spec.variant),
-                evaluation: None,
+                verdict: ClaimVerdict::Untestable,
+                claimed: None,
+                speedup: None,
+                speedup_ci: None,
+                reason: no_comparison_reason(&spec.variant, Style::Plain),
             });
             continue;
         }
@@ -218,19 +171,16 @@ pub(crate) fn claim_rows(
             let c = compare_configs(base, cand, &spec.metric, direction, settings);
             let e = assess(&spec.claim, &c);
             rows.push(ClaimRow {
-                claim: format::cell(&spec.text),
-                source: format::cell(&source),
+                claim: spec.text.clone(),
+                source: spec.source.clone(),
                 config: cand.name.clone(),
+                against: Some(base.name.clone()),
                 metric: spec.metric.clone(),
-                claimed: format::factor_interval(Some(e.claimed)),
-                measured: format!(
-                    "{} ({})",
-                    format::factor(c.speedup),
-                    format::factor_interval(c.speedup_ci)
-                ),
-                verdict: e.verdict.as_str().to_owned(),
-                reason: e.reason.clone(),
-                evaluation: Some(e),
+                verdict: e.verdict,
+                claimed: Some(e.claimed),
+                speedup: finite(c.speedup),
+                speedup_ci: c.speedup_ci,
+                reason: e.reason,
             });
         }
     }

@@ -33,7 +33,10 @@ fn trial(rep: u32, block: Option<u32>, train_s: f64, val_loss: f64, loss_scale: 
         peak_rss_bytes: Some(rss),
         metrics,
     };
-    let mut train_metrics = vec![metric("epoch_seconds", train_s / 2.0, "s", None)];
+    let mut train_metrics = vec![
+        metric("epoch_seconds", train_s / 2.0, "s", None),
+        metric("samples_per_second", 4096.0 / train_s, "samples/s", None),
+    ];
     train_metrics.extend((0..5).map(|s| {
         metric(
             "train_loss",
@@ -133,6 +136,8 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
             ],
         },
         reproduce: "measured run experiments/buffer-reuse.toml --seed 42".to_owned(),
+        results_database: "results/measured.sqlite".to_owned(),
+        stock_database: Some("results/measured.sqlite".to_owned()),
         notes: vec!["CPU-only run".to_owned()],
     }
 }
@@ -221,7 +226,9 @@ fn report_verdicts_guards_and_claims() {
         "{}",
         report.summary[1]
     );
-    assert_eq!(report.results[3].verdict, "**faster but changed results**");
+    assert_eq!(report.results[3].verdict, Some(Verdict::Faster));
+    assert!(report.results[3].changed_results && !report.results[1].changed_results);
+    assert_eq!(view(&report).results[3].verdict, "**faster but changed results**");
     let guards: Vec<GuardVerdict> = report.guards.iter().map(|g| g.result.verdict).collect();
     assert_eq!(guards, vec![GuardVerdict::Pass, GuardVerdict::Fail]);
     let claims: Vec<&str> = report.claims.iter().map(|c| c.verdict.as_str()).collect();
@@ -356,13 +363,13 @@ fn user_templates_override_the_builtin_ones() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("report.md.j2"),
-        "custom {{ r.experiment }}: {{ r.results | length }} rows\n",
+        "custom {{ r.experiment }}: {{ r.results | length }} rows, schema {{ data.schema_version }}\n",
     )
     .unwrap();
     let report = build_report(&simple_run("t", 0.8, 0.5));
     assert_eq!(
         render_markdown(&report, Some(dir.path())).unwrap(),
-        "custom buffer-reuse: 2 rows\n"
+        "custom buffer-reuse: 2 rows, schema 1\n"
     );
     // A directory without the template falls back to the built-in copy.
     let other = tempfile::tempdir().unwrap();
@@ -375,7 +382,7 @@ fn user_templates_override_the_builtin_ones() {
 /// report.md and is well-formed SVG; returns the directory and the chart file names.
 pub(super) fn write_and_check(run: &RunData) -> (tempfile::TempDir, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
-    let paths = write_report(run, dir.path(), None).unwrap();
+    let paths = write_report(run, dir.path(), None).unwrap().paths;
     let md = std::fs::read_to_string(&paths.markdown).unwrap();
     let mut names = Vec::new();
     for chart in &paths.charts {
@@ -425,7 +432,7 @@ fn write_report_writes_markdown_json_and_valid_svg() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap()).unwrap();
     assert_eq!(json["bandwidth"][0]["stage"], "transfer");
     assert_eq!(json["bandwidth"][0]["chart"], "bandwidth_transfer.svg");
-    assert_eq!(json["bandwidth"][0]["rows"][2]["size"], "256 MiB");
+    assert_eq!(json["bandwidth"][0]["rows"][2]["size_bytes"], 256 << 20);
     let svg = std::fs::read_to_string(dir.path().join("bandwidth_transfer.svg")).unwrap();
     for label in [
         "4 KiB",

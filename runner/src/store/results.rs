@@ -79,6 +79,8 @@ pub struct RunRow {
     pub heartbeat_at: Option<DateTime<Utc>>,
     /// A `running` run whose heartbeat is older than this many seconds is abandoned.
     pub lease_seconds: f64,
+    /// The stock database the run was created with, password redacted (`None`: older versions).
+    pub stock_database: Option<String>,
     /// Trials stored so far (filled by `list_runs` and `load_run`).
     pub stored_trials: u32,
     pub failed_trials: u32,
@@ -114,6 +116,8 @@ pub struct NewRun<'a> {
     pub started_at: DateTime<Utc>,
     /// `Some`: the run beats (a local `measured run`); `None`: no heartbeat (queued runs).
     pub lease_seconds: Option<f64>,
+    /// Where the run's stages read stock data from (the results database unless one was named).
+    pub stock_database: &'a str,
 }
 
 /// Everything a `runs` row is made of, in a form that can be written to a journal and
@@ -137,6 +141,9 @@ pub struct RunHeader {
     /// is written back only there.
     #[serde(default)]
     pub database: String,
+    /// The stock database the run was created with, password redacted.
+    #[serde(default)]
+    pub stock_database: Option<String>,
 }
 
 impl RunHeader {
@@ -158,6 +165,7 @@ impl RunHeader {
             command: row.command.clone(),
             lease_seconds,
             database: super::database_identity(database),
+            stock_database: row.stock_database.clone(),
         }
     }
 }
@@ -181,6 +189,7 @@ impl NewRun<'_> {
             command: self.command.to_owned(),
             lease_seconds: self.lease_seconds,
             database: String::new(),
+            stock_database: Some(super::redact_url(self.stock_database)),
         }
     }
 }
@@ -220,8 +229,8 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         sqlx::query(
             "INSERT INTO runs (id, experiment, description, manifest_path, manifest_text, manifest_hash, smoke, seed, \
              status, planned_trials, started_at, finished_at, git_commit, git_dirty, environment_hash, command, \
-             heartbeat_at, lease_seconds) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16)",
+             heartbeat_at, lease_seconds, stock_database) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(&h.id)
         .bind(&h.experiment)
@@ -239,6 +248,8 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         .bind(&h.command)
         .bind(heartbeat)
         .bind(h.lease_seconds.unwrap_or(DEFAULT_LEASE_SECONDS))
+        // Redacted again here: a password must never reach the database, whoever built `h`.
+        .bind(h.stock_database.as_deref().map(super::redact_url))
         .execute(pool)
         .await?;
         Ok(())
@@ -391,7 +402,7 @@ pub async fn stored_trial_indices(db: &Db, run_id: &str) -> Result<Vec<u32>, Sto
 
 const RUN_COLUMNS: &str = "r.id, r.experiment, r.description, r.manifest_path, r.manifest_text, r.manifest_hash, r.smoke, r.seed, \
      r.status, r.planned_trials, r.started_at, r.finished_at, r.git_commit, r.git_dirty, r.environment_hash, r.command, \
-     r.heartbeat_at, r.lease_seconds, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
+     r.heartbeat_at, r.lease_seconds, r.stock_database, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
      (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status <> 'ok') AS failed";
 
 macro_rules! run_row {
@@ -416,6 +427,7 @@ macro_rules! run_row {
             command: r.try_get("command")?,
             heartbeat_at: r.try_get("heartbeat_at")?,
             lease_seconds: r.try_get("lease_seconds")?,
+            stock_database: r.try_get("stock_database")?,
             stored_trials: r.try_get::<i64, _>("stored")? as u32,
             failed_trials: r.try_get::<i64, _>("failed")? as u32,
         }

@@ -9,6 +9,7 @@ mod manifests;
 mod paths;
 mod plan;
 mod queue;
+mod report_json;
 mod reports;
 mod runs;
 mod transfer;

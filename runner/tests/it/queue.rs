@@ -503,7 +503,7 @@ fn slurm_array_runs_every_trial_once_and_the_report_renders() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let md = std::fs::read_to_string(dir.path().join("reports/slurm-ab").join(&run_id).join("report.md")).unwrap();
     assert!(
-        md.contains("Host `") && md.contains("measured trials (6 baseline, 6 other)"),
+        md.contains("> **Note:** Host ") && md.contains("measured trials (6 baseline, 6 other)"),
         "{md}"
     );
 }

@@ -1,0 +1,180 @@
+//! Building the typed report (run data + stats -> `Report`): comparisons of the primary metric
+//! (Benjamini-Hochberg adjusted across the report), guards, claims, tables and provenance.
+
+use super::bandwidth::bandwidth_tables;
+use super::model::{
+    finite, ComparisonRecord, Databases, GuardRow, Method, PAdjustment, Primary, Report, ResultRow, SCHEMA_VERSION,
+};
+use super::others::other_metric_rows;
+use super::prose::{summary, Style};
+use super::samples::{compare_configs, comparison_plan, direction_of, metric_samples, settings_of};
+use super::tables::{claim_rows, failed_trials, guard_row, stage_table, sweep_tables};
+use super::{charts, RunData};
+use crate::stats::{benjamini_hochberg, bootstrap_median_ci, median, Comparison, GuardVerdict, Verdict};
+
+/// Level of every interval the statistics module computes.
+const CONFIDENCE: f64 = 0.95;
+
+/// The statistical settings of `run` for a report of `comparisons` primary-metric comparisons.
+pub(crate) fn method(run: &RunData, comparisons: usize) -> Method {
+    Method {
+        confidence: CONFIDENCE,
+        resamples: run.compare.resamples,
+        seed: run.compare.seed,
+        alpha: run.compare.alpha,
+        band: run.compare.band,
+        comparisons,
+        p_adjustment: (comparisons > 1).then_some(PAdjustment::BenjaminiHochberg),
+    }
+}
+
+/// Builds the report model of one run.
+pub fn build_report(run: &RunData) -> Report {
+    let settings = settings_of(run);
+    let primary = &run.compare.primary;
+    let unit = run
+        .configs
+        .iter()
+        .find_map(|c| metric_samples(c, primary).unit)
+        .unwrap_or_else(|| "s".to_owned());
+    let direction = direction_of(run, primary, Some(&unit));
+    let plan = comparison_plan(run);
+
+    let raw: Vec<Comparison> = plan
+        .iter()
+        .map(|&(i, j)| compare_configs(&run.configs[j], &run.configs[i], primary, direction, &settings))
+        .collect();
+    let adjusted_p = benjamini_hochberg(&raw.iter().map(|c| c.p_value).collect::<Vec<_>>());
+    let comparisons: Vec<Comparison> = if raw.len() > 1 {
+        raw.into_iter()
+            .zip(adjusted_p)
+            .map(|(c, p)| c.with_adjusted_p(p))
+            .collect()
+    } else {
+        raw
+    };
+
+    let guards: Vec<GuardRow> = plan
+        .iter()
+        .flat_map(|&(i, j)| {
+            run.compare.guards.iter().map(move |g| {
+                guard_row(
+                    &run.configs[i],
+                    &run.configs[j],
+                    &g.metric,
+                    g.tolerance,
+                    run.compare.alpha,
+                )
+            })
+        })
+        .collect();
+
+    let records: Vec<ComparisonRecord> = plan
+        .iter()
+        .zip(&comparisons)
+        .map(|(&(i, j), c)| {
+            let cand = &run.configs[i].name;
+            ComparisonRecord {
+                config: cand.clone(),
+                against: run.configs[j].name.clone(),
+                metric: primary.clone(),
+                comparison: c.clone(),
+                failed_guards: guards
+                    .iter()
+                    .filter(|g| &g.config == cand && g.result.verdict == GuardVerdict::Fail)
+                    .map(|g| g.metric.clone())
+                    .collect(),
+            }
+        })
+        .collect();
+
+    let results = run
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(idx, c)| {
+            let s = metric_samples(c, primary);
+            let mut row = ResultRow {
+                config: c.name.clone(),
+                n: s.values.len(),
+                unit: unit.clone(),
+                median: finite(median(&s.values)),
+                median_ci: bootstrap_median_ci(&s.values, settings.resamples, settings.seed),
+                baseline: plan.iter().any(|&(_, j)| j == idx),
+                against: None,
+                speedup: None,
+                speedup_ci: None,
+                p: None,
+                p_adjusted: false,
+                verdict: None,
+                changed_results: false,
+                reps_needed: None,
+            };
+            if let Some(k) = plan.iter().position(|&(i, _)| i == idx) {
+                let cmp = &comparisons[k];
+                row.against = Some(records[k].against.clone());
+                row.speedup = finite(cmp.speedup);
+                row.speedup_ci = cmp.speedup_ci;
+                row.p = finite(cmp.p_for_verdict());
+                row.p_adjusted = cmp.p_adjusted.is_some();
+                row.verdict = Some(cmp.verdict);
+                row.changed_results = !records[k].failed_guards.is_empty();
+                row.reps_needed = cmp.reps_needed;
+            }
+            row
+        })
+        .collect();
+
+    let (stage_columns, stages) = stage_table(run);
+    let mut notes = run.notes.clone();
+    if run.status != "finished" {
+        notes.insert(
+            0,
+            format!("Run status is {}: results cover the trials that completed.", run.status),
+        );
+    }
+    let regression =
+        records.iter().any(|r| r.comparison.verdict == Verdict::Slower) || guards.iter().any(|g| g.result.fails_gate());
+    let mut report = Report {
+        schema_version: SCHEMA_VERSION,
+        experiment: run.experiment.clone(),
+        description: run.description.clone(),
+        run_id: run.run_id.clone(),
+        status: run.status.clone(),
+        started_at: run.started_at,
+        finished_at: run.finished_at,
+        duration_seconds: run.finished_at.map(|t| (t - run.started_at).num_seconds()),
+        baseline: run.compare.baseline.clone(),
+        primary: Primary {
+            metric: primary.clone(),
+            unit: unit.clone(),
+            direction,
+        },
+        method: method(run, comparisons.len()),
+        summary: Vec::new(),
+        results,
+        guards,
+        claims: claim_rows(run, &plan, &settings),
+        stage_columns,
+        stages,
+        sweeps: sweep_tables(run, &unit),
+        bandwidth: bandwidth_tables(run, charts::bandwidth_file),
+        other_metrics: other_metric_rows(run, &plan, &settings),
+        failed_trials: failed_trials(run),
+        environment: run.environment.clone(),
+        data_hashes: run.data_hashes.clone(),
+        databases: Databases {
+            results: run.results_database.clone(),
+            stock: run.stock_database.clone(),
+        },
+        manifest_path: run.manifest_path.clone(),
+        manifest_hash: run.manifest_hash.clone(),
+        reproduce: run.reproduce.clone(),
+        notes,
+        charts: charts::chart_refs(run),
+        comparisons: records,
+        regression,
+    };
+    report.summary = summary(&report, Style::Plain);
+    report
+}

@@ -1,0 +1,121 @@
+//! The typed report model on hand-built runs: `report.json` values and the other-metrics table.
+
+use super::bandwidth_tests::transfer_run;
+use super::tests::sweep_run;
+use super::*;
+
+/// Every string anywhere in `v`, with its JSON path.
+fn strings(v: &serde_json::Value, path: String, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::String(s) => out.push((path, s.clone())),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| strings(x, format!("{path}[{i}]"), out)),
+        serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| strings(x, format!("{path}.{k}"), out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn report_json_is_typed_and_holds_no_markdown() {
+    let mut run = sweep_run();
+    run.status = "interrupted".to_owned();
+    let report = build_report(&run);
+    let json = serde_json::to_value(&report).unwrap();
+    let mut all = Vec::new();
+    strings(&json, String::new(), &mut all);
+    // Error messages are stored text, passed through verbatim; everything the report writes
+    // itself is plain.
+    for (path, s) in all.iter().filter(|(path, _)| !path.ends_with(".error")) {
+        assert!(!s.contains("**") && !s.contains('`'), "{path}: {s}");
+    }
+    assert_eq!(json["schema_version"], SCHEMA_VERSION);
+    assert_eq!(json["primary"]["unit"], "s");
+    assert_eq!(json["primary"]["direction"], "lower_is_better");
+    assert_eq!(json["method"]["p_adjustment"], "benjamini_hochberg");
+    assert_eq!(json["duration_seconds"], 390);
+    let row = &json["results"][3];
+    assert_eq!(row["n"], 8);
+    assert_eq!(
+        (row["verdict"].as_str(), row["changed_results"].as_bool()),
+        (Some("faster"), Some(true))
+    );
+    let median = row["median"].as_f64().unwrap();
+    assert!(
+        (2.3..2.5).contains(&median),
+        "seconds, not a formatted string: {median}"
+    );
+    assert!(row["speedup_ci"][0].as_f64().unwrap() <= row["speedup"].as_f64().unwrap());
+    assert!(row["p"].as_f64().unwrap() < 0.01 && row["p_adjusted"] == true);
+    assert_eq!(
+        (
+            json["results"][0]["verdict"].is_null(),
+            json["results"][0]["baseline"] == true
+        ),
+        (true, true)
+    );
+    let guard = &json["guards"][1];
+    assert_eq!(
+        (guard["verdict"].as_str(), guard["unit"].as_str()),
+        (Some("fail"), Some("loss"))
+    );
+    assert_eq!(guard["tolerance"]["relative"], 0.005);
+    assert!((guard["relative_diff"].as_f64().unwrap() - 0.02).abs() < 1e-9);
+    assert_eq!(json["claims"][4]["verdict"], "untestable");
+    assert_eq!(
+        json["claims"][4]["reason"],
+        "variant fused has no comparison in this run"
+    );
+    assert_eq!(json["stages"][0]["peak_rss_bytes"], 910u64 << 20);
+    assert_eq!(json["failed_trials"][0]["block"], 8);
+    assert!(json["summary"][1]
+        .as_str()
+        .unwrap()
+        .contains(" — but changed results: guard check.val_loss"));
+    assert!(json["notes"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("Run status is interrupted:"));
+    let extra = json["other_metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "train.samples_per_second" && m["config"] == "reuse[batch_size=64]")
+        .unwrap();
+    assert_eq!(
+        (extra["unit"].as_str(), extra["n"].as_u64()),
+        (Some("samples/s"), Some(8))
+    );
+    let ratio = extra["ratio"].as_f64().unwrap();
+    assert!((ratio - 1.3).abs() < 0.03, "{ratio}");
+    // The same verdicts in Markdown keep their emphasis.
+    let md = render_markdown(&report, None).unwrap();
+    assert!(md.contains("| **faster but changed results** |") && md.contains("variant `fused` has no comparison"));
+}
+
+#[test]
+fn other_metrics_leave_out_what_other_tables_show() {
+    let report = build_report(&sweep_run());
+    let names: std::collections::BTreeSet<&str> = report.other_metrics.iter().map(|m| m.metric.as_str()).collect();
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        ["train.samples_per_second", "train.train_loss"]
+    );
+    assert!(report
+        .other_metrics
+        .iter()
+        .all(|m| m.series == (m.metric == "train.train_loss")));
+    // Baseline rows carry no ratio; compared rows name their baseline.
+    let first = &report.other_metrics[0];
+    assert_eq!((first.against.as_deref(), first.ratio), (None, None));
+    assert_eq!(
+        report.other_metrics[1].against.as_deref(),
+        Some("baseline[batch_size=64]")
+    );
+    let transfer = build_report(&transfer_run());
+    assert!(transfer
+        .other_metrics
+        .iter()
+        .all(|m| !m.metric.ends_with("_gbps") && !m.metric.ends_with("_pct_peak")));
+}

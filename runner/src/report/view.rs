@@ -1,0 +1,384 @@
+//! The Markdown view of a report (typed `Report` -> the strings `report.md.j2` prints).
+//!
+//! Every figure a reader of `report.md` sees is formatted here (with `format` and `prose`), so
+//! the template only lays them out and the typed model stays free of presentation.
+
+use serde::Serialize;
+
+use super::format;
+use super::model::{BandwidthKind, ChartRef, ComparisonRecord, GuardRow, Report};
+use super::prose::{self, guard_amount, measured_speedup, verdict_cell, Style};
+use crate::stats::GuardVerdict;
+
+const DASH: &str = "—";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportView<'a> {
+    pub experiment: &'a str,
+    pub description: &'a str,
+    pub run_id: &'a str,
+    pub status: &'a str,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration: String,
+    pub primary: &'a str,
+    pub primary_unit: &'a str,
+    pub direction: &'static str,
+    pub method: String,
+    pub summary: Vec<String>,
+    pub results: Vec<ResultRowView>,
+    pub stage_columns: &'a [String],
+    pub stages: Vec<StageRowView>,
+    pub guards: Vec<GuardRowView>,
+    pub claims: Vec<ClaimRowView>,
+    pub sweeps: Vec<TableView>,
+    pub bandwidth: Vec<BandwidthView>,
+    pub other_metrics: Vec<OtherMetricView>,
+    /// Some row of `other_metrics` is a series summarized by its mean over steps.
+    pub other_metrics_series: bool,
+    pub failed_trials: Vec<FailedTrialView>,
+    pub environment: Vec<KeyValue>,
+    pub data_hashes: Vec<KeyValue>,
+    pub databases: DatabasesView,
+    pub manifest_path: &'a str,
+    pub manifest_hash: &'a str,
+    pub reproduce: &'a str,
+    pub notes: &'a [String],
+    pub charts: &'a [ChartRef],
+    pub comparisons: &'a [ComparisonRecord],
+    pub regression: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultRowView {
+    pub config: String,
+    pub n: usize,
+    pub median: String,
+    pub median_ci: String,
+    pub against: String,
+    pub speedup: String,
+    pub speedup_ci: String,
+    pub p: String,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StageRowView {
+    pub config: String,
+    pub cells: Vec<String>,
+    pub total: String,
+    pub peak_rss: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GuardRowView {
+    pub config: String,
+    pub against: String,
+    pub metric: String,
+    pub baseline_mean: String,
+    pub candidate_mean: String,
+    pub diff: String,
+    pub ci: String,
+    pub tolerance: String,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimRowView {
+    pub claim: String,
+    pub source: String,
+    pub config: String,
+    pub metric: String,
+    pub claimed: String,
+    pub measured: String,
+    pub verdict: &'static str,
+    pub reason: String,
+}
+
+/// A sweep table: a header cell per variant, a row per sweep point.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableView {
+    pub axis: String,
+    pub metric: String,
+    pub variants: Vec<String>,
+    pub rows: Vec<RowView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RowView {
+    pub point: String,
+    pub cells: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BandwidthView {
+    pub stage: String,
+    pub chart: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<SizeRowView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeRowView {
+    pub size: String,
+    pub cells: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherMetricView {
+    pub metric: String,
+    pub series: bool,
+    pub unit: String,
+    pub config: String,
+    pub n: usize,
+    pub median: String,
+    pub against: String,
+    pub ratio: String,
+    pub ratio_ci: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FailedTrialView {
+    pub config: String,
+    pub repetition: u32,
+    pub block: String,
+    pub host: String,
+    pub stage: String,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DatabasesView {
+    pub results: String,
+    /// `None`: not recorded with the run.
+    pub stock: Option<String>,
+    /// The run read its stock data from its results database.
+    pub stock_is_results: bool,
+}
+
+fn or_dash(s: Option<&str>) -> String {
+    s.map_or_else(|| DASH.to_owned(), str::to_owned)
+}
+
+fn value(v: Option<f64>, unit: &str) -> String {
+    format::value(v.unwrap_or(f64::NAN), unit)
+}
+
+fn factor(v: Option<f64>) -> String {
+    format::factor(v.unwrap_or(f64::NAN))
+}
+
+fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// Map entries as table rows, values made safe for a Markdown cell.
+pub(crate) fn key_values(map: &std::collections::BTreeMap<String, String>) -> Vec<KeyValue> {
+    map.iter()
+        .map(|(k, v)| KeyValue {
+            key: k.clone(),
+            value: format::cell(v),
+        })
+        .collect()
+}
+
+/// The Markdown view of `r`.
+pub fn view(r: &Report) -> ReportView<'_> {
+    let unit = r.primary.unit.as_str();
+    ReportView {
+        experiment: &r.experiment,
+        description: &r.description,
+        run_id: &r.run_id,
+        status: &r.status,
+        started_at: timestamp(r.started_at),
+        finished_at: r.finished_at.map_or_else(|| DASH.to_owned(), timestamp),
+        duration: r.duration_seconds.map_or_else(|| DASH.to_owned(), format::duration),
+        primary: &r.primary.metric,
+        primary_unit: unit,
+        direction: r.primary.direction.as_str(),
+        method: prose::method_sentence(&r.method),
+        summary: prose::summary(r, Style::Markdown),
+        results: r
+            .results
+            .iter()
+            .map(|row| ResultRowView {
+                config: row.config.clone(),
+                n: row.n,
+                median: value(row.median, unit),
+                median_ci: format::value_interval(row.median_ci, unit),
+                against: or_dash(row.against.as_deref()),
+                speedup: row
+                    .against
+                    .as_ref()
+                    .map_or_else(|| DASH.to_owned(), |_| factor(row.speedup)),
+                speedup_ci: format::factor_interval(row.speedup_ci),
+                p: row.p.map_or_else(|| DASH.to_owned(), format::p_value),
+                verdict: match row.verdict {
+                    Some(v) => verdict_cell(v, row.reps_needed, row.changed_results),
+                    None if row.baseline => "baseline".to_owned(),
+                    None => DASH.to_owned(),
+                },
+            })
+            .collect(),
+        stage_columns: &r.stage_columns,
+        stages: r
+            .stages
+            .iter()
+            .map(|row| StageRowView {
+                config: row.config.clone(),
+                cells: row.median_seconds.iter().map(|s| value(*s, "s")).collect(),
+                total: value(row.total_seconds, "s"),
+                peak_rss: row
+                    .peak_rss_bytes
+                    .map_or_else(|| DASH.to_owned(), |b| format::bytes(b as f64)),
+            })
+            .collect(),
+        guards: r.guards.iter().map(guard_view).collect(),
+        claims: r
+            .claims
+            .iter()
+            .map(|c| ClaimRowView {
+                claim: format::cell(&c.claim),
+                source: format::cell(c.source.as_deref().unwrap_or(DASH)),
+                config: c.config.clone(),
+                metric: c.metric.clone(),
+                claimed: format::factor_interval(c.claimed),
+                measured: match c.against {
+                    Some(_) => measured_speedup(c.speedup, c.speedup_ci),
+                    None => DASH.to_owned(),
+                },
+                verdict: c.verdict.as_str(),
+                reason: prose::claim_reason(c, Style::Markdown),
+            })
+            .collect(),
+        sweeps: r
+            .sweeps
+            .iter()
+            .map(|t| TableView {
+                axis: t.axis.clone(),
+                metric: t.metric.clone(),
+                variants: t.variants.clone(),
+                rows: t
+                    .rows
+                    .iter()
+                    .map(|row| RowView {
+                        point: row.point.clone(),
+                        cells: row
+                            .cells
+                            .iter()
+                            .map(|cell| match cell {
+                                Some(c) => format!(
+                                    "{} ({})",
+                                    value(c.median, &t.unit),
+                                    format::value_interval(c.median_ci, &t.unit)
+                                ),
+                                None => DASH.to_owned(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        bandwidth: r.bandwidth.iter().map(bandwidth_view).collect(),
+        other_metrics: r
+            .other_metrics
+            .iter()
+            .map(|m| OtherMetricView {
+                // Command stages name their metrics freely; keep the table intact.
+                metric: format::cell(&m.metric),
+                series: m.series,
+                unit: if m.unit.is_empty() {
+                    DASH.to_owned()
+                } else {
+                    format::cell(&m.unit)
+                },
+                config: m.config.clone(),
+                n: m.n,
+                median: format::cell(&value(m.median, &m.unit)),
+                against: or_dash(m.against.as_deref()),
+                ratio: m.against.as_ref().map_or_else(|| DASH.to_owned(), |_| factor(m.ratio)),
+                ratio_ci: format::factor_interval(m.ratio_ci),
+            })
+            .collect(),
+        other_metrics_series: r.other_metrics.iter().any(|m| m.series),
+        failed_trials: r
+            .failed_trials
+            .iter()
+            .map(|t| FailedTrialView {
+                config: t.config.clone(),
+                repetition: t.repetition,
+                block: t.block.map_or_else(|| DASH.to_owned(), |b| b.to_string()),
+                host: format::cell(&t.host),
+                stage: or_dash(t.stage.as_deref()),
+                error: format::cell(t.error.as_deref().unwrap_or("(no message)")),
+            })
+            .collect(),
+        environment: key_values(&r.environment),
+        data_hashes: key_values(&r.data_hashes),
+        databases: DatabasesView {
+            results: r.databases.results.clone(),
+            stock_is_results: r.databases.stock.as_ref() == Some(&r.databases.results),
+            stock: r.databases.stock.clone(),
+        },
+        manifest_path: &r.manifest_path,
+        manifest_hash: &r.manifest_hash,
+        reproduce: &r.reproduce,
+        notes: &r.notes,
+        charts: &r.charts,
+        comparisons: &r.comparisons,
+        regression: r.regression,
+    }
+}
+
+fn guard_view(g: &GuardRow) -> GuardRowView {
+    let res = &g.result;
+    GuardRowView {
+        config: g.config.clone(),
+        against: g.against.clone(),
+        metric: g.metric.clone(),
+        baseline_mean: value(g.baseline_mean, &g.unit),
+        candidate_mean: value(g.candidate_mean, &g.unit),
+        diff: guard_amount(g, res.diff),
+        ci: res.ci.map_or_else(
+            || DASH.to_owned(),
+            |(lo, hi)| format!("{} to {}", guard_amount(g, lo), guard_amount(g, hi)),
+        ),
+        tolerance: g.tolerance.display(),
+        verdict: match &res.reason {
+            Some(reason) if res.verdict != GuardVerdict::Pass => format!("{} ({reason})", res.verdict.as_str()),
+            _ => res.verdict.as_str().to_owned(),
+        },
+    }
+}
+
+fn bandwidth_view(t: &super::model::BandwidthTable) -> BandwidthView {
+    BandwidthView {
+        stage: t.stage.clone(),
+        chart: t.chart.clone(),
+        columns: t.columns.iter().map(|c| format::cell(&c.label)).collect(),
+        rows: t
+            .rows
+            .iter()
+            .map(|row| SizeRowView {
+                size: format::size(row.size_bytes as f64),
+                cells: row
+                    .cells
+                    .iter()
+                    .zip(&t.columns)
+                    .map(|(v, c)| match (c.kind, v) {
+                        // Shares are recorded in percent: three significant digits, like the rest.
+                        (BandwidthKind::PctPeak, Some(p)) => format!("{}%", format::sig(*p, 3)),
+                        (BandwidthKind::PctPeak, None) => DASH.to_owned(),
+                        (_, v) => value(*v, &c.unit),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
