@@ -202,7 +202,7 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
     }
     if r.comparisons.is_empty() {
         lines.push(format!(
-            "No comparison: the run has no config to compare against baseline {}.",
+            "No comparison: the run has one config ({}), so there is nothing to compare it with.",
             style.code(&r.baseline)
         ));
     }

@@ -192,6 +192,12 @@ fn compare_refuses_runs_that_loaded_different_data() {
         "{}",
         text(&refused)
     );
+    assert_eq!(
+        text(&refused).matches("hint").count(),
+        1,
+        "one hint: {}",
+        text(&refused)
+    );
     let allowed = run(bin()
         .arg("--database")
         .arg(&db)

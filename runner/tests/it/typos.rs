@@ -227,3 +227,85 @@ fn a_mistyped_stock_database_path_is_an_error_not_a_new_fake_market() {
         text(&again)
     );
 }
+
+#[test]
+fn copy_on_a_sqlite_stock_database_is_a_located_check_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(
+        dir.path(),
+        "copy.toml",
+        "[experiment]\nname = \"copy\"\n[stages.load]\nkind = \"load\"\nsymbols = { first = 3 }\n\
+         [variants.stream]\n[variants.copy]\n\"stages.load.strategy\" = \"copy\"\n",
+    );
+    let db = dir.path().join("r.sqlite");
+    let out = run(bin().arg("--database").arg(&db).arg("check").arg(&m));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("copy.toml:8:26"), "located at the override's value: {t}");
+    assert!(
+        t.contains("(in config `copy`)") && t.contains("the stock database is SQLite"),
+        "{t}"
+    );
+    // `run` refuses it the same way, before a run or a database exists.
+    let out = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!db.exists(), "nothing was written: {}", text(&out));
+    // A PostgreSQL stock database can do it: nothing to reject (no connection is made).
+    let out = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["--stock-database", "postgres://u:p@127.0.0.1:1/stock", "check"])
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn check_with_smoke_points_at_the_smoke_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(
+        dir.path(),
+        "s.toml",
+        "[experiment]\nname = \"s\"\n[stages.nap]\nkind = \"command\"\nargv = [\"true\"]\n\
+         [smoke]\n\"stages.nap.timeout\" = -1\n",
+    );
+    for smoke in [false, true] {
+        let mut c = bin();
+        c.arg("check").arg(&m);
+        if smoke {
+            c.arg("--smoke");
+        }
+        let out = run(&mut c);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "smoke={smoke}: {t}");
+        assert!(
+            t.contains("s.toml:7:24"),
+            "smoke={smoke}: not at the [smoke] value: {t}"
+        );
+        assert!(t.contains("(as set by [smoke])"), "{t}");
+    }
+}
+
+#[test]
+fn ignored_json_lines_are_named_by_line_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(
+        dir.path(),
+        "j.toml",
+        r#"
+[experiment]
+name = "j"
+[schedule]
+warmup = 0
+repetitions = 1
+[stages.work]
+kind = "command"
+argv = ["printf", '{"metric": "a", "value": 1}\n{"metrc": "b", "value": 2}\nplain text\n{"metric": "c", "value": "x"}\n']
+"#,
+    );
+    let out = run(run_cmd(dir.path().join("r.sqlite"), dir.path(), &[]).arg(&m));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("ignored 2 stdout line(s)"), "{t}");
+    assert!(t.contains("line 2:") && t.contains("line 4:"), "{t}");
+    assert!(!t.contains("line 3:"), "plain text is not JSON: {t}");
+}
