@@ -10,6 +10,7 @@ use crate::manifest::{self, Experiment};
 use crate::measure::Fingerprint;
 use crate::paths::Root;
 use crate::plan;
+use crate::runspec::StoredSpec;
 use crate::store::{self, Db};
 use anyhow::Context;
 use std::collections::{BTreeMap, HashSet};
@@ -346,7 +347,8 @@ fn run_with(
     let mut regressed = false;
     if o.report {
         let row = rt.block_on(store::load_run(db, &run_id))?;
-        let written = write_run_report(rt, db, &g.database, &row, &exp, &stored, &results_dir)?;
+        let run = StoredRun::new(row, stored)?;
+        let written = write_run_report(rt, db, &g.database, &run, &results_dir)?;
         for line in &written.report.summary {
             println!("  {line}");
         }
@@ -462,13 +464,12 @@ fn write_run_report(
     rt: &tokio::runtime::Runtime,
     db: &Db,
     database: &str,
-    row: &store::RunRow,
-    exp: &Experiment,
-    trials: &[TrialRecord],
+    stored: &StoredRun,
     results_dir: &Path,
 ) -> Result<crate::report::WrittenReport, CommandError> {
+    let StoredRun { row, trials, .. } = stored;
     let env = rt.block_on(store::environment(db, &row.environment_hash))?;
-    let mut data = crate::rundata::run_data(row, exp, trials, env.as_ref(), database);
+    let mut data = stored.data(env.as_ref(), database);
     // Runs served by several workers get a per-host breakdown (and warnings when hosts differ).
     let mut envs = BTreeMap::new();
     for hash in trials
@@ -491,23 +492,58 @@ fn strip_markdown(s: &str) -> String {
 }
 
 /// Loads a stored run with its validated manifest and trials.
-fn load_stored(
-    rt: &tokio::runtime::Runtime,
-    db: &Db,
-    id: &str,
-) -> Result<(store::RunRow, Experiment, Vec<TrialRecord>), CommandError> {
+fn load_stored(rt: &tokio::runtime::Runtime, db: &Db, id: &str) -> Result<StoredRun, CommandError> {
     let row = rt.block_on(store::load_run(db, id))?;
-    let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
     let trials = rt.block_on(store::load_trials(db, &row.id))?;
-    Ok((row, exp, trials))
+    StoredRun::new(row, trials)
+}
+
+/// A run as stored: its row, its spec (what `report` and `compare` read instead of the
+/// manifest), notes on how the spec was read, and its trials.
+struct StoredRun {
+    row: store::RunRow,
+    spec: StoredSpec,
+    notes: Vec<String>,
+    trials: Vec<TrialRecord>,
+}
+
+impl StoredRun {
+    fn new(row: store::RunRow, trials: Vec<TrialRecord>) -> Result<StoredRun, CommandError> {
+        let (spec, notes) = match &row.spec {
+            Some(json) => (
+                StoredSpec::from_json(&row.id, json).map_err(|e| CommandError::BadInput(e.to_string()))?,
+                Vec::new(),
+            ),
+            None => StoredSpec::recover(
+                &row.id,
+                &row.manifest_path,
+                &row.manifest_text,
+                row.smoke,
+                row.seed,
+                &trials,
+            ),
+        };
+        Ok(StoredRun {
+            row,
+            spec,
+            notes,
+            trials,
+        })
+    }
+
+    fn data(&self, env: Option<&Fingerprint>, database: &str) -> crate::report::RunData {
+        let mut data = crate::rundata::run_data(&self.row, &self.spec, &self.trials, env, database);
+        data.notes.extend(self.notes.iter().cloned());
+        data
+    }
 }
 
 /// `measured report`: renders a stored run's report; returns the exit code.
 pub fn report(g: &Globals, run: &str, results_dir: &Path, fail_on_regression: bool) -> Result<u8, CommandError> {
     let rt = runtime()?;
     let db = open_for_run(&rt, &g.database, run)?;
-    let (row, exp, trials) = load_stored(&rt, &db, run)?;
-    let written = write_run_report(&rt, &db, &g.database, &row, &exp, &trials, results_dir)?;
+    let stored = load_stored(&rt, &db, run)?;
+    let written = write_run_report(&rt, &db, &g.database, &stored, results_dir)?;
     rt.block_on(db.close());
     for line in &written.report.summary {
         println!("{line}");
@@ -531,8 +567,9 @@ pub fn compare(
 ) -> Result<u8, CommandError> {
     let rt = runtime()?;
     let db = open_for_run(&rt, &g.database, before)?;
-    let (row_a, exp_a, trials_a) = load_stored(&rt, &db, before)?;
-    let (row_b, exp_b, trials_b) = load_stored(&rt, &db, after)?;
+    let run_a = load_stored(&rt, &db, before)?;
+    let run_b = load_stored(&rt, &db, after)?;
+    let (row_a, row_b) = (&run_a.row, &run_b.row);
     if row_a.id == row_b.id {
         return Err(CommandError::BadInput(format!(
             "`{before}` and `{after}` are the same run ({}); compare needs two different runs\n\
@@ -549,8 +586,8 @@ pub fn compare(
     let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
     let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
     rt.block_on(db.close());
-    let a = crate::rundata::run_data(&row_a, &exp_a, &trials_a, env_a.as_ref(), &g.database);
-    let b = crate::rundata::run_data(&row_b, &exp_b, &trials_b, env_b.as_ref(), &g.database);
+    let a = run_a.data(env_a.as_ref(), &g.database);
+    let b = run_b.data(env_b.as_ref(), &g.database);
     let cmp = match crate::report::build_comparison(&a, &b, allow_different_data) {
         Ok(c) => c,
         Err(e @ crate::report::ReportError::DataMismatch { .. }) => {

@@ -436,6 +436,7 @@ mod tests {
             lease_seconds: Some(60.0),
             database: String::new(),
             stock_database: None,
+            spec: None,
         }
     }
 

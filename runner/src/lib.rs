@@ -21,6 +21,7 @@ pub mod produced;
 pub mod queue;
 pub mod report;
 pub mod rundata;
+pub mod runspec;
 pub mod stage;
 pub mod stats;
 pub mod store;

@@ -1,63 +1,17 @@
 //! From stored rows to the report's input (store -> **rundata** -> stats/report).
 
 use crate::exec::{StageStatus, TrialRecord};
-use crate::manifest::Experiment;
 use crate::measure::Fingerprint;
-use crate::report::{ClaimSpec, CompareSpec, ConfigData, GuardSpec, RunData, StageData, TrialData};
-use crate::stats::{Claim, Direction, Tolerance};
+use crate::report::{ConfigData, RunData, StageData, TrialData};
+use crate::runspec::StoredSpec;
 use crate::store::RunRow;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The compare settings of a validated manifest, parsed for the statistics module.
-pub fn compare_spec(exp: &Experiment, seed: u64) -> CompareSpec {
-    let c = &exp.compare;
-    CompareSpec {
-        baseline: c.baseline.clone(),
-        primary: c.primary.clone(),
-        direction: c.higher_is_better.map(|h| {
-            if h {
-                Direction::HigherIsBetter
-            } else {
-                Direction::LowerIsBetter
-            }
-        }),
-        alpha: c.alpha,
-        band: c.band,
-        resamples: c.resamples,
-        seed,
-        // Validation already parsed these; a failure here would mean the stored manifest
-        // changed meaning between versions, and dropping the guard is then the honest choice.
-        guards: c
-            .guards
-            .iter()
-            .filter_map(|g| {
-                Tolerance::parse(&g.within).ok().map(|tolerance| GuardSpec {
-                    metric: g.metric.clone(),
-                    tolerance,
-                })
-            })
-            .collect(),
-        claims: c
-            .claims
-            .iter()
-            .filter_map(|cl| {
-                Claim::parse(&cl.speedup).ok().map(|claim| ClaimSpec {
-                    metric: cl.metric.clone(),
-                    variant: cl.variant.clone(),
-                    claim,
-                    text: cl.speedup.clone(),
-                    source: cl.source.clone(),
-                })
-            })
-            .collect(),
-    }
-}
-
-/// Builds the report input from a stored run, its validated manifest and its trials, read from
-/// the results database at `database`.
+/// Builds the report input from a stored run, its spec and its trials, read from the results
+/// database at `database`. Nothing here validates a manifest or builds a stage.
 pub fn run_data(
     row: &RunRow,
-    exp: &Experiment,
+    spec: &StoredSpec,
     trials: &[TrialRecord],
     env: Option<&Fingerprint>,
     database: &str,
@@ -70,13 +24,13 @@ pub fn run_data(
     // Paired (within-block) statistics only pay off when blocks ran on different hosts: on one
     // host, unpaired rank tests have the lower p-value floor at small repetition counts.
     let paired = hosts.len() > 1;
-    let configs = exp
+    let configs = spec
         .configs
         .iter()
         .map(|c| ConfigData {
             name: c.name.clone(),
             variant: c.variant.clone(),
-            sweep: c.sweep_point.clone(),
+            sweep: c.sweep.clone(),
             trials: trials
                 .iter()
                 .filter(|t| t.config == c.name && !t.warmup)
@@ -151,7 +105,7 @@ pub fn run_data(
         environment,
         data_hashes: data_hashes(trials),
         configs,
-        compare: compare_spec(exp, row.seed),
+        compare: spec.compare.clone(),
         reproduce: row.command.clone(),
         results_database: crate::store::redact_url(database),
         stock_database: row.stock_database.clone(),
@@ -308,9 +262,10 @@ mod tests {
         );
     }
 
-    fn stored_run(stock_database: Option<&str>) -> (RunRow, Experiment) {
+    fn stored_run(stock_database: Option<&str>) -> (RunRow, StoredSpec) {
         let text = "[experiment]\nname = \"db\"\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n";
         let exp = crate::manifest::parse_str(std::path::Path::new("db.toml"), text, false).unwrap();
+        let exp = StoredSpec::of(&exp, 1);
         let row = RunRow {
             id: "20260101-000000-0000".into(),
             experiment: "db".into(),
@@ -331,6 +286,7 @@ mod tests {
             heartbeat_at: None,
             lease_seconds: 60.0,
             stock_database: stock_database.map(str::to_owned),
+            spec: None,
             stored_trials: 0,
             failed_trials: 0,
         };

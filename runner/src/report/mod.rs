@@ -110,7 +110,10 @@ pub struct StageData {
 }
 
 /// The `[compare]` section, validated.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Stored with every run inside its [`crate::runspec::StoredSpec`]: a field added later needs
+/// `#[serde(default)]` so that older runs still read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompareSpec {
     /// Baseline variant name.
     pub baseline: String,
@@ -126,13 +129,13 @@ pub struct CompareSpec {
     pub claims: Vec<ClaimSpec>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GuardSpec {
     pub metric: String,
     pub tolerance: Tolerance,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClaimSpec {
     pub metric: String,
     pub variant: String,

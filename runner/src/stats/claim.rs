@@ -1,6 +1,6 @@
 //! Claimed speedups (manifest `[compare].claims` text -> speedup interval -> verdict in reports).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Comparison, Direction};
 
@@ -9,7 +9,7 @@ use super::{Comparison, Direction};
 pub const POINT_CLAIM_TOLERANCE: f64 = 0.10;
 
 /// What the claimed numbers mean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClaimUnit {
     /// A speedup factor, `3x`.
@@ -20,13 +20,32 @@ pub enum ClaimUnit {
 }
 
 /// A parsed claim, in the units it was written in. `high` may be infinite (`>= 20%`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Claim {
     pub unit: ClaimUnit,
     pub low: f64,
+    /// `null` in JSON when unbounded (JSON has no infinity).
+    #[serde(with = "unbounded")]
     pub high: f64,
     /// A single value (with or without `~`): widened by [`POINT_CLAIM_TOLERANCE`].
     pub point: bool,
+}
+
+/// An upper bound that may be infinite, as `null` in JSON, which has no infinity.
+mod unbounded {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_some(v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }
 
 /// A claim that does not parse; the manifest validator attaches the location.

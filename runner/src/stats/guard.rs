@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::dist::student_t_quantile;
 
 /// Allowed difference between candidate and baseline on a guarded metric.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tolerance {
     /// Fraction of `|mean(baseline)|` (`"0.5%"` parses to `Relative(0.005)`).

@@ -81,6 +81,8 @@ pub struct RunRow {
     pub lease_seconds: f64,
     /// The stock database the run was created with, password redacted (`None`: older versions).
     pub stock_database: Option<String>,
+    /// The run's [`crate::runspec::StoredSpec`] as JSON (`None`: runs stored before specs).
+    pub spec: Option<String>,
     /// Trials stored so far (filled by `list_runs` and `load_run`).
     pub stored_trials: u32,
     pub failed_trials: u32,
@@ -144,6 +146,9 @@ pub struct RunHeader {
     /// The stock database the run was created with, password redacted.
     #[serde(default)]
     pub stock_database: Option<String>,
+    /// The run's [`crate::runspec::StoredSpec`] as JSON.
+    #[serde(default)]
+    pub spec: Option<String>,
 }
 
 impl RunHeader {
@@ -166,6 +171,7 @@ impl RunHeader {
             lease_seconds,
             database: super::database_identity(database),
             stock_database: row.stock_database.clone(),
+            spec: row.spec.clone(),
         }
     }
 }
@@ -190,6 +196,7 @@ impl NewRun<'_> {
             lease_seconds: self.lease_seconds,
             database: String::new(),
             stock_database: Some(super::redact_url(self.stock_database)),
+            spec: Some(crate::runspec::StoredSpec::of(e, self.seed).to_json()),
         }
     }
 }
@@ -229,8 +236,8 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         sqlx::query(
             "INSERT INTO runs (id, experiment, description, manifest_path, manifest_text, manifest_hash, smoke, seed, \
              status, planned_trials, started_at, finished_at, git_commit, git_dirty, environment_hash, command, \
-             heartbeat_at, lease_seconds, stock_database) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16, $17)",
+             heartbeat_at, lease_seconds, stock_database, spec) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16, $17, $18)",
         )
         .bind(&h.id)
         .bind(&h.experiment)
@@ -250,6 +257,7 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         .bind(h.lease_seconds.unwrap_or(DEFAULT_LEASE_SECONDS))
         // Redacted again here: a password must never reach the database, whoever built `h`.
         .bind(h.stock_database.as_deref().map(super::redact_url))
+        .bind(&h.spec)
         .execute(pool)
         .await?;
         Ok(())
@@ -402,7 +410,7 @@ pub async fn stored_trial_indices(db: &Db, run_id: &str) -> Result<Vec<u32>, Sto
 
 const RUN_COLUMNS: &str = "r.id, r.experiment, r.description, r.manifest_path, r.manifest_text, r.manifest_hash, r.smoke, r.seed, \
      r.status, r.planned_trials, r.started_at, r.finished_at, r.git_commit, r.git_dirty, r.environment_hash, r.command, \
-     r.heartbeat_at, r.lease_seconds, r.stock_database, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
+     r.heartbeat_at, r.lease_seconds, r.stock_database, r.spec, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
      (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status <> 'ok') AS failed";
 
 macro_rules! run_row {
@@ -428,6 +436,7 @@ macro_rules! run_row {
             heartbeat_at: r.try_get("heartbeat_at")?,
             lease_seconds: r.try_get("lease_seconds")?,
             stock_database: r.try_get("stock_database")?,
+            spec: r.try_get("spec")?,
             stored_trials: r.try_get::<i64, _>("stored")? as u32,
             failed_trials: r.try_get::<i64, _>("failed")? as u32,
         }

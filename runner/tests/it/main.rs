@@ -12,5 +12,6 @@ mod queue;
 mod report_json;
 mod reports;
 mod runs;
+mod stored;
 mod transfer;
 mod typos;
