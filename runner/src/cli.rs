@@ -92,6 +92,29 @@ pub enum Command {
         #[arg(long)]
         fail_on_regression: bool,
     },
+    /// A metric over every stored run of an experiment, oldest first, with significant steps
+    /// between consecutive runs flagged (Markdown table on stdout, plus .md and .svg files).
+    #[command(
+        after_help = "Examples:\n  measured history quickstart\n  measured history normalize-parallel --metric features.seconds --limit 50"
+    )]
+    History {
+        /// The experiment (its `[experiment] name`).
+        experiment: String,
+        /// `<stage>.<metric>`, `<stage>.seconds` or `trial.seconds` (default: the primary metric
+        /// of the newest run).
+        #[arg(long)]
+        metric: Option<String>,
+        /// At most this many of the newest runs.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: u32,
+        /// Smoke runs (`--smoke`) are left out unless this is given.
+        #[arg(long)]
+        include_smoke: bool,
+        /// Files go to `<dir>/<experiment>/history/` (default: results/ under the git root of the
+        /// current directory, else the current directory).
+        #[arg(long)]
+        results_dir: Option<PathBuf>,
+    },
     /// Before/after: compare two stored runs of one experiment (e.g. two git commits).
     #[command(
         after_help = "Example:\n  measured compare 20261120-091500-1a2b 20261122-101500-3fa2 --fail-on-regression"
@@ -331,6 +354,22 @@ pub fn main() -> u8 {
             allow_different_data,
             &root.results_dir(results_dir.as_deref()),
             fail_on_regression,
+        ),
+        Command::History {
+            experiment,
+            metric,
+            limit,
+            include_smoke,
+            results_dir,
+        } => commands::history(
+            &g,
+            &commands::HistoryOptions {
+                experiment,
+                metric,
+                limit,
+                include_smoke,
+                results_dir: root.results_dir(results_dir.as_deref()),
+            },
         ),
         Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),
         Command::Data(DataCommand::Import(a)) => commands::data_import(&g, a.into()),

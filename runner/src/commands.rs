@@ -797,6 +797,116 @@ fn open_for_run(rt: &tokio::runtime::Runtime, url: &str, run: &str) -> Result<Db
     })
 }
 
+/// What `measured history` reads and where it writes.
+pub struct HistoryOptions {
+    pub experiment: String,
+    pub metric: Option<String>,
+    pub limit: u32,
+    pub include_smoke: bool,
+    pub results_dir: PathBuf,
+}
+
+/// `measured history`: a metric over every stored run of an experiment, with the significant
+/// steps between consecutive runs flagged; prints the Markdown and writes it with its chart.
+pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
+    // The name becomes a path: only a valid experiment name gets that far.
+    if !manifest::is_valid_name(&o.experiment) {
+        return Err(CommandError::BadInput(format!(
+            "`{}` is not an experiment name (1-64 letters, digits, `_` or `-`)",
+            o.experiment
+        )));
+    }
+    let rt = runtime()?;
+    let none_stored = || {
+        CommandError::BadInput(format!(
+            "no runs of experiment `{}` stored in {}\nhint: `measured runs` lists the stored runs",
+            o.experiment,
+            store::redact_url(&g.database)
+        ))
+    };
+    let db = open_existing(&rt, &g.database)?.ok_or_else(none_stored)?;
+    let mut rows = rt.block_on(store::list_runs(&db, Some(&o.experiment), o.limit))?;
+    rows.reverse();
+    let smoke = rows.iter().filter(|r| r.smoke).count();
+    rows.retain(|r| o.include_smoke || !r.smoke);
+    if rows.is_empty() {
+        rt.block_on(db.close());
+        return Err(none_stored());
+    }
+    let mut runs = Vec::with_capacity(rows.len());
+    let mut notes = Vec::new();
+    let mut latest = None;
+    for row in rows {
+        let trials = rt.block_on(store::load_trials(&db, &row.id))?;
+        let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
+        let stored = StoredRun::new(row, trials)?;
+        notes.extend(stored.notes.iter().cloned());
+        let mut data = stored.data(env.as_ref(), &g.database);
+        data.notes.clear();
+        runs.push(data);
+        latest = Some(stored.spec.compare);
+    }
+    rt.block_on(db.close());
+    let latest = latest.ok_or_else(none_stored)?;
+    let metric = o.metric.clone().unwrap_or_else(|| latest.primary.clone());
+    let direction = (metric == latest.primary).then_some(latest.direction).flatten();
+    let mut h = crate::report::build_history(&o.experiment, &metric, direction, &runs);
+    if h.points.iter().all(|p| p.n == 0) {
+        let mut known: Vec<String> = runs
+            .iter()
+            .flat_map(|r| &r.configs)
+            .flat_map(|c| &c.trials)
+            .flat_map(|t| {
+                t.stages
+                    .iter()
+                    .flat_map(|s| s.metrics.iter().map(move |m| format!("{}.{}", s.name, m.name)))
+            })
+            .collect();
+        known.sort();
+        known.dedup();
+        return Err(CommandError::BadInput(format!(
+            "no stored run of `{}` recorded `{metric}`\nhint: metrics they recorded: {}; stage times are `<stage>.seconds`",
+            o.experiment,
+            if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+        )));
+    }
+    if smoke > 0 && !o.include_smoke {
+        h.notes.push(format!(
+            "{} left out: smoke runs are not measurements (--include-smoke shows them).",
+            plural(smoke, "smoke run")
+        ));
+    }
+    h.notes.extend(notes);
+    let dir = o.results_dir.join(&o.experiment).join("history");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let stem: String = metric
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let svg_name = format!("{stem}.svg");
+    let svg = crate::report::history_svg(&h).context("cannot draw the history chart")?;
+    std::fs::write(dir.join(&svg_name), svg)
+        .with_context(|| format!("cannot write {}", dir.join(&svg_name).display()))?;
+    let md = crate::report::render_history_markdown(&h, Some(&svg_name), templates_dir())
+        .context("cannot render the history")?;
+    let md_path = dir.join(format!("{stem}.md"));
+    std::fs::write(&md_path, &md).with_context(|| format!("cannot write {}", md_path.display()))?;
+    std::fs::write(
+        dir.join(format!("{stem}.json")),
+        serde_json::to_string_pretty(&h).unwrap_or_default(),
+    )
+    .with_context(|| format!("cannot write the history JSON in {}", dir.display()))?;
+    print!("{md}");
+    eprintln!("history: {}", md_path.display());
+    Ok(EXIT_OK)
+}
+
 /// `measured runs`: stored runs, newest first.
 pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String, CommandError> {
     let rt = runtime()?;

@@ -12,7 +12,7 @@ pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
 pub use raw::Order;
 pub(crate) use validate::serde_hint;
-pub use validate::{hex_sha256, parse_file, parse_str};
+pub use validate::{hex_sha256, is_valid_name, parse_file, parse_str};
 
 use crate::stage::Stage;
 use std::path::{Path, PathBuf};

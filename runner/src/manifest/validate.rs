@@ -158,6 +158,11 @@ pub(super) struct Validator {
     pub(super) smoke_origin: Vec<(usize, String, Vec<String>)>,
 }
 
+/// A name that may become part of a path: an experiment, stage or variant name.
+pub fn is_valid_name(s: &str) -> bool {
+    is_ident(s)
+}
+
 fn is_ident(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }

@@ -36,6 +36,16 @@ fn environment(
     Ok(env)
 }
 
+/// Renders template `name` from `dir` when it holds it, else the copy compiled in.
+pub(super) fn render_named<T: Serialize>(
+    name: &'static str,
+    builtin: &'static str,
+    dir: Option<&Path>,
+    ctx: &T,
+) -> Result<String, ReportError> {
+    render(name, builtin, dir, ctx)
+}
+
 fn render<T: Serialize>(
     name: &'static str,
     builtin: &'static str,

@@ -13,6 +13,7 @@ mod build;
 mod charts;
 mod compare;
 mod format;
+mod history;
 mod markdown;
 mod model;
 mod others;
@@ -38,6 +39,7 @@ use crate::stats::{Claim, Direction, Tolerance};
 
 pub use build::build_report;
 pub use compare::{build_comparison, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
+pub use history::{build_history, render_history_markdown, History, HistoryPoint, HistoryStep};
 pub use markdown::{render_compare_markdown, render_markdown};
 pub use model::{
     BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
@@ -144,6 +146,14 @@ pub struct ClaimSpec {
     pub text: String,
     /// Where the claim comes from (a paper, a PR, a previous report).
     pub source: Option<String>,
+}
+
+/// The SVG chart of a history.
+pub fn history_svg(h: &History) -> Result<String, ReportError> {
+    charts::history_chart(h).map_err(|e| ReportError::Chart {
+        file: "history".to_owned(),
+        message: e.to_string(),
+    })
 }
 
 /// Failures while rendering or writing a report.

@@ -1,6 +1,9 @@
 //! SVG charts of a run (run data -> plotters SVG strings -> files beside report.md).
 
+mod history;
 mod series;
+
+pub(crate) use history::history_chart;
 
 use std::error::Error;
 

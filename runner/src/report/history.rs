@@ -1,0 +1,278 @@
+//! A metric over every stored run of an experiment (stored runs -> run data -> **history** ->
+//! Markdown table + SVG chart), with the steps between consecutive runs that are
+//! statistically significant flagged, like asv's regression detection.
+//!
+//! Each run contributes one point per config: the median of the metric over its successful
+//! measured trials, with a percentile-bootstrap 95% CI. A step compares a config's samples in
+//! one run with its samples in the previous run that has that config: Mann-Whitney U
+//! (two-sided; runs are independent samples, so no pairing), ratio of medians with a bootstrap
+//! CI, and the same verdict rule as a report (significant at alpha *and* the CI outside the
+//! noise band).
+//!
+//! Steps are not adjusted for multiplicity across the history: each step answers its own
+//! question ("did this change move the metric?"), asked when that run lands, and an adjustment
+//! over a growing history would make a real regression harder to flag the longer a project
+//! keeps its runs. The price, stated in the method text, is about `alpha x steps` false flags
+//! over a long history.
+
+use serde::Serialize;
+
+use super::samples::metric_samples;
+use super::{format, RunData};
+use crate::stats::{bootstrap_median_ci, compare, median, CompareSettings, Direction, Verdict};
+
+/// The history of one metric, oldest run first.
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    pub experiment: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: Direction,
+    pub alpha: f64,
+    pub band: f64,
+    /// What the step test is, in words, for the report.
+    pub method: String,
+    pub points: Vec<HistoryPoint>,
+    pub steps: Vec<HistoryStep>,
+    pub notes: Vec<String>,
+}
+
+/// One config in one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryPoint {
+    pub run_id: String,
+    /// Position of the run in the history (0 = oldest).
+    pub run_index: usize,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// Short commit of the measured code, `+dirty` when the tree had changes.
+    pub commit: String,
+    pub config: String,
+    pub n: usize,
+    pub median: Option<f64>,
+    pub median_ci: Option<(f64, f64)>,
+}
+
+/// A config's change from one run to the next run that has it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryStep {
+    pub config: String,
+    pub from_run: String,
+    pub to_run: String,
+    pub to_index: usize,
+    /// later / earlier, ratio of medians.
+    pub ratio: f64,
+    pub ratio_ci: Option<(f64, f64)>,
+    /// Two-sided p-value of the step's own test (not adjusted across steps).
+    pub p: f64,
+    /// `improved`, `regressed`, `no change` or `inconclusive`.
+    pub verdict: String,
+    /// A significant change beyond the noise band.
+    pub flagged: bool,
+}
+
+/// Builds the history of `metric` over `runs` (oldest first). `direction` is `None` to infer it
+/// from the metric's unit.
+pub fn build_history(experiment: &str, metric: &str, direction: Option<Direction>, runs: &[RunData]) -> History {
+    let settings = runs.last().map_or(
+        CompareSettings {
+            alpha: 0.01,
+            band: 0.02,
+            resamples: 10_000,
+            seed: 0,
+        },
+        super::samples::settings_of,
+    );
+    let mut unit = String::new();
+    let mut points = Vec::new();
+    // Per config: the samples of the last run that had it, with that run's id.
+    let mut last: Vec<(String, String, Vec<f64>)> = Vec::new();
+    let mut raw_steps = Vec::new();
+    for (index, run) in runs.iter().enumerate() {
+        let commit = short_commit(run);
+        for config in &run.configs {
+            let samples = metric_samples(config, metric);
+            if let Some(u) = &samples.unit {
+                unit.clone_from(u);
+            }
+            let values = samples.values;
+            let m = median(&values);
+            points.push(HistoryPoint {
+                run_id: run.run_id.clone(),
+                run_index: index,
+                started_at: run.started_at,
+                commit: commit.clone(),
+                config: config.name.clone(),
+                n: values.len(),
+                median: m.is_finite().then_some(m),
+                median_ci: bootstrap_median_ci(&values, settings.resamples, settings.seed),
+            });
+            if values.is_empty() {
+                continue;
+            }
+            match last.iter_mut().find(|(c, _, _)| *c == config.name) {
+                Some(prev) => {
+                    raw_steps.push((
+                        config.name.clone(),
+                        prev.1.clone(),
+                        run.run_id.clone(),
+                        index,
+                        prev.2.clone(),
+                        values.clone(),
+                    ));
+                    prev.1.clone_from(&run.run_id);
+                    prev.2 = values;
+                }
+                None => last.push((config.name.clone(), run.run_id.clone(), values)),
+            }
+        }
+    }
+    let direction = direction.unwrap_or_else(|| Direction::from_unit(if unit.is_empty() { "s" } else { &unit }));
+    let comparisons: Vec<_> = raw_steps
+        .iter()
+        .map(|(_, _, _, _, before, after)| compare(before, after, direction, &settings))
+        .collect();
+    let steps = raw_steps
+        .into_iter()
+        .zip(comparisons)
+        .map(|(step, c)| {
+            let (config, from_run, to_run, to_index, _, _) = step;
+            let verdict = match c.verdict {
+                Verdict::Faster => "improved",
+                Verdict::Slower => "regressed",
+                Verdict::NoChange => "no change",
+                Verdict::Inconclusive => "inconclusive",
+            };
+            HistoryStep {
+                config,
+                from_run,
+                to_run,
+                to_index,
+                ratio: c.ratio,
+                ratio_ci: c.ratio_ci,
+                p: c.p_value,
+                verdict: verdict.to_owned(),
+                flagged: matches!(c.verdict, Verdict::Faster | Verdict::Slower),
+            }
+        })
+        .collect::<Vec<_>>();
+    let method = format!(
+        "Each step compares a config with the previous run that has it: Mann-Whitney U (two-sided; \
+         runs are independent samples) and the ratio of medians with a 95% percentile-bootstrap CI \
+         ({} resamples). A step is flagged when p < {} and the CI lies outside the ±{}% noise band. \
+         Each step is tested on its own, not adjusted across the history: over {} steps, expect \
+         about {} flagged by chance.",
+        format::thousands(settings.resamples),
+        settings.alpha,
+        format::trimmed(settings.band * 100.0),
+        steps.len(),
+        format::trimmed(settings.alpha * steps.len() as f64)
+    );
+    History {
+        experiment: experiment.to_owned(),
+        metric: metric.to_owned(),
+        unit,
+        direction,
+        alpha: settings.alpha,
+        band: settings.band,
+        method,
+        points,
+        steps,
+        notes: Vec::new(),
+    }
+}
+
+fn short_commit(run: &RunData) -> String {
+    let commit = run.environment.get("git_commit").map(String::as_str).unwrap_or("");
+    let short: String = commit.chars().take(10).collect();
+    let short = if short.is_empty() { "unknown".to_owned() } else { short };
+    if run.environment.get("git_dirty").map(String::as_str) == Some("true") {
+        format!("{short}+dirty")
+    } else {
+        short
+    }
+}
+
+/// What the history template shows: every cell already formatted.
+#[derive(Serialize)]
+struct HistoryView<'a> {
+    h: &'a History,
+    /// One sentence per flagged step.
+    flagged: Vec<String>,
+    rows: Vec<Vec<String>>,
+    chart: Option<&'a str>,
+}
+
+/// The history as Markdown (`templates/history.md.j2`): the flagged steps, a table of every
+/// point with the step into it, the chart and the method.
+pub fn render_history_markdown(
+    h: &History,
+    chart_file: Option<&str>,
+    templates_dir: Option<&std::path::Path>,
+) -> Result<String, super::ReportError> {
+    let flagged = h
+        .steps
+        .iter()
+        .filter(|s| s.flagged)
+        .map(|s| {
+            format!(
+                "**{}** in `{}`: {} → {}, {} ({}, {}).",
+                s.verdict,
+                s.config,
+                s.from_run,
+                s.to_run,
+                format::factor(s.ratio),
+                format::factor_interval(s.ratio_ci),
+                format::p_clause(s.p)
+            )
+        })
+        .collect();
+    let rows = h
+        .points
+        .iter()
+        .map(|p| {
+            let step = h.steps.iter().find(|s| s.to_run == p.run_id && s.config == p.config);
+            let (ratio, ci, pv, verdict) = match step {
+                Some(s) => (
+                    format::factor(s.ratio),
+                    format::factor_interval(s.ratio_ci),
+                    format::p_value(s.p),
+                    if s.flagged {
+                        format!("**{}**", s.verdict)
+                    } else {
+                        s.verdict.clone()
+                    },
+                ),
+                None => ("—".into(), "—".into(), "—".into(), "—".into()),
+            };
+            vec![
+                (p.run_index + 1).to_string(),
+                format!("`{}`", p.run_id),
+                p.started_at.format("%Y-%m-%d %H:%M").to_string(),
+                format!("`{}`", p.commit),
+                format::cell(&p.config),
+                p.n.to_string(),
+                p.median.map_or("—".into(), |m| format::value(m, &h.unit)),
+                format::value_interval(p.median_ci, &h.unit),
+                ratio,
+                ci,
+                pv,
+                verdict,
+            ]
+        })
+        .collect();
+    let view = HistoryView {
+        h,
+        flagged,
+        rows,
+        chart: chart_file,
+    };
+    super::markdown::render_named(
+        HISTORY_TEMPLATE,
+        BUILTIN_HISTORY,
+        templates_dir,
+        &minijinja::context! { v => view },
+    )
+}
+
+const HISTORY_TEMPLATE: &str = "history.md.j2";
+const BUILTIN_HISTORY: &str = include_str!("../../../templates/history.md.j2");

@@ -1,0 +1,134 @@
+//! `measured history`: a metric over every stored run, with significant steps flagged, on
+//! SQLite and PostgreSQL.
+
+use crate::common::{bin, pg_url, run, text, write};
+use std::path::Path;
+
+/// A program whose reported latency is read from `level.txt` (emitted, not timed, so the
+/// history is fixed by the data), with a small known spread per repetition.
+fn bench(dir: &Path, name: &str) -> std::path::PathBuf {
+    let script = write(
+        dir,
+        "bench.sh",
+        "level=$(cat \"$(dirname \"$0\")/level.txt\")\n\
+         awk -v l=\"$level\" -v r=\"$1\" 'BEGIN { printf \"{\\\"metric\\\": \\\"latency\\\", \\\"value\\\": %.6f, \\\"unit\\\": \\\"s\\\"}\\n\", l * (1 + 0.01 * (r % 5)) }'\n",
+    );
+    write(
+        dir,
+        "h.toml",
+        &format!(
+            r#"
+[experiment]
+name = "{name}"
+[schedule]
+warmup = 0
+repetitions = 6
+seed = 5
+[stages.bench]
+kind = "command"
+argv = ["sh", "{}", "{{{{ repetition }}}}"]
+[compare]
+primary = "bench.latency"
+"#,
+            script.display()
+        ),
+    )
+}
+
+/// Three runs at latency 0.100, 0.100 and 0.120: one step, into the third run.
+fn three_runs(dir: &Path, db: &dyn Fn(&mut std::process::Command) -> &mut std::process::Command, name: &str) {
+    let m = bench(dir, name);
+    for level in ["0.100", "0.100", "0.120"] {
+        std::fs::write(dir.join("level.txt"), level).unwrap();
+        let out = run(db(&mut bin())
+            .args(["run", "--no-report", "--results-dir"])
+            .arg(dir)
+            .arg(&m));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+}
+
+fn check_history(out: &std::process::Output, dir: &Path, name: &str) {
+    let t = text(out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains(&format!("# History of `bench.latency` in {name}")), "{md}");
+    // One flagged step, into run 3, with the true ratio 1.2 shown.
+    assert_eq!(md.matches("**regressed**").count(), 2, "sentence and table cell: {md}");
+    assert!(md.contains("1.20x"), "{md}");
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| #"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{md}");
+    assert!(
+        rows[0].starts_with("| 1 |") && rows[0].ends_with("| — |"),
+        "{}",
+        rows[0]
+    );
+    // Identical data: a step, but not a flagged one.
+    assert!(rows[1].contains("| 1.00x |") && !rows[1].contains("**"), "{}", rows[1]);
+    assert!(
+        rows[2].starts_with("| 3 |") && rows[2].contains("**regressed**"),
+        "{}",
+        rows[2]
+    );
+    assert!(md.contains("Mann-Whitney U"), "the test is named: {md}");
+    let files = dir.join(name).join("history");
+    let svg = std::fs::read_to_string(files.join("bench_latency.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("significant step"), "{svg}");
+    assert_eq!(std::fs::read_to_string(files.join("bench_latency.md")).unwrap(), md);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(files.join("bench_latency.json")).unwrap()).unwrap();
+    let flagged: Vec<&serde_json::Value> = json["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["flagged"] == true)
+        .collect();
+    assert_eq!(flagged.len(), 1, "{json}");
+    let (lo, hi) = (
+        flagged[0]["ratio_ci"][0].as_f64().unwrap(),
+        flagged[0]["ratio_ci"][1].as_f64().unwrap(),
+    );
+    assert!(lo <= 1.2 && 1.2 <= hi, "true ratio 1.2 in [{lo}, {hi}]");
+}
+
+#[test]
+fn history_flags_the_step_between_consecutive_runs_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    three_runs(dir.path(), &|c| c.arg("--database").arg(&db), "hist");
+    let out = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["history", "hist", "--results-dir"])
+        .arg(dir.path()));
+    check_history(&out, dir.path(), "hist");
+    // A metric no run recorded is an error that lists the ones they did.
+    let out = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["history", "hist", "--metric", "bench.latncy", "--results-dir"])
+        .arg(dir.path()));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("bench.latency"), "{t}");
+    // A name that is not an experiment name never becomes a path.
+    let out = run(bin().arg("--database").arg(&db).args(["history", "../../etc"]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn history_flags_the_step_between_consecutive_runs_on_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = pg_url();
+    // The test database is shared: a name of its own keeps other tests' runs out.
+    let name = format!("hist-pg-{}", std::process::id());
+    three_runs(dir.path(), &|c| c.env("DATABASE_URL", &url), &name);
+    let out = run(bin()
+        .env("DATABASE_URL", &url)
+        .args(["history", &name, "--results-dir"])
+        .arg(dir.path()));
+    check_history(&out, dir.path(), &name);
+}
