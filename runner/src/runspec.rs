@@ -160,6 +160,7 @@ impl StoredSpec {
                             claim,
                             text: cl.speedup.clone(),
                             source: cl.source.clone(),
+                            requires: cl.requires.clone(),
                         })
                     })
                     .collect(),
@@ -301,6 +302,7 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
                 claim,
                 text: get("speedup").unwrap_or_default().to_owned(),
                 source: get("source").map(str::to_owned),
+                requires: Default::default(),
             }),
             _ => notes.push(format!(
                 "A claim ({}) could not be read by this version and is not judged.",

@@ -3,13 +3,59 @@
 //! stock database cannot do. Each is located in the file like every other manifest error.
 
 use super::diag::{did_you_mean, ManifestError, ManifestErrors};
-use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawSchedule};
+use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule};
 use super::spans::{Seg, SpanIndex};
 use super::validate::{in_file_order, Override, Validator};
 use super::{CompareDef, Config, Experiment, Schedule, StageDef};
 use std::ops::Range;
 
 impl Validator {
+    /// A claim's `requires`: the device it names must be one measured knows, and every
+    /// parameter it names must exist (a misspelled one would make the claim unjudgeable).
+    pub(super) fn claim_conditions(
+        &mut self,
+        raw: Option<&RawRequires>,
+        idx: &str,
+        stages: &[StageDef],
+    ) -> crate::stats::ClaimConditions {
+        let Some(raw) = raw else {
+            return crate::stats::ClaimConditions::default();
+        };
+        if let Some(d) = raw.device.as_deref().filter(|d| !["cpu", "cuda"].contains(d)) {
+            let span = self.value_span(&["compare", "claims", idx, "requires", "device"]);
+            self.err(
+                ManifestError::new(
+                    format!("claim condition device `{d}` is not a device measured knows"),
+                    span,
+                )
+                .label("unknown device")
+                .hint("use \"cuda\" for a claim made on a GPU, \"cpu\" for one made on a CPU"),
+            );
+        }
+        let mut params = Vec::new();
+        for (path, value) in &raw.params {
+            let ov = Override {
+                path: path.clone(),
+                value: value.clone(),
+                at: ["compare", "claims", idx, "requires", "params", path.as_str()]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+            };
+            if self.check_path(&ov, stages, "claim condition").is_some() {
+                params.push((
+                    path.clone(),
+                    serde_json::to_value(value).unwrap_or(serde_json::Value::Null),
+                ));
+            }
+        }
+        crate::stats::ClaimConditions {
+            device: raw.device.clone(),
+            min_cores: raw.min_cores,
+            params,
+        }
+    }
+
     /// A `[compare]` guard or claim entry without one of its required keys.
     pub(super) fn missing_keys(&mut self, what: &str, idx: &str, keys: &[(&str, bool)]) {
         let list = if what == "guard" { "guards" } else { "claims" };
@@ -40,6 +86,7 @@ impl Validator {
             ["compare"] => crate::stage::field_names::<RawCompare>(),
             ["compare", "guards", _] => crate::stage::field_names::<RawGuard>(),
             ["compare", "claims", _] => crate::stage::field_names::<RawClaim>(),
+            ["compare", "claims", _, "requires"] => crate::stage::field_names::<RawRequires>(),
             _ => &[],
         };
         let place = match parent {

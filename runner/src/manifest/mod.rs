@@ -123,6 +123,8 @@ pub struct ClaimDef {
     pub variant: String,
     pub speedup: String,
     pub source: Option<String>,
+    /// What the claim was made under; a run that does not meet it cannot judge it.
+    pub requires: crate::stats::ClaimConditions,
 }
 
 impl Experiment {

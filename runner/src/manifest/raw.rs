@@ -99,4 +99,14 @@ pub(crate) struct RawClaim {
     pub variant: Option<String>,
     pub speedup: Option<String>,
     pub source: Option<String>,
+    pub requires: Option<RawRequires>,
+}
+
+/// `requires = { device = "cuda", min_cores = 30, params = { "stages.load.symbols" = { first = 500 } } }`
+#[derive(Debug, Deserialize)]
+pub(crate) struct RawRequires {
+    pub device: Option<String>,
+    pub min_cores: Option<u32>,
+    #[serde(default)]
+    pub params: IndexMap<String, toml::Value>,
 }

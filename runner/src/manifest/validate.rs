@@ -498,7 +498,12 @@ impl Validator {
     }
 
     /// Checks an override path and returns (stage index, parameter segments).
-    fn check_path(&mut self, ov: &Override, stages: &[StageDef], what: &str) -> Option<(usize, Vec<String>)> {
+    pub(super) fn check_path(
+        &mut self,
+        ov: &Override,
+        stages: &[StageDef],
+        what: &str,
+    ) -> Option<(usize, Vec<String>)> {
         let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
         let span = self.key_span(&at);
         let segs: Vec<&str> = ov.path.split('.').collect();
@@ -947,11 +952,13 @@ impl Validator {
                 let span = self.value_span(&["compare", "claims", &idx, "speedup"]);
                 self.err(ManifestError::new(msg, span).maybe_hint(hint));
             }
+            let requires = self.claim_conditions(c.requires.as_ref(), &idx, stages);
             claims.push(ClaimDef {
                 metric: metric.clone(),
                 variant: variant.clone(),
                 speedup: speedup.clone(),
                 source: c.source.clone(),
+                requires,
             });
         }
         Some(CompareDef {

@@ -95,17 +95,16 @@ fn report_json_is_typed_and_holds_no_markdown() {
 }
 
 #[test]
-fn other_metrics_leave_out_what_other_tables_show() {
+fn the_metrics_table_leaves_out_what_other_tables_and_charts_show() {
     let report = build_report(&sweep_run());
     let names: std::collections::BTreeSet<&str> = report.other_metrics.iter().map(|m| m.metric.as_str()).collect();
+    // The guarded validation loss is listed with its CI; the primary metric (Results) and the
+    // charted per-step training loss are not.
     assert_eq!(
         names.into_iter().collect::<Vec<_>>(),
-        ["train.samples_per_second", "train.train_loss"]
+        ["check.val_loss", "train.samples_per_second"]
     );
-    assert!(report
-        .other_metrics
-        .iter()
-        .all(|m| m.series == (m.metric == "train.train_loss")));
+    assert!(report.other_metrics.iter().all(|m| !m.series && m.median_ci.is_some()));
     // Baseline rows carry no ratio; compared rows name their baseline.
     let first = &report.other_metrics[0];
     assert_eq!((first.against.as_deref(), first.ratio), (None, None));

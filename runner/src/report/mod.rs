@@ -87,6 +87,9 @@ pub struct ConfigData {
     pub variant: String,
     /// Axis path (`stages.train.batch_size`) -> value, in axis order.
     pub sweep: Vec<(String, String)>,
+    /// Stage name -> the parameters it ran with (from the run's stored spec; empty when the
+    /// spec was recovered without them).
+    pub params: indexmap::IndexMap<String, serde_json::Value>,
     pub trials: Vec<TrialData>,
 }
 
@@ -146,6 +149,9 @@ pub struct ClaimSpec {
     pub text: String,
     /// Where the claim comes from (a paper, a PR, a previous report).
     pub source: Option<String>,
+    /// What the claim was made under (empty: anywhere).
+    #[serde(default)]
+    pub requires: crate::stats::ClaimConditions,
 }
 
 /// The SVG chart of a history.

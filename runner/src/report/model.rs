@@ -252,7 +252,7 @@ pub struct BandwidthRow {
     pub cells: Vec<Option<f64>>,
 }
 
-/// One metric of one config outside the primary/guard/bandwidth tables.
+/// One metric of one config in the Metrics table.
 #[derive(Debug, Clone, Serialize)]
 pub struct OtherMetricRow {
     /// `<stage>.<metric>`.
@@ -264,6 +264,8 @@ pub struct OtherMetricRow {
     /// Successful trials that recorded it.
     pub n: usize,
     pub median: Option<f64>,
+    /// 95% percentile-bootstrap interval of the median.
+    pub median_ci: Option<Interval>,
     /// The config the ratio is taken against (the primary comparison's baseline); `null`
     /// for configs that are not compared.
     pub against: Option<String>,

@@ -1,5 +1,7 @@
-//! Other metrics (run data -> every recorded metric no other table shows -> one row per
-//! metric and config, with a ratio against the primary comparison's baseline).
+//! The Metrics table (run data -> every recorded metric -> one row per metric and config: its
+//! median with a 95% CI, and a ratio against the primary comparison's baseline with its CI).
+//! Left out: the primary metric (the Results table has it), the bandwidth tables' metrics, and
+//! per-step loss series (charted).
 //!
 //! Stages record more than `[compare]` names: validation scores against naive baselines,
 //! throughputs, counts, whatever a command prints. They are summarized here rather than
@@ -10,7 +12,7 @@ use super::bandwidth::bandwidth_metrics;
 use super::model::{finite, OtherMetricRow};
 use super::samples::{compare_configs, metric_samples};
 use super::RunData;
-use crate::stats::{median, CompareSettings, Direction};
+use crate::stats::{bootstrap_median_ci, median, CompareSettings, Direction};
 
 /// A metric a successful trial recorded: `<stage>.<metric>`, its unit, and whether it was only
 /// ever recorded per step.
@@ -44,7 +46,7 @@ fn recorded_metrics(run: &RunData, shown_elsewhere: &[String]) -> Vec<Recorded> 
 }
 
 /// One row per metric and config (configs in plan order) for every metric that is neither the
-/// primary metric, a guard, nor in a bandwidth table. `plan` pairs each compared config with
+/// primary metric, in a bandwidth table, nor a charted loss series. `plan` pairs each compared config with
 /// its baseline, as in the results table.
 pub(crate) fn other_metric_rows(
     run: &RunData,
@@ -53,9 +55,11 @@ pub(crate) fn other_metric_rows(
 ) -> Vec<OtherMetricRow> {
     let mut shown = bandwidth_metrics(run);
     shown.push(run.compare.primary.clone());
-    shown.extend(run.compare.guards.iter().map(|g| g.metric.clone()));
     let mut rows = Vec::new();
     for m in recorded_metrics(run, &shown) {
+        if m.series && m.name.ends_with("loss") {
+            continue;
+        }
         for (idx, config) in run.configs.iter().enumerate() {
             let samples = metric_samples(config, &m.name);
             if samples.values.is_empty() {
@@ -68,6 +72,7 @@ pub(crate) fn other_metric_rows(
                 config: config.name.clone(),
                 n: samples.values.len(),
                 median: finite(median(&samples.values)),
+                median_ci: bootstrap_median_ci(&samples.values, settings.resamples, settings.seed),
                 against: None,
                 ratio: None,
                 ratio_ci: None,

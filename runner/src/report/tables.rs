@@ -169,7 +169,13 @@ pub(crate) fn claim_rows(
             let unit = metric_samples(base, &spec.metric).unit;
             let direction: Direction = direction_of(run, &spec.metric, unit.as_deref());
             let c = compare_configs(base, cand, &spec.metric, direction, settings);
-            let e = assess(&spec.claim, &c);
+            let mut e = assess(&spec.claim, &c);
+            // A run that did not recreate what the claim is about cannot refute (or support)
+            // it: the measurement stays as context, the verdict says why.
+            if let Some(why) = crate::stats::unmet(&spec.requires, &run.environment, &cand.params) {
+                e.verdict = ClaimVerdict::NotReproduced;
+                e.reason = why;
+            }
             rows.push(ClaimRow {
                 claim: spec.text.clone(),
                 source: spec.source.clone(),

@@ -73,6 +73,7 @@ pub(super) fn config(name: &str, variant: &str, batch: Option<&str>, trials: Vec
         sweep: batch
             .map(|b| vec![("stages.train.batch_size".to_owned(), b.to_owned())])
             .unwrap_or_default(),
+        params: Default::default(),
         trials,
     }
 }
@@ -149,6 +150,7 @@ fn claim(metric: &str, variant: &str, text: &str, source: Option<&str>) -> Claim
         claim: Claim::parse(text).unwrap(),
         text: text.to_owned(),
         source: source.map(str::to_owned),
+        requires: Default::default(),
     }
 }
 

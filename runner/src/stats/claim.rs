@@ -204,6 +204,9 @@ pub enum ClaimVerdict {
     Supported,
     Refuted,
     Untestable,
+    /// The run did not meet the conditions the claim was made under (device, cores, the
+    /// parameters it names): it can neither support nor refute it.
+    NotReproduced,
 }
 
 impl ClaimVerdict {
@@ -212,6 +215,7 @@ impl ClaimVerdict {
             ClaimVerdict::Supported => "supported",
             ClaimVerdict::Refuted => "refuted",
             ClaimVerdict::Untestable => "untestable",
+            ClaimVerdict::NotReproduced => "not reproduced here",
         }
     }
 }

@@ -57,6 +57,7 @@
 mod bootstrap;
 mod claim;
 mod compare;
+mod conditions;
 mod dist;
 mod guard;
 mod rank;
@@ -69,6 +70,7 @@ pub use bootstrap::{bootstrap_median_ci, quantile_sorted};
 pub use claim::MIN_CLAIM_REPETITIONS;
 pub use claim::{assess, evaluate, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict};
 pub use compare::{compare, compare_paired, Comparison, Design};
+pub use conditions::{unmet, ClaimConditions, PARALLELISM_PARAMS};
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
 pub use rank::{benjamini_hochberg, mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
 pub use summary::{median, Summary};
