@@ -133,6 +133,7 @@ pub fn run_data(
             hosts.len()
         ));
     }
+    notes.extend(revision_note(exp, trials));
     if row.status != "finished" {
         notes.push(format!(
             "The run is {}: {} of {} planned trials are stored.",
@@ -157,6 +158,34 @@ pub fn run_data(
         stock_database: row.stock_database.clone(),
         notes,
     }
+}
+
+/// Which commit each variant that names a git revision ran, as its trials recorded.
+fn revision_note(exp: &Experiment, trials: &[TrialRecord]) -> Option<String> {
+    let mut parts = Vec::new();
+    for v in &exp.variants {
+        let Some(rev) = exp
+            .configs
+            .iter()
+            .find(|c| c.variant == *v)
+            .and_then(|c| c.revision.as_ref())
+        else {
+            continue;
+        };
+        let mut commits: Vec<String> = Vec::new();
+        for t in trials.iter().filter(|t| t.variant == *v) {
+            if let Some(c) = &t.git_commit {
+                let shown = format!("{}{}", &c[..c.len().min(12)], if t.git_dirty { " (dirty)" } else { "" });
+                if !commits.contains(&shown) {
+                    commits.push(shown);
+                }
+            }
+        }
+        if !commits.is_empty() {
+            parts.push(format!("`{v}` ran {} (`git = \"{}\"`)", commits.join(" and "), rev.rev));
+        }
+    }
+    (!parts.is_empty()).then(|| format!("Variants from git revisions: {}.", parts.join(", ")))
 }
 
 /// Per-host breakdown for runs served by more than one worker (`measured worker`, Slurm
@@ -266,6 +295,8 @@ mod tests {
             finished_at: chrono::Utc::now(),
             environment_hash: format!("h-{host}"),
             worker: format!("{host}:{pid}"),
+            git_commit: None,
+            git_dirty: false,
             stages: Vec::new(),
         }
     }

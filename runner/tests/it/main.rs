@@ -4,6 +4,7 @@ mod common;
 mod docs;
 mod durability;
 mod experiments;
+mod gitrev;
 mod import;
 mod manifests;
 mod paths;
