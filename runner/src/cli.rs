@@ -49,7 +49,7 @@ pub enum Command {
     },
     /// Show configs, stage order, and every trial in the order it would run.
     #[command(
-        after_help = "Examples:\n  measured plan experiments/quickstart.toml --seed 42\n  measured plan experiments/batch-size.toml --show-commands"
+        after_help = "Examples:\n  measured plan experiments/quickstart.toml --seed 42\n  measured plan experiments/batch-size.toml --show-commands\n  measured plan experiments/quickstart.toml --rev main --rev HEAD --show-commands"
     )]
     Plan {
         file: PathBuf,
@@ -59,14 +59,17 @@ pub enum Command {
         /// Apply the manifest's `[smoke]` overrides (small sizes, 2 repetitions, no warm-up).
         #[arg(long)]
         smoke: bool,
-        /// Under each config, list the parameters that differ from the first config and the
-        /// command each command stage would run (repetition 0, seed 0).
+        /// Under each config, list the parameters that differ from the first config, its git
+        /// revision and checkout, and the command each command stage would run (repetition 0,
+        /// seed 0).
         #[arg(long)]
         show_commands: bool,
+        #[command(flatten)]
+        revs: RevArgs,
     },
     /// Run an experiment (or resume an interrupted run), store every trial, print a summary.
     #[command(
-        after_help = "Examples:\n  measured run experiments/quickstart.toml\n  measured run experiments/prefetch.toml --seed 7 --fail-on-regression\n  measured run --resume 20261122-101500-3fa2"
+        after_help = "Examples:\n  measured run experiments/quickstart.toml\n  measured run experiments/prefetch.toml --seed 7 --fail-on-regression\n  measured run experiments/quickstart.toml --rev main --rev HEAD --build 'cargo build --release'\n  measured run --resume 20261122-101500-3fa2"
     )]
     Run(RunArgs),
     /// List stored runs, newest first.
@@ -242,7 +245,7 @@ pub struct RunArgs {
     #[arg(required_unless_present = "resume")]
     pub file: Option<PathBuf>,
     /// Finish the missing trials of an interrupted run (id, prefix or `latest`).
-    #[arg(long, conflicts_with_all = ["file", "seed", "smoke"])]
+    #[arg(long, conflicts_with_all = ["file", "seed", "smoke", "revs", "build"])]
     pub resume: Option<String>,
     /// Seed for the trial order and stage seeds (default: [schedule] seed, else drawn and stored).
     #[arg(long)]
@@ -273,6 +276,31 @@ pub struct RunArgs {
     /// before leaving the unstored trials in the journal (0 to 86400).
     #[arg(long, value_name = "SECONDS", default_value_t = commands::DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
     pub db_wait: f64,
+    #[command(flatten)]
+    pub revs: RevArgs,
+}
+
+/// Git revisions of the manifest's repository as the variants.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RevArgs {
+    /// A git revision to compare (repeatable): a branch, tag, sha, `HEAD~3`, or `:worktree` (the
+    /// working tree with its uncommitted changes). Each becomes a variant named after it
+    /// (`HEAD~3` -> `HEAD-3`), replacing the manifest's variants; the first is the baseline.
+    #[arg(long = "rev", value_name = "REV")]
+    pub revs: Vec<String>,
+    /// With --rev: a shell command that builds each revision, run once in its checkout (in the
+    /// manifest's folder there) before any trial; not timed, output logged beside the checkout.
+    #[arg(long, value_name = "CMD", requires = "revs")]
+    pub build: Option<String>,
+}
+
+impl From<RevArgs> for commands::RevOptions {
+    fn from(a: RevArgs) -> Self {
+        commands::RevOptions {
+            revs: a.revs,
+            build: a.build,
+        }
+    }
 }
 
 /// A number of seconds within `[MIN, MAX]`.
@@ -313,7 +341,8 @@ pub fn main() -> u8 {
             seed,
             smoke,
             show_commands,
-        } => commands::plan(&g, &file, seed, smoke, show_commands).map(|s| {
+            revs,
+        } => commands::plan(&g, &file, seed, smoke, show_commands, &revs.into()).map(|s| {
             print!("{s}");
             EXIT_OK
         }),
@@ -330,6 +359,7 @@ pub fn main() -> u8 {
                 results_dir: a.results_dir,
                 lease_seconds: a.lease_seconds,
                 db_wait_seconds: a.db_wait,
+                revs: a.revs.into(),
             },
         ),
         Command::Runs { experiment, limit } => commands::runs(&g, experiment.as_deref(), limit).map(|s| {

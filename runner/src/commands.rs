@@ -64,6 +64,57 @@ pub fn load_manifest(g: &Globals, file: &Path, smoke: bool) -> Result<Experiment
     Ok(exp)
 }
 
+/// `--rev` and `--build`: git revisions that replace a manifest's variants.
+#[derive(Debug, Clone, Default)]
+pub struct RevOptions {
+    pub revs: Vec<String>,
+    pub build: Option<String>,
+}
+
+impl RevOptions {
+    /// The words that give these options on a command line (for the reproduce line).
+    fn words(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        for r in &self.revs {
+            w.extend(["--rev".to_owned(), r.clone()]);
+        }
+        if let Some(b) = &self.build {
+            w.extend(["--build".to_owned(), b.clone()]);
+        }
+        w
+    }
+}
+
+/// Reads and validates a manifest as [`load_manifest`] does, then, with `--rev`, again with its
+/// variants replaced by the revisions: the experiment's text is then the manifest as run.
+pub fn load_with_revs(g: &Globals, file: &Path, smoke: bool, revs: &RevOptions) -> Result<Experiment, CommandError> {
+    let exp = load_manifest(g, file, smoke)?;
+    if revs.revs.is_empty() {
+        return Ok(exp);
+    }
+    let text =
+        manifest::with_revisions(&exp.text, &revs.revs, revs.build.as_deref()).map_err(CommandError::BadInput)?;
+    Ok(manifest::parse_str(file, &text, smoke)?)
+}
+
+/// Resolves the git revisions of `exp`, checks them out and builds them: everything a git
+/// variant needs before its first trial. `pinned`: commits a resumed run keeps.
+fn prepare_revisions(
+    exp: &mut Experiment,
+    pinned: &std::collections::HashMap<String, String>,
+    quiet: bool,
+) -> Result<(), CommandError> {
+    if !exp.has_revisions() {
+        return Ok(());
+    }
+    for note in crate::gitrev::resolve(exp, pinned)? {
+        if !quiet {
+            eprintln!("{note}");
+        }
+    }
+    crate::gitrev::prepare(exp, quiet)
+}
+
 /// `measured check`: validates manifests; prints each file's verdict.
 pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
     let mut code = EXIT_OK;
@@ -104,8 +155,15 @@ pub fn plan(
     seed: Option<u64>,
     smoke: bool,
     show_commands: bool,
+    revs: &RevOptions,
 ) -> Result<String, CommandError> {
-    let exp = load_manifest(g, file, smoke)?;
+    let mut exp = load_with_revs(g, file, smoke, revs)?;
+    // Resolved only: `plan` checks nothing out and builds nothing.
+    for note in crate::gitrev::resolve(&mut exp, &Default::default())? {
+        if !g.quiet {
+            eprintln!("{note}");
+        }
+    }
     let (seed, random) = match seed.or(exp.schedule.seed) {
         Some(s) => (s, false),
         None => (rand::random::<u64>() >> 11, true),
@@ -132,6 +190,8 @@ pub struct RunOptions {
     /// At the end of a run, how long to wait for an unreachable results database before
     /// leaving the unstored trials in the journal.
     pub db_wait_seconds: f64,
+    /// `--rev`/`--build`: git revisions as the variants.
+    pub revs: RevOptions,
 }
 
 /// Defaults of `measured run --lease-seconds` and `--db-wait`.
@@ -171,8 +231,8 @@ fn worker_id(env: &Fingerprint) -> String {
 /// `measured run`: executes (or resumes) a run, stores it, prints a summary.
 pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
     // Validate before touching any database: bad input writes nothing.
-    let fresh = match (&o.file, &o.resume) {
-        (Some(f), None) => Some(load_manifest(g, f, o.smoke)?),
+    let mut fresh = match (&o.file, &o.resume) {
+        (Some(f), None) => Some(load_with_revs(g, f, o.smoke, &o.revs)?),
         (None, Some(_)) => None,
         (Some(_), Some(_)) => {
             return Err(CommandError::BadInput(
@@ -188,6 +248,11 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
                 return Err(CommandError::BadInput(missing));
             }
         }
+    }
+    // Checkouts and builds happen before the run is stored: a revision that does not resolve
+    // or build leaves nothing behind in the database.
+    if let Some(exp) = fresh.as_mut() {
+        prepare_revisions(exp, &Default::default(), g.quiet)?;
     }
     let rt = runtime()?;
     let db = rt.block_on(Db::connect(&g.database))?;
@@ -215,7 +280,13 @@ fn run_with(
             let env = experiment_env(&exp);
             let run_id = new_run_id();
             let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-            let command = reproduce_command("run", &exp, seed, g);
+            let mut command = reproduce_command("run", &exp, seed, g);
+            let rev_words = o.revs.words();
+            if !rev_words.is_empty() {
+                command.push(' ');
+                // Quoting fails only on a NUL byte, which no command-line argument holds.
+                command.push_str(&shlex::try_join(rev_words.iter().map(String::as_str)).unwrap_or_default());
+            }
             let stock = g.stock_url();
             let new = store::NewRun {
                 id: &run_id,
@@ -248,7 +319,14 @@ fn run_with(
             // The run's results belong to the project of its manifest, as when it started.
             let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
             flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;
-            let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
+            let mut exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
+            if exp.has_revisions() {
+                // The rest of the trials run the commits the first ones ran, wherever the
+                // branches point now.
+                let stored = rt.block_on(store::load_trials(db, &row.id))?;
+                let pinned = crate::gitrev::pinned(&exp, &stored);
+                prepare_revisions(&mut exp, &pinned, g.quiet)?;
+            }
             let env = experiment_env(&exp);
             let skip: HashSet<u32> = rt
                 .block_on(store::stored_trial_indices(db, &row.id))?
@@ -1009,6 +1087,14 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         );
     }
     let _ = writeln!(out, "reproduce: {}", row.command);
+    let commits = commits_by_config(&trials);
+    if !commits.is_empty() {
+        let _ = writeln!(out, "code per config:");
+        let width = commits.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+        for (config, list) in &commits {
+            let _ = writeln!(out, "  {config:<width$}  commit {}", list.join(", "));
+        }
+    }
     let _ = writeln!(out, "trials: {} of {} stored\n", trials.len(), row.planned_trials);
     let mut by_stage: BTreeMap<u32, ()> = BTreeMap::new();
     for t in &trials {
@@ -1046,6 +1132,26 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         }
     }
     Ok(out)
+}
+
+/// Per config (in the order first stored), the commits its trials ran, `(dirty)` marked;
+/// empty when no trial recorded one.
+fn commits_by_config(trials: &[TrialRecord]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for t in trials {
+        let Some(commit) = &t.git_commit else { continue };
+        let shown = if t.git_dirty {
+            format!("{commit} (dirty)")
+        } else {
+            commit.clone()
+        };
+        match out.iter_mut().find(|(c, _)| *c == t.config) {
+            Some((_, list)) if list.contains(&shown) => {}
+            Some((_, list)) => list.push(shown),
+            None => out.push((t.config.clone(), vec![shown])),
+        }
+    }
+    out
 }
 
 /// Maps a command result to the process exit code, printing the error.

@@ -456,6 +456,8 @@ mod tests {
             finished_at: Utc::now(),
             environment_hash: env.into(),
             worker: "host:1".into(),
+            git_commit: Some(format!("{index:040x}")),
+            git_dirty: index == 1,
             stages: vec![StageRecord {
                 name: "work".into(),
                 kind: "command".into(),
@@ -495,6 +497,8 @@ mod tests {
         assert_eq!(c.header.id, "r1");
         assert_eq!(c.trials.iter().map(|t| t.index).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(c.trials[1].stages[0].metrics[0].step, Some(1));
+        assert_eq!(c.trials[1].git_commit.as_deref(), Some(format!("{:040x}", 1).as_str()));
+        assert!(c.trials[1].git_dirty && !c.trials[0].git_dirty);
         assert!(c.status.is_none());
         assert_eq!(find(dir.path(), Some("r")), vec![path.clone()]);
         assert!(find(dir.path(), Some("r2")).is_empty());
@@ -561,7 +565,31 @@ mod tests {
             let stored = store::load_trials(&db, "r1").await.unwrap();
             assert_eq!(stored[2].seconds, 2.5);
             assert_eq!(stored[0].stages[0].metrics[0].value, 0.25);
+            assert_eq!(stored[2].git_commit.as_deref(), Some(format!("{:040x}", 2).as_str()));
+            assert!(stored[1].git_dirty && !stored[2].git_dirty);
             db.close().await;
         });
+    }
+
+    #[test]
+    fn a_journal_written_before_trials_had_a_commit_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Journal::path_for(dir.path(), "exp", "r1");
+        let h = header("r1");
+        let _j = Journal::create(&path, &h).unwrap();
+        // A trial line as older versions wrote it: no `git_commit`, no `git_dirty`.
+        let mut line = serde_json::to_value(Entry::Trial {
+            trial: Box::new(trial(0, &h.env.hash)),
+        })
+        .unwrap();
+        let t = line["trial"].as_object_mut().unwrap();
+        t.remove("git_commit");
+        t.remove("git_dirty");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        writeln!(f, "{line}").unwrap();
+        let c = read(&path).unwrap();
+        assert_eq!(c.trials.len(), 1);
+        assert_eq!(c.trials[0].git_commit, None);
+        assert!(!c.trials[0].git_dirty);
     }
 }

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod error;
 pub mod exec;
 pub mod features;
+pub mod gitrev;
 pub mod journal;
 pub mod manifest;
 pub mod market;

@@ -88,6 +88,7 @@ pub fn run_data(
             hosts.len()
         ));
     }
+    notes.extend(revision_note(spec, trials));
     if row.status != "finished" {
         notes.push(format!(
             "The run is {}: {} of {} planned trials are stored.",
@@ -112,6 +113,34 @@ pub fn run_data(
         stock_database: row.stock_database.clone(),
         notes,
     }
+}
+
+/// Which commit each variant that names a git revision ran, as its trials recorded.
+fn revision_note(spec: &StoredSpec, trials: &[TrialRecord]) -> Option<String> {
+    let mut parts = Vec::new();
+    for v in &spec.variants {
+        let Some(rev) = spec
+            .configs
+            .iter()
+            .find(|c| c.variant == *v)
+            .and_then(|c| c.revision.as_ref())
+        else {
+            continue;
+        };
+        let mut commits: Vec<String> = Vec::new();
+        for t in trials.iter().filter(|t| t.variant == *v) {
+            if let Some(c) = &t.git_commit {
+                let shown = format!("{}{}", &c[..c.len().min(12)], if t.git_dirty { " (dirty)" } else { "" });
+                if !commits.contains(&shown) {
+                    commits.push(shown);
+                }
+            }
+        }
+        if !commits.is_empty() {
+            parts.push(format!("{v} ran {} (git = \"{rev}\")", commits.join(" and ")));
+        }
+    }
+    (!parts.is_empty()).then(|| format!("Variants from git revisions: {}.", parts.join(", ")))
 }
 
 /// Per-host breakdown for runs served by more than one worker (`measured worker`, Slurm
@@ -221,6 +250,8 @@ mod tests {
             finished_at: chrono::Utc::now(),
             environment_hash: format!("h-{host}"),
             worker: format!("{host}:{pid}"),
+            git_commit: None,
+            git_dirty: false,
             stages: Vec::new(),
         }
     }

@@ -66,6 +66,9 @@ pub struct ConfigSpec {
     /// a stage from them).
     #[serde(default)]
     pub params: IndexMap<String, serde_json::Value>,
+    /// The git revision the variant runs (`git = "main"`), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 /// A stored spec that this binary cannot read.
@@ -122,6 +125,7 @@ impl StoredSpec {
                             (s.name.clone(), json)
                         })
                         .collect(),
+                    revision: cfg.revision.as_ref().map(|r| r.rev.clone()),
                 })
                 .collect(),
             compare: CompareSpec {
@@ -239,6 +243,7 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
                 variant: t.variant.clone(),
                 sweep: t.sweep.clone(),
                 params: IndexMap::new(),
+                revision: None,
             });
         }
     }

@@ -268,7 +268,8 @@ pub fn run_trial(
                 services,
                 trial: &info,
                 stage: &def.name,
-                manifest_dir: exp.dir(),
+                manifest_dir: config.checkout_dir().unwrap_or(exp.dir()),
+                checkout_dir: config.checkout_dir(),
                 peak_rss_child: None,
                 content_hash: None,
             };
@@ -305,6 +306,14 @@ pub fn run_trial(
         .filter(|r| r.status != StageStatus::Skipped && !exp.stages.iter().any(|s| s.name == r.name && s.cache))
         .map(|r| r.seconds)
         .sum();
+    // The code the trial ran: its variant's revision, else the run's own working tree.
+    let (git_commit, git_dirty) = match config.revision.as_ref().and_then(|r| r.resolved.as_ref()) {
+        Some(r) => (Some(r.commit.clone()), r.dirty),
+        None if spec.env.git_commit != "unknown" && !spec.env.git_commit.is_empty() => {
+            (Some(spec.env.git_commit.clone()), spec.env.git_dirty)
+        }
+        None => (None, false),
+    };
     Ok(Some(TrialRecord {
         index: trial.index,
         config: config.name.clone(),
@@ -320,6 +329,8 @@ pub fn run_trial(
         finished_at: Utc::now(),
         environment_hash: spec.env.hash.clone(),
         worker: spec.worker.clone(),
+        git_commit,
+        git_dirty,
         stages: records,
     }))
 }

@@ -69,5 +69,14 @@ pub struct TrialRecord {
     pub environment_hash: String,
     /// Which process ran it (`host:pid`).
     pub worker: String,
+    /// The commit whose code the trial ran: its variant's git revision, else the commit of the
+    /// run's working tree; `None` outside a git repository (and for trials stored before it
+    /// was recorded).
+    #[serde(default)]
+    pub git_commit: Option<String>,
+    /// The code differed from `git_commit`: uncommitted changes (the working tree), or tracked
+    /// files a build changed in a checkout.
+    #[serde(default)]
+    pub git_dirty: bool,
     pub stages: Vec<StageRecord>,
 }

@@ -138,11 +138,13 @@ impl Validator {
             }
             let same: Vec<usize> = (i + 1..configs.len())
                 .filter(|&j| {
-                    configs[i]
-                        .stages
-                        .iter()
-                        .zip(&configs[j].stages)
-                        .all(|(a, b)| same_table(&a.params, &b.params))
+                    // Variants naming different revisions (or builds) run different code.
+                    configs[i].revision == configs[j].revision
+                        && configs[i]
+                            .stages
+                            .iter()
+                            .zip(&configs[j].stages)
+                            .all(|(a, b)| same_table(&a.params, &b.params))
                 })
                 .collect();
             let Some(&j) = same.first() else { continue };

@@ -4,6 +4,7 @@
 mod checks;
 mod diag;
 mod raw;
+mod revisions;
 mod spans;
 mod validate;
 
@@ -11,6 +12,7 @@ pub use checks::check_stock_backend;
 pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
 pub use raw::Order;
+pub use revisions::{same_code_twice, with_revisions, Resolved, Revision, WORKTREE};
 pub(crate) use validate::serde_hint;
 pub use validate::{hex_sha256, is_valid_name, parse_file, parse_str};
 
@@ -86,6 +88,9 @@ pub struct Config {
     pub sweep_point: Vec<(String, String)>,
     /// Per stage (manifest order): resolved parameters and the built stage.
     pub stages: Vec<ResolvedStage>,
+    /// The git revision the variant's code comes from (`git = ...`); `None`: the manifest's
+    /// own working tree, as it is.
+    pub revision: Option<Revision>,
 }
 
 #[derive(Debug, Clone)]

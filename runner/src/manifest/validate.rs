@@ -49,6 +49,7 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
         errors: Vec::new(),
         template_vars: Vec::new(),
         smoke_origin: Vec::new(),
+        revisions: IndexMap::new(),
     };
     for key in &ignored {
         v.unknown_key(key);
@@ -156,6 +157,8 @@ pub(super) struct Validator {
     /// Where `[smoke]` set each (stage, top-level parameter), so that a bad smoke value is
     /// located at its `[smoke]` line rather than at the stage it changes.
     pub(super) smoke_origin: Vec<(usize, String, Vec<String>)>,
+    /// Variant -> the git revision it names (`git = ...`), for the variants that name one.
+    pub(super) revisions: IndexMap<String, super::Revision>,
 }
 
 /// A name that may become part of a path: an experiment, stage or variant name.
@@ -671,8 +674,18 @@ impl Validator {
                         .hint("use 1-64 letters, digits, `_` or `-`"),
                 );
             }
+            // `git` and `build` say where the variant's code comes from; every other key is a
+            // parameter override.
+            if let Some(rev) = self.revision(name, table) {
+                self.revisions.insert(name.clone(), rev);
+            }
+            let overrides: toml::Table = table
+                .iter()
+                .filter(|(k, _)| !super::revisions::RESERVED.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             let mut ovs = Vec::new();
-            for ov in flatten(table, &["variants".to_owned(), name.clone()]) {
+            for ov in flatten(&overrides, &["variants".to_owned(), name.clone()]) {
                 if self.check_path(&ov, stages, "override").is_some() {
                     ovs.push(ov);
                 }
@@ -1091,6 +1104,7 @@ impl Validator {
                     variant: vname.clone(),
                     sweep_point,
                     stages: resolved,
+                    revision: self.revisions.get(vname).cloned(),
                 });
             }
         }

@@ -27,7 +27,14 @@ pub fn describe(
     let _ = writeln!(out, "stages (in order): {}", order.join(" -> "));
     let _ = writeln!(out, "configs ({}):", exp.configs.len());
     for (i, c) in exp.configs.iter().enumerate() {
-        let _ = writeln!(out, "  [{i}] {}", c.name);
+        match &c.revision {
+            Some(r) => {
+                let _ = writeln!(out, "  [{i}] {}  ({})", c.name, crate::gitrev::summary(r));
+            }
+            None => {
+                let _ = writeln!(out, "  [{i}] {}", c.name);
+            }
+        }
         if show_commands {
             describe_config(&mut out, exp, i);
         }
@@ -79,6 +86,9 @@ pub fn describe(
 fn describe_config(out: &mut String, exp: &Experiment, i: usize) {
     let c = &exp.configs[i];
     let first = &exp.configs[0];
+    if let Some(rev) = &c.revision {
+        let _ = writeln!(out, "        code: {}", crate::gitrev::describe(rev));
+    }
     for &si in &exp.order {
         let name = &exp.stages[si].name;
         let params = &c.stages[si].params;
@@ -89,7 +99,9 @@ fn describe_config(out: &mut String, exp: &Experiment, i: usize) {
                 }
             }
         }
-        if let Some(cmd) = c.stages[si].stage.preview(&c.name, &c.variant, exp.dir()) {
+        // A git variant's commands resolve against the manifest's folder in its checkout.
+        let dir = c.checkout_dir().unwrap_or(exp.dir());
+        if let Some(cmd) = c.stages[si].stage.preview(&c.name, &c.variant, dir) {
             let _ = writeln!(out, "        {name}: {cmd}");
         }
     }

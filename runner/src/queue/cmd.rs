@@ -64,6 +64,15 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     require_postgres(&g.database)?;
     // Validate before touching the database: bad input writes nothing.
     let exp = crate::commands::load_manifest(g, &o.file, o.smoke)?;
+    // Workers on other machines would need the checkouts and builds `measured run` makes.
+    if let Some(c) = exp.configs.iter().find(|c| c.revision.is_some()) {
+        return Err(CommandError::BadInput(format!(
+            "variant `{}` names a git revision (`git = ...`), which queued runs cannot check out yet\n\
+             hint: run it on one machine with `measured run {}`",
+            c.variant,
+            o.file.display()
+        )));
+    }
     if !positive(o.lease_seconds) {
         return Err(CommandError::BadInput("--lease-seconds must be positive".into()));
     }

@@ -317,7 +317,7 @@ impl Stage for CommandStage {
                 }
                 Some(dir)
             }
-            None => None,
+            None => ctx.checkout_dir.map(Path::to_path_buf),
         };
         let mut cmd = if self.params.shell {
             let mut c = Command::new("sh");

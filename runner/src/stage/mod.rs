@@ -75,6 +75,10 @@ pub struct StageCtx<'a> {
     /// The folder holding the manifest: relative paths in parameters (a command's `cwd`) are
     /// relative to it, not to wherever measured was started.
     pub manifest_dir: &'a Path,
+    /// For a variant naming a git revision: the manifest's folder inside its checkout (then also
+    /// `manifest_dir`). A command without `cwd` runs there, so that it runs the revision's code
+    /// rather than whatever is in the folder measured was started from.
+    pub checkout_dir: Option<&'a Path>,
     /// Peak RSS of a child process the stage ran (the executor also measures its own).
     pub peak_rss_child: Option<u64>,
     /// Content hash of the data the stage produced, so reports can show that configs saw

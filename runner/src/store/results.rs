@@ -324,8 +324,8 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         let mut tx = pool.begin().await?;
         sqlx::query(
             "INSERT INTO trials (run_id, trial_index, config, variant, sweep, repetition, block, warmup, status, error, \
-             seconds, started_at, finished_at, environment_hash, worker) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             seconds, started_at, finished_at, environment_hash, worker, git_commit, git_dirty) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(run_id)
         .bind(i64::from(t.index))
@@ -342,6 +342,9 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         .bind(t.finished_at)
         .bind(&t.environment_hash)
         .bind(&t.worker)
+        .bind(&t.git_commit)
+        // Dirty or clean says something only about a known commit.
+        .bind(t.git_commit.as_ref().map(|_| t.git_dirty))
         .execute(&mut *tx)
         .await?;
         if !t.stages.is_empty() {
@@ -516,7 +519,7 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
     on_pool!(db, |pool| {
         let trial_rows = sqlx::query(
             "SELECT trial_index, config, variant, sweep, repetition, block, warmup, status, error, seconds, started_at, \
-             finished_at, environment_hash, worker FROM trials WHERE run_id = $1 ORDER BY trial_index",
+             finished_at, environment_hash, worker, git_commit, git_dirty FROM trials WHERE run_id = $1 ORDER BY trial_index",
         )
         .bind(run_id)
         .fetch_all(pool)
@@ -552,6 +555,8 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
                 finished_at: r.try_get("finished_at")?,
                 environment_hash: r.try_get("environment_hash")?,
                 worker: r.try_get("worker")?,
+                git_commit: r.try_get("git_commit")?,
+                git_dirty: r.try_get::<Option<bool>, _>("git_dirty")?.unwrap_or(false),
                 stages: Vec::new(),
             });
         }
