@@ -104,9 +104,10 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
         }
     }
     for (stage, metric) in loss_series(run) {
+        let unit = series::step_unit(run, &stage);
         specs.push(ChartSpec {
             file: format!("loss_{}_{}.svg", file_safe(&stage), file_safe(&metric)),
-            title: format!("{stage}.{metric} per step (mean over trials)"),
+            title: format!("{stage}.{metric} per {unit} (mean over trials)"),
             kind: ChartKind::Loss { stage, metric },
         });
     }

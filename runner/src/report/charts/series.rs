@@ -121,13 +121,17 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
     let steps: Vec<f64> = curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
     let first = steps.iter().copied().fold(f64::INFINITY, f64::min);
     let last = steps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (x0, x1) = if first < last {
-        (first, last)
-    } else if first.is_finite() {
-        (first - 0.5, first + 0.5)
+    // Half a step of margin on each side, so the first and last steps get their labels and
+    // points do not sit on the frame.
+    let (x0, x1) = if first.is_finite() {
+        (first - 0.5, last + 0.5)
     } else {
         (0.0, 1.0)
     };
+    let mut distinct: Vec<i64> = steps.iter().map(|s| *s as i64).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let unit = step_unit(run, stage);
     let (y0, y1) = padded_range(curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
     let mut buf = String::new();
     {
@@ -150,8 +154,14 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
         chart
             .configure_mesh()
             .light_line_style(BLACK.mix(0.04))
+            // One label per step while they fit; plotters picks round positions beyond that.
+            .x_labels(if distinct.len() <= 20 {
+                distinct.len().max(2) * 2 + 1
+            } else {
+                12
+            })
             .x_label_formatter(&step_label)
-            .x_desc("step")
+            .x_desc(unit)
             .y_desc(format!("{stage}.{metric}"))
             .draw()?;
         for (i, (name, pts)) in curves.iter().enumerate().filter(|(_, (_, p))| !p.is_empty()) {
@@ -165,6 +175,22 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
         root.present()?;
     }
     Ok(buf)
+}
+
+/// What a step of `stage`'s series counts: training stages record one point per epoch.
+pub(super) fn step_unit(run: &RunData, stage: &str) -> &'static str {
+    let kind = run
+        .configs
+        .iter()
+        .flat_map(|c| &c.trials)
+        .flat_map(|t| &t.stages)
+        .find(|s| s.name == stage)
+        .map(|s| s.kind.as_str());
+    if kind == Some("train") {
+        "epoch"
+    } else {
+        "step"
+    }
 }
 
 /// Copy sizes in bytes on a base-2 logarithmic axis spanning exponents `lo..hi`. Grid lines sit
