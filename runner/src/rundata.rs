@@ -31,6 +31,7 @@ pub fn run_data(
             name: c.name.clone(),
             variant: c.variant.clone(),
             sweep: c.sweep.clone(),
+            params: c.params.clone(),
             trials: trials
                 .iter()
                 .filter(|t| t.config == c.name && !t.warmup)

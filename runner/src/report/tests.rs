@@ -73,6 +73,7 @@ pub(super) fn config(name: &str, variant: &str, batch: Option<&str>, trials: Vec
         sweep: batch
             .map(|b| vec![("stages.train.batch_size".to_owned(), b.to_owned())])
             .unwrap_or_default(),
+        params: Default::default(),
         trials,
     }
 }
