@@ -160,6 +160,7 @@ pub fn build_report(run: &RunData) -> Report {
         sweeps: sweep_tables(run, &unit),
         bandwidth: bandwidth_tables(run, charts::bandwidth_file),
         other_metrics: other_metric_rows(run, &plan, &settings),
+        scaling: super::scaling::scaling(run),
         failed_trials: failed_trials(run),
         environment: run.environment.clone(),
         data_hashes: run.data_hashes.clone(),

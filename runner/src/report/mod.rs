@@ -19,6 +19,8 @@ mod model;
 mod others;
 mod prose;
 mod samples;
+mod scaling;
+mod scaling_view;
 mod tables;
 mod view;
 
@@ -26,6 +28,8 @@ mod view;
 mod bandwidth_tests;
 #[cfg(test)]
 mod json_tests;
+#[cfg(test)]
+mod scaling_tests;
 #[cfg(test)]
 mod tests;
 
@@ -45,6 +49,9 @@ pub use model::{
     BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
     FailedTrialRow, GuardRow, Interval, Method, OtherMetricRow, PAdjustment, Primary, Report, ResultRow, StageRow,
     SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
+};
+pub use scaling::{
+    Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis, ThreadGroup, ThreadPoint, SIZE_PARAMETERS, THREAD_PARAMETERS,
 };
 pub use view::{view, KeyValue, ReportView};
 
@@ -87,8 +94,9 @@ pub struct ConfigData {
     pub variant: String,
     /// Axis path (`stages.train.batch_size`) -> value, in axis order.
     pub sweep: Vec<(String, String)>,
-    /// Stage name -> the parameters it ran with (from the run's stored spec; empty when the
-    /// spec was recovered without them).
+    /// Stage name -> the parameters the config ran with (JSON, from the run's stored spec; empty
+    /// for runs stored before specs). The Scaling section reads thread counts and problem sizes
+    /// from it, since a variant can set them as well as a sweep.
     pub params: indexmap::IndexMap<String, serde_json::Value>,
     pub trials: Vec<TrialData>,
 }

@@ -57,6 +57,9 @@ pub struct Report {
     /// Every recorded metric that is neither the primary metric, a guard, nor in a bandwidth
     /// table: grouped by metric, configs in plan order.
     pub other_metrics: Vec<OtherMetricRow>,
+    /// Thread-count and problem-size scaling (`super::scaling::Scaling`); `null` when no variant
+    /// or sweep axis varies such a parameter.
+    pub scaling: Option<super::scaling::Scaling>,
     pub failed_trials: Vec<FailedTrialRow>,
     /// Fingerprint of the machine and code (`git_commit`, `cpu`, `gpu`, `rustc`, ...).
     pub environment: BTreeMap<String, String>,
@@ -299,7 +302,8 @@ pub struct Databases {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ChartRef {
-    /// `stages`, `distribution`, `sweep`, `loss` or `bandwidth`: where the template places the chart.
+    /// `stages`, `distribution`, `sweep`, `loss`, `bandwidth` or `scaling`: where the template
+    /// places the chart.
     pub kind: String,
     pub title: String,
     pub file: String,

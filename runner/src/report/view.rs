@@ -36,6 +36,7 @@ pub struct ReportView<'a> {
     pub other_metrics: Vec<OtherMetricView>,
     /// Some row of `other_metrics` is a series summarized by its mean over steps.
     pub other_metrics_series: bool,
+    pub scaling: Option<super::scaling_view::ScalingView>,
     pub failed_trials: Vec<FailedTrialView>,
     pub environment: Vec<KeyValue>,
     pub data_hashes: Vec<KeyValue>,
@@ -309,6 +310,10 @@ pub fn view(r: &Report) -> ReportView<'_> {
             })
             .collect(),
         other_metrics_series: r.other_metrics.iter().any(|m| m.series),
+        scaling: r
+            .scaling
+            .as_ref()
+            .map(|s| super::scaling_view::view(s, &r.primary.metric)),
         failed_trials: r
             .failed_trials
             .iter()

@@ -133,6 +133,30 @@ pub(crate) fn mean_replicates(values: &[f64], resamples: usize, seed: u64) -> Ve
         .collect()
 }
 
+/// Bootstrap replicates of `stat` over the medians of several independent samples: each round
+/// resamples every sample with replacement (the trials of each config on their own) and hands
+/// `stat` the resampled medians in input order. Used by the scaling fits, which see every
+/// config only through its median.
+pub(crate) fn medians_replicates(
+    samples: &[&[f64]],
+    resamples: usize,
+    seed: u64,
+    mut stat: impl FnMut(&[f64]) -> f64,
+) -> Vec<f64> {
+    let mut src = IndexSource::new(seed);
+    let sorted: Vec<Vec<f64>> = samples.iter().map(|s| sorted_copy(s)).collect();
+    let mut counts: Vec<Vec<u32>> = sorted.iter().map(|s| vec![0u32; s.len()]).collect();
+    let mut medians = vec![f64::NAN; sorted.len()];
+    (0..resamples)
+        .map(|_| {
+            for ((m, s), c) in medians.iter_mut().zip(&sorted).zip(&mut counts) {
+                *m = resampled_median(&mut src, s, c);
+            }
+            stat(&medians)
+        })
+        .collect()
+}
+
 /// 95% percentile-bootstrap interval of the median of `values`; `None` for fewer than 2 values.
 /// Used by reports for the CI bands of sweep curves.
 pub fn bootstrap_median_ci(values: &[f64], resamples: usize, seed: u64) -> Option<(f64, f64)> {

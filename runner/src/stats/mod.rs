@@ -53,6 +53,11 @@
 //! measured speedup interval overlaps it, *refuted* when it lies entirely outside it, and
 //! *untestable* when the measured interval also contains 1 (no effect) while the claim excludes
 //! it, or the comparison itself is degenerate.
+//!
+//! **Scaling** ([`serial_fraction`], [`cost_exponent`]): Amdahl's serial fraction by weighted
+//! least squares of `T = T1 (f + (1 - f)/p)` and the exponent `b` of `T ∝ size^b` by least squares
+//! in log-log space, both fitted to per-config medians, with percentile-bootstrap intervals that
+//! resample trials within each config; the choice of estimators is explained in that module.
 
 mod bootstrap;
 mod claim;
@@ -61,6 +66,7 @@ mod conditions;
 mod dist;
 mod guard;
 mod rank;
+mod scaling;
 mod summary;
 
 #[cfg(test)]
@@ -73,6 +79,7 @@ pub use compare::{compare, compare_paired, Comparison, Design};
 pub use conditions::{unmet, ClaimConditions, PARALLELISM_PARAMS};
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
 pub use rank::{benjamini_hochberg, mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
+pub use scaling::{amdahl_fit, cost_exponent, power_fit, serial_fraction, speedup, AmdahlFit, Estimate, PowerFit};
 pub use summary::{median, Summary};
 
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,7 @@
 //! SVG charts of a run (run data -> plotters SVG strings -> files beside report.md).
 
 mod history;
+mod scaling;
 mod series;
 
 pub(crate) use history::history_chart;
@@ -12,6 +13,7 @@ use plotters::prelude::*;
 use super::bandwidth::bandwidth_stages;
 use super::model::ChartRef;
 use super::samples::metric_samples;
+use super::scaling::AxisKind;
 use super::{ReportError, RunData};
 use crate::stats::median;
 
@@ -42,6 +44,7 @@ enum ChartKind {
     Sweep,
     Loss { stage: String, metric: String },
     Bandwidth { stage: String },
+    Scaling { axis: AxisKind, parameter: String },
 }
 
 struct ChartSpec {
@@ -118,7 +121,27 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
             kind: ChartKind::Bandwidth { stage: b.stage },
         });
     }
+    for (axis, parameter) in super::scaling::chart_axes(run) {
+        specs.push(ChartSpec {
+            file: scaling_file(axis, &parameter),
+            title: match axis {
+                AxisKind::Threads => format!("Parallel efficiency over {parameter} (95% CI; dashed: Amdahl fit)"),
+                AxisKind::Size => format!("Time against {parameter}, log-log, with the fitted power law"),
+            },
+            kind: ChartKind::Scaling { axis, parameter },
+        });
+    }
     specs
+}
+
+/// File of the scaling chart of `parameter`; the Scaling section links to it by this name.
+pub(crate) fn scaling_file(axis: AxisKind, parameter: &str) -> String {
+    let what = match axis {
+        AxisKind::Threads => "threads",
+        AxisKind::Size => "size",
+    };
+    let short = parameter.strip_prefix("stages.").unwrap_or(parameter);
+    format!("scaling_{what}_{}.svg", file_safe(short))
 }
 
 /// File of the bandwidth chart of `stage`; the bandwidth tables link to it by this name.
@@ -137,6 +160,7 @@ pub(crate) fn chart_refs(run: &RunData) -> Vec<ChartRef> {
                 ChartKind::Sweep => "sweep",
                 ChartKind::Loss { .. } => "loss",
                 ChartKind::Bandwidth { .. } => "bandwidth",
+                ChartKind::Scaling { .. } => "scaling",
             }
             .to_owned(),
             title: s.title,
@@ -156,6 +180,7 @@ pub(crate) fn render_charts(run: &RunData) -> Result<Vec<(String, String)>, Repo
                 ChartKind::Sweep => series::sweep(run, &spec.title),
                 ChartKind::Loss { stage, metric } => series::loss(run, &spec.title, stage, metric),
                 ChartKind::Bandwidth { stage } => series::bandwidth(run, &spec.title, stage),
+                ChartKind::Scaling { axis, parameter } => scaling::chart(run, &spec.title, *axis, parameter),
             };
             drawn
                 .map(|svg| (spec.file.clone(), svg))
