@@ -47,6 +47,11 @@ pub enum Command {
         #[arg(long)]
         smoke: bool,
     },
+    /// Print the JSON Schema of experiment manifests (for editor completion and checking).
+    #[command(
+        after_help = "Examples:\n  measured schema > measured.schema.json\n\nEditors that read JSON Schemas for TOML (Even Better TOML, taplo) use it through a first line\n`#:schema <path>` in a manifest (relative to the manifest), or a [[rule]] in .taplo.toml.\n`measured check` still has the last word: the schema describes shapes, not meaning."
+    )]
+    Schema,
     /// Show configs, stage order, and every trial in the order it would run.
     #[command(
         after_help = "Examples:\n  measured plan experiments/quickstart.toml --seed 42\n  measured plan experiments/batch-size.toml --show-commands"
@@ -285,6 +290,10 @@ pub fn main() -> u8 {
     );
     let result: Result<u8, CommandError> = match cli.command {
         Command::Check { files, smoke } => Ok(commands::check(&g, &files, smoke)),
+        Command::Schema => {
+            print!("{}", crate::manifest::manifest_schema_text());
+            Ok(EXIT_OK)
+        }
         Command::Plan {
             file,
             seed,

@@ -4,6 +4,7 @@
 mod checks;
 mod diag;
 mod raw;
+mod schema;
 mod spans;
 mod validate;
 
@@ -11,6 +12,7 @@ pub use checks::check_stock_backend;
 pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
 pub use raw::Order;
+pub use schema::{manifest_schema, manifest_schema_text};
 pub(crate) use validate::serde_hint;
 pub use validate::{hex_sha256, parse_file, parse_str};
 
