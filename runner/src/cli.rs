@@ -85,7 +85,9 @@ pub enum Command {
         limit: u32,
     },
     /// Render a stored run's report (report.md, report.json, SVG charts).
-    #[command(after_help = "Example:\n  measured report latest")]
+    #[command(
+        after_help = "Examples:\n  measured report latest\n  measured report latest --format github > comment.md\n  measured report latest --format json | jq '.results'"
+    )]
     Report {
         /// Run id, a unique prefix of one, or `latest`.
         run: String,
@@ -96,10 +98,14 @@ pub enum Command {
         /// Exit 1 when the primary metric regressed or a guard failed.
         #[arg(long)]
         fail_on_regression: bool,
+        /// Print the report in this form on stdout instead of the summary lines (the files are
+        /// written either way).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<crate::report::OutputFormat>,
     },
     /// Before/after: compare two stored runs of one experiment (e.g. two git commits).
     #[command(
-        after_help = "Example:\n  measured compare 20261120-091500-1a2b 20261122-101500-3fa2 --fail-on-regression"
+        after_help = "Examples:\n  measured compare 20261120-091500-1a2b 20261122-101500-3fa2 --fail-on-regression\n  measured compare main-run pr-run --format github > comment.md && gh pr comment \"$PR\" --body-file comment.md"
     )]
     Compare {
         /// The run before the change.
@@ -116,6 +122,10 @@ pub enum Command {
         /// Exit 1 when the after run is slower on the primary metric or a guard failed.
         #[arg(long)]
         fail_on_regression: bool,
+        /// Print the comparison in this form on stdout instead of the summary lines (compare.md
+        /// is written either way).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<crate::report::OutputFormat>,
     },
     /// Fill the stock database: synthetic markets or imported OHLCV files.
     #[command(
@@ -326,13 +336,21 @@ pub fn main() -> u8 {
             run,
             results_dir,
             fail_on_regression,
-        } => commands::report(&g, &run, &root.results_dir(results_dir.as_deref()), fail_on_regression),
+            format,
+        } => commands::report(
+            &g,
+            &run,
+            &root.results_dir(results_dir.as_deref()),
+            fail_on_regression,
+            format,
+        ),
         Command::Compare {
             before,
             after,
             allow_different_data,
             results_dir,
             fail_on_regression,
+            format,
         } => commands::compare(
             &g,
             &before,
@@ -340,6 +358,7 @@ pub fn main() -> u8 {
             allow_different_data,
             &root.results_dir(results_dir.as_deref()),
             fail_on_regression,
+            format,
         ),
         Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),
         Command::Data(DataCommand::Import(a)) => commands::data_import(&g, a.into()),

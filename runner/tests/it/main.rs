@@ -4,6 +4,7 @@ mod common;
 mod docs;
 mod durability;
 mod experiments;
+mod formats;
 mod import;
 mod manifests;
 mod paths;
