@@ -47,6 +47,11 @@ pub enum Command {
         #[arg(long)]
         smoke: bool,
     },
+    /// Print the JSON Schema of experiment manifests (for editor completion and checking).
+    #[command(
+        after_help = "Examples:\n  measured schema > measured.schema.json\n\nEditors that read JSON Schemas for TOML (Even Better TOML, taplo) use it through a first line\n`#:schema <path>` in a manifest (relative to the manifest), or a [[rule]] in .taplo.toml.\n`measured check` still has the last word: the schema describes shapes, not meaning."
+    )]
+    Schema,
     /// Show configs, stage order, and every trial in the order it would run.
     #[command(
         after_help = "Examples:\n  measured plan experiments/quickstart.toml --seed 42\n  measured plan experiments/batch-size.toml --show-commands\n  measured plan experiments/quickstart.toml --rev main --rev HEAD --show-commands"
@@ -83,7 +88,9 @@ pub enum Command {
         limit: u32,
     },
     /// Render a stored run's report (report.md, report.json, SVG charts).
-    #[command(after_help = "Example:\n  measured report latest")]
+    #[command(
+        after_help = "Examples:\n  measured report latest\n  measured report latest --format github > comment.md\n  measured report latest --format json | jq '.results'"
+    )]
     Report {
         /// Run id, a unique prefix of one, or `latest`.
         run: String,
@@ -94,6 +101,10 @@ pub enum Command {
         /// Exit 1 when the primary metric regressed or a guard failed.
         #[arg(long)]
         fail_on_regression: bool,
+        /// Print the report in this form on stdout instead of the summary lines (the files are
+        /// written either way).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<crate::report::OutputFormat>,
     },
     /// A metric over every stored run of an experiment, oldest first, with significant steps
     /// between consecutive runs flagged (Markdown table on stdout, plus .md and .svg files).
@@ -120,7 +131,7 @@ pub enum Command {
     },
     /// Before/after: compare two stored runs of one experiment (e.g. two git commits).
     #[command(
-        after_help = "Example:\n  measured compare 20261120-091500-1a2b 20261122-101500-3fa2 --fail-on-regression"
+        after_help = "Examples:\n  measured compare 20261120-091500-1a2b 20261122-101500-3fa2 --fail-on-regression\n  measured compare main-run pr-run --format github > comment.md && gh pr comment \"$PR\" --body-file comment.md"
     )]
     Compare {
         /// The run before the change.
@@ -137,6 +148,10 @@ pub enum Command {
         /// Exit 1 when the after run is slower on the primary metric or a guard failed.
         #[arg(long)]
         fail_on_regression: bool,
+        /// Print the comparison in this form on stdout instead of the summary lines (compare.md
+        /// is written either way).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<crate::report::OutputFormat>,
     },
     /// Fill the stock database: synthetic markets or imported OHLCV files.
     #[command(
@@ -336,6 +351,10 @@ pub fn main() -> u8 {
     );
     let result: Result<u8, CommandError> = match cli.command {
         Command::Check { files, smoke } => Ok(commands::check(&g, &files, smoke)),
+        Command::Schema => {
+            print!("{}", crate::manifest::manifest_schema_text());
+            Ok(EXIT_OK)
+        }
         Command::Plan {
             file,
             seed,
@@ -370,13 +389,21 @@ pub fn main() -> u8 {
             run,
             results_dir,
             fail_on_regression,
-        } => commands::report(&g, &run, &root.results_dir(results_dir.as_deref()), fail_on_regression),
+            format,
+        } => commands::report(
+            &g,
+            &run,
+            &root.results_dir(results_dir.as_deref()),
+            fail_on_regression,
+            format,
+        ),
         Command::Compare {
             before,
             after,
             allow_different_data,
             results_dir,
             fail_on_regression,
+            format,
         } => commands::compare(
             &g,
             &before,
@@ -384,6 +411,7 @@ pub fn main() -> u8 {
             allow_different_data,
             &root.results_dir(results_dir.as_deref()),
             fail_on_regression,
+            format,
         ),
         Command::History {
             experiment,

@@ -10,6 +10,7 @@ use crate::manifest::{self, Experiment};
 use crate::measure::Fingerprint;
 use crate::paths::Root;
 use crate::plan;
+use crate::report::OutputFormat;
 use crate::runspec::StoredSpec;
 use crate::store::{self, Db};
 use anyhow::Context;
@@ -564,11 +565,6 @@ fn write_run_report(
     Ok(crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?)
 }
 
-/// Comparison sentences are Markdown; the terminal gets them without emphasis marks.
-fn strip_markdown(s: &str) -> String {
-    s.replace("**", "").replace('`', "")
-}
-
 /// Loads a stored run with its validated manifest and trials.
 fn load_stored(rt: &tokio::runtime::Runtime, db: &Db, id: &str) -> Result<StoredRun, CommandError> {
     let row = rt.block_on(store::load_run(db, id))?;
@@ -616,17 +612,30 @@ impl StoredRun {
     }
 }
 
-/// `measured report`: renders a stored run's report; returns the exit code.
-pub fn report(g: &Globals, run: &str, results_dir: &Path, fail_on_regression: bool) -> Result<u8, CommandError> {
+/// `measured report`: renders a stored run's report; returns the exit code. With `format`,
+/// stdout gets that form of the report instead of the summary lines.
+pub fn report(
+    g: &Globals,
+    run: &str,
+    results_dir: &Path,
+    fail_on_regression: bool,
+    format: Option<OutputFormat>,
+) -> Result<u8, CommandError> {
     let rt = runtime()?;
     let db = open_for_run(&rt, &g.database, run)?;
     let stored = load_stored(&rt, &db, run)?;
     let written = write_run_report(&rt, &db, &g.database, &stored, results_dir)?;
     rt.block_on(db.close());
-    for line in &written.report.summary {
-        println!("{line}");
+    if let Some(format) = format {
+        let out =
+            crate::report::report_output(format, &written, templates_dir()).context("cannot render the report")?;
+        print!("{out}");
+    } else {
+        for line in &written.report.summary {
+            println!("{line}");
+        }
+        println!("report: {}", written.paths.markdown.display());
     }
-    println!("report: {}", written.paths.markdown.display());
     Ok(if fail_on_regression && crate::report::regression(&written.report) {
         EXIT_FAILED
     } else {
@@ -634,7 +643,8 @@ pub fn report(g: &Globals, run: &str, results_dir: &Path, fail_on_regression: bo
     })
 }
 
-/// `measured compare`: before/after across two stored runs of one experiment.
+/// `measured compare`: before/after across two stored runs of one experiment. With `format`,
+/// stdout gets that form of the comparison instead of the summary lines.
 pub fn compare(
     g: &Globals,
     before: &str,
@@ -642,6 +652,7 @@ pub fn compare(
     allow_different_data: bool,
     results_dir: &Path,
     fail_on_regression: bool,
+    format: Option<OutputFormat>,
 ) -> Result<u8, CommandError> {
     let rt = runtime()?;
     let db = open_for_run(&rt, &g.database, before)?;
@@ -666,8 +677,8 @@ pub fn compare(
     rt.block_on(db.close());
     let a = run_a.data(env_a.as_ref(), &g.database);
     let b = run_b.data(env_b.as_ref(), &g.database);
-    let cmp = match crate::report::build_comparison(&a, &b, allow_different_data) {
-        Ok(c) => c,
+    let model = match crate::report::compare_runs(&a, &b, allow_different_data) {
+        Ok(m) => m,
         Err(e @ crate::report::ReportError::DataMismatch { .. }) => {
             return Err(CommandError::BadInput(format!(
                 "{e}\n(hint: pass --allow-different-data to compare anyway)"
@@ -675,6 +686,7 @@ pub fn compare(
         }
         Err(e) => return Err(CommandError::BadInput(e.to_string())),
     };
+    let cmp = crate::report::compare_view(&model);
     let md = crate::report::render_compare_markdown(&cmp, templates_dir()).context("cannot render the comparison")?;
     let out = results_dir
         .join(&row_a.experiment)
@@ -682,11 +694,17 @@ pub fn compare(
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let path = out.join("compare.md");
     std::fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
-    for line in &cmp.summary {
-        println!("{}", strip_markdown(line));
+    if let Some(format) = format {
+        let out = crate::report::compare_output(format, &model, &path, templates_dir())
+            .context("cannot render the comparison")?;
+        print!("{out}");
+    } else {
+        for line in &model.summary {
+            println!("{line}");
+        }
+        println!("comparison: {}", path.display());
     }
-    println!("comparison: {}", path.display());
-    Ok(if fail_on_regression && cmp.regression {
+    Ok(if fail_on_regression && model.regression {
         EXIT_FAILED
     } else {
         EXIT_OK

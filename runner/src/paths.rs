@@ -79,9 +79,48 @@ impl Root {
     }
 }
 
+/// `path` as seen from the current directory: for links in text read elsewhere (a pull-request
+/// comment), where an absolute path of this machine means nothing. Relative paths stay as they
+/// are; an absolute one gets `..` segments where it lies outside the current directory.
+pub fn relative_to_cwd(path: &Path) -> PathBuf {
+    match std::env::current_dir() {
+        Ok(cwd) => relative_to(path, &cwd),
+        Err(_) => path.to_owned(),
+    }
+}
+
+fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    if !path.is_absolute() || !base.is_absolute() {
+        return path.to_owned();
+    }
+    let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out: PathBuf = std::iter::repeat_n("..", b.len() - common).collect();
+    out.extend(&p[common..]);
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_shown_relative_to_a_base() {
+        let base = Path::new("/srv/repo");
+        assert_eq!(
+            relative_to(Path::new("/srv/repo/results/x"), base),
+            PathBuf::from("results/x")
+        );
+        assert_eq!(
+            relative_to(Path::new("/srv/other/r"), base),
+            PathBuf::from("../other/r")
+        );
+        assert_eq!(relative_to(Path::new("/srv/repo"), base), PathBuf::from("."));
+        assert_eq!(relative_to(Path::new("results/x"), base), PathBuf::from("results/x"));
+    }
 
     #[test]
     fn the_git_root_is_the_nearest_folder_with_git_in_it() {

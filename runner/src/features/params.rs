@@ -10,7 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 /// How features are scaled with statistics from the training period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 pub enum NormMethod {
     /// `(x - mean) / sd`.
     #[default]
@@ -23,7 +23,7 @@ pub enum NormMethod {
 }
 
 /// Whose training rows the statistics come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 pub enum NormScope {
     /// Each symbol is scaled by its own training-period statistics.
     #[default]
@@ -34,12 +34,14 @@ pub enum NormScope {
     Pooled,
 }
 
-/// The `normalize` stage's table in a manifest.
-#[derive(Debug, Clone, Deserialize)]
+/// Parameters of a `normalize` stage: per-symbol features scaled with statistics of the
+/// training period only, cut into windows with a forward-return target.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NormalizeParams {
     /// Days per window.
     #[serde(default = "default_seq_len")]
+    #[schemars(range(min = 1, max = MAX_SEQ_LEN))]
     pub seq_len: usize,
     /// Feature columns by name; mutually exclusive with `preset`.
     #[serde(default)]
@@ -49,9 +51,12 @@ pub struct NormalizeParams {
     pub preset: Option<String>,
     /// Target: forward log return over this many days.
     #[serde(default = "default_horizon")]
+    #[schemars(range(min = 1, max = MAX_HORIZON))]
     pub horizon: usize,
-    /// First day of the validation period; mutually exclusive with `valid_fraction`.
+    /// First day of the validation period (a TOML date or `"YYYY-MM-DD"`); mutually exclusive
+    /// with `valid_fraction`.
     #[serde(default, deserialize_with = "date_opt")]
+    #[schemars(schema_with = "crate::market::date_schema")]
     pub split_date: Option<NaiveDate>,
     /// Share of the calendar range (earliest to latest date) that is validation; 0.2 when
     /// neither this nor `split_date` is set.
@@ -61,8 +66,10 @@ pub struct NormalizeParams {
     /// prediction day; `seq_len` when unset, so no validation window touches training rows.
     #[serde(default)]
     pub gap: Option<usize>,
+    /// How features are scaled.
     #[serde(default)]
     pub method: NormMethod,
+    /// Whose training rows the scaling statistics come from.
     #[serde(default)]
     pub scope: NormScope,
     /// Clamp normalized values to `[-clip, clip]`; no clamping when unset.
@@ -73,6 +80,7 @@ pub struct NormalizeParams {
     pub parallel: bool,
     /// Threads of the pool built for this run when `parallel = true`; 0 means every core.
     #[serde(default)]
+    #[schemars(range(max = MAX_THREADS))]
     pub threads: usize,
 }
 

@@ -5,6 +5,7 @@ mod checks;
 mod diag;
 mod raw;
 mod revisions;
+mod schema;
 mod spans;
 mod validate;
 
@@ -13,6 +14,7 @@ pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
 pub use raw::Order;
 pub use revisions::{same_code_twice, with_revisions, Resolved, Revision, WORKTREE};
+pub use schema::{manifest_schema, manifest_schema_text};
 pub(crate) use validate::serde_hint;
 pub use validate::{hex_sha256, is_valid_name, parse_file, parse_str};
 

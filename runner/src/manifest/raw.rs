@@ -2,38 +2,75 @@
 //!
 //! Only types are checked here; unknown keys are collected (all of them, not only the first) by
 //! `validate` through `serde_ignored`, and meaning is checked there too.
+//!
+//! The doc comments below are also the descriptions of `measured schema` (see `schema`), which
+//! editors show beside each key: they are written for manifest authors.
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Debug, Deserialize)]
+/// An experiment manifest for measured: a DAG of stages, the variants (and sweep points) to run
+/// them in, and how to compare the results. `measured check FILE` validates it with located
+/// errors; README.md has the full reference.
+// Unknown keys are errors (collected by `validate`), so the schema rejects them too.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, title = "measured experiment manifest")]
 pub(crate) struct RawManifest {
     pub experiment: RawExperiment,
     #[serde(default)]
     pub schedule: RawSchedule,
+    /// Stages by name (letters, digits, `_` and `-`; they appear in metric names such as
+    /// `<stage>.seconds`). `kind` picks the stage's parameters.
+    // Required in the schema: `validate` rejects a manifest without stages.
     #[serde(default)]
+    #[schemars(!default, required, schema_with = "super::schema::stages")]
     pub stages: IndexMap<String, toml::Table>,
+    /// Variants by name, each a set of overrides of stage parameters; without `[variants]` the
+    /// experiment has one config, `baseline`.
+    // `default` tells the schema these keys may be left out (it cannot see the `Option` through
+    // `schema_with`).
+    #[schemars(default, schema_with = "super::schema::variants")]
     pub variants: Option<IndexMap<String, toml::Table>>,
+    /// Sweep axes: `"stages.<stage>.<parameter>" = [values]`. Every variant runs at every point
+    /// of the cartesian product of the axes.
+    #[schemars(default, schema_with = "super::schema::sweep")]
     pub sweep: Option<IndexMap<String, toml::Value>>,
     pub compare: Option<RawCompare>,
+    /// Overrides applied by `--smoke` for a quick run: stage parameters (`"stages.<stage>.<parameter>"`),
+    /// `"schedule.warmup"`, `"schedule.repetitions"` and `"sweep.<axis>"`. Checked even without
+    /// `--smoke`.
+    #[schemars(default, schema_with = "super::schema::smoke")]
     pub smoke: Option<toml::Table>,
 }
 
-#[derive(Debug, Deserialize)]
+/// What the experiment is.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Experiment")]
 pub(crate) struct RawExperiment {
+    /// 1-64 letters, digits, `_` or `-`; used in result paths.
+    #[schemars(pattern(r"^[A-Za-z0-9_-]{1,64}$"))]
     pub name: String,
+    /// One sentence shown at the top of the report.
     #[serde(default)]
     pub description: String,
 }
 
-#[derive(Debug, Deserialize)]
+/// How many trials run, and in which order.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Schedule")]
 pub(crate) struct RawSchedule {
+    /// Warm-up trials per config, run first and not counted.
     #[serde(default = "default_warmup")]
     pub warmup: u32,
+    /// Measured trials per config (at least 1; 5 or more for a useful confidence interval).
     #[serde(default = "default_repetitions")]
+    #[schemars(range(min = 1))]
     pub repetitions: u32,
     #[serde(default)]
     pub order: Order,
+    /// Seed of the trial order and the stage seeds; drawn at random and stored with the run
+    /// when absent.
     pub seed: Option<u64>,
 }
 
@@ -57,7 +94,7 @@ impl Default for RawSchedule {
 }
 
 /// How trials of different configs are ordered in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Each block holds one repetition of every config, shuffled: configs alternate in time, so
@@ -68,16 +105,33 @@ pub enum Order {
     Sequential,
 }
 
-#[derive(Debug, Deserialize)]
+/// How configs are compared: the baseline, the primary metric, the statistics, and the guards
+/// and claims checked against the measurement.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Compare")]
 pub(crate) struct RawCompare {
+    /// The variant every other one is compared against (default: the first variant).
     pub baseline: Option<String>,
+    /// `<stage>.<metric>`, `<stage>.seconds` (the stage's wall time) or `trial.seconds`
+    /// (default).
     pub primary: Option<String>,
+    /// Whether lower or higher values of the primary metric are better; inferred from the
+    /// metric's unit when absent.
+    #[schemars(extend("enum" = ["lower", "higher"]))]
     pub direction: Option<String>,
+    /// Significance level, above 0 and below 0.5 (default 0.01; Benjamini-Hochberg adjusted
+    /// across comparisons).
     pub alpha: Option<f64>,
+    /// Noise band such as `"2%"` (default): changes inside it count as no change.
     pub band: Option<String>,
+    /// Bootstrap resamples per confidence interval (default and minimum 10000).
+    #[schemars(range(min = 10000))]
     pub resamples: Option<usize>,
+    /// Metrics that must not move, e.g. `{ metric = "validate.mse", within = "0.5%" }`.
     #[serde(default)]
     pub guards: Vec<RawGuard>,
+    /// Claims checked against the measurement, e.g.
+    /// `{ metric = "train.seconds", variant = "reuse", speedup = "1.2x..1.5x", source = "PR #12" }`.
     #[serde(default)]
     pub claims: Vec<RawClaim>,
     /// The configs may be identical on purpose: an A/A run that measures the noise floor.
@@ -85,28 +139,52 @@ pub(crate) struct RawCompare {
     pub allow_identical: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// A correctness guard: an equivalence test that the metric stays within a tolerance.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Guard")]
 pub(crate) struct RawGuard {
     // Optional here so that a missing key is reported with the manifest's other mistakes
-    // rather than stopping the parse (validate requires them).
+    // rather than stopping the parse (validate requires them, and so does the schema).
+    /// `<stage>.<metric>` that must not change.
+    #[schemars(required)]
     pub metric: Option<String>,
+    /// Tolerance: relative (`"0.5%"`) or absolute (`"0.001"`).
+    #[schemars(required)]
     pub within: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A claim from a report or a pull request, checked against the measured speedup.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Claim")]
 pub(crate) struct RawClaim {
+    /// `<stage>.<metric>` the claim is about.
+    #[schemars(required)]
     pub metric: Option<String>,
+    /// The variant claimed to be faster than the baseline.
+    #[schemars(required)]
     pub variant: Option<String>,
+    /// The claimed speedup: `"3x..4x"`, `"3-4x"`, `"1.5x"`, `"~2x"`, or improvements such as
+    /// `"20%"`, `">= 20%"`, `"5%..15%"`.
+    #[schemars(required)]
     pub speedup: Option<String>,
+    /// Where the claim comes from (a paper, a pull request, a previous report).
     pub source: Option<String>,
+    /// What the claim was made under; a run that does not meet it reports "not reproduced
+    /// here" instead of judging the claim.
     pub requires: Option<RawRequires>,
 }
 
 /// `requires = { device = "cuda", min_cores = 30, params = { "stages.load.symbols" = { first = 500 } } }`
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "ClaimConditions")]
 pub(crate) struct RawRequires {
+    /// `"cuda"`: made on a GPU; `"cpu"`: made on a CPU.
+    #[schemars(regex(pattern = "^(cpu|cuda)$"))]
     pub device: Option<String>,
+    /// Made on a machine with at least this many cores.
     pub min_cores: Option<u32>,
+    /// `"stages.<stage>.<param>"` -> the value the measured config must have.
     #[serde(default)]
+    #[schemars(with = "std::collections::BTreeMap<String, serde_json::Value>")]
     pub params: IndexMap<String, toml::Value>,
 }

@@ -23,7 +23,7 @@ mod tests_import;
 pub use args::{ImportArgs, SynthArgs};
 pub use import::{import, prepare, BadRow, ImportError, ImportOptions, ImportPlan, ImportReport, Layout};
 pub use load::{load, LoadError};
-pub use select::{FetchStrategy, LoadParams, SymbolSelection};
+pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
 pub use synth::{
     demo_options, ensure_demo_market, synth, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED, DEMO_START,
     DEMO_SYMBOLS,

@@ -22,7 +22,7 @@ pub enum SymbolSelection {
 }
 
 /// How rows travel from the database into the artifact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FetchStrategy {
     /// One query per worker, rows decoded one by one as they stream in.
@@ -46,25 +46,33 @@ impl fmt::Display for FetchStrategy {
 /// The `load` stage's parameters. Defaults: `symbols = "all"`, no date bounds,
 /// `min_history = 1`, `adjust = true`, `strategy = "batched"`, `fetch_size = 10000`,
 /// `connections = 1`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadParams {
+    /// Which symbols to load: `"all"`, a list of codes, `{ first = N }` or
+    /// `{ random = N, seed = S }`.
     pub symbols: SymbolSelection,
     /// First day to load (inclusive); a TOML date (`2015-01-01`) or a string.
     #[serde(deserialize_with = "de_opt_date")]
+    #[schemars(schema_with = "date_schema")]
     pub start: Option<NaiveDate>,
     /// Last day to load (inclusive).
     #[serde(deserialize_with = "de_opt_date")]
+    #[schemars(schema_with = "date_schema")]
     pub end: Option<NaiveDate>,
     /// Symbols with fewer bars than this in the range are dropped (and counted).
+    #[schemars(range(min = 1))]
     pub min_history: usize,
     /// Split-adjust prices (and volumes) to the units of the last loaded day.
     pub adjust: bool,
+    /// How rows travel from the database (`"copy"` needs PostgreSQL).
     pub strategy: FetchStrategy,
     /// Rows per query for `batched`.
+    #[schemars(range(min = 1, max = 10_000_000))]
     pub fetch_size: usize,
     /// Parallel workers, each on its own pooled connection, each loading a share of the symbols
     /// (capped at the pool's size).
+    #[schemars(range(min = 1, max = MAX_CONNECTIONS))]
     pub connections: usize,
 }
 
@@ -189,6 +197,57 @@ impl<'de> Visitor<'de> for SelectionVisitor {
             )),
         }
     }
+}
+
+// The schema follows the custom deserializer: every shape `SelectionVisitor` accepts, and no
+// other (a bare string other than "all" is rejected there, so it is here).
+impl schemars::JsonSchema for SymbolSelection {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SymbolSelection".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Which symbols to load.",
+            "oneOf": [
+                { "description": "Every symbol in the database, by code.", "const": "all" },
+                {
+                    "description": "These codes, in this order (for one symbol: [\"AAPL\"]).",
+                    "type": "array",
+                    "items": { "type": "string" },
+                    "minItems": 1,
+                    "uniqueItems": true,
+                },
+                {
+                    "description": "The first N symbols by code.",
+                    "type": "object",
+                    "properties": { "first": { "type": "integer", "minimum": 1 } },
+                    "required": ["first"],
+                    "additionalProperties": false,
+                },
+                {
+                    "description": "N symbols drawn with `seed` (so every trial loads the same ones), ordered by code.",
+                    "type": "object",
+                    "properties": {
+                        "random": { "type": "integer", "minimum": 1 },
+                        "seed": { "type": "integer", "minimum": 0 },
+                    },
+                    "required": ["random", "seed"],
+                    "additionalProperties": false,
+                },
+            ],
+        })
+    }
+}
+
+/// Schema of a day written as a TOML date (`2015-01-01`) or a `"YYYY-MM-DD"` string, both of
+/// which the date deserializers accept (editors see a TOML date as a string).
+pub fn date_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "format": "date",
+        "pattern": r"^\d{4}-\d{2}-\d{2}$",
+    })
 }
 
 /// Accepts a TOML date (`2015-01-01`, which the toml crate hands over as a one-key map) or a

@@ -1,78 +1,119 @@
-//! Before/after comparison of two runs (two stored runs -> `CompareReport` -> compare.md).
+//! Before/after comparison of two runs (two stored runs -> typed `CompareModel` -> the Markdown
+//! view in `compare_view` -> compare.md).
 //!
 //! Configs are matched by name. Each matched pair is compared on the primary metric of the
 //! "before" run with its statistical settings, the p-values adjusted together
 //! (Benjamini-Hochberg), and the guards of the "before" run are re-checked across the runs.
-//! A comparison is only rendered as Markdown, so `CompareReport` holds the formatted cells.
+//! `CompareModel` follows the conventions of `report.json` (see `model`): raw numbers with their
+//! unit, snake_case verdicts, `null` for what could not be computed, no Markdown.
 
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::build::method;
-use super::format;
-use super::model::ComparisonRecord;
-use super::prose::{comparison_sentence, method_sentence, verdict_cell, Style};
+use super::model::{finite, ComparisonRecord, Interval, Method, Primary};
+use super::prose::{compare_summary_line, Style};
 use super::samples::{compare_configs, direction_of, metric_samples, settings_of};
-use super::view::{key_values, KeyValue};
 use super::{ReportError, RunData};
-use crate::stats::{benjamini_hochberg, guard, median, Comparison, GuardVerdict, Verdict};
+use crate::stats::{benjamini_hochberg, guard, median, Comparison, GuardResult, GuardVerdict, Tolerance, Verdict};
 
+/// Version of the `--format json` layout of a comparison; grows whenever a field is renamed,
+/// removed or retyped.
+pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+
+/// A before/after comparison of two runs of one experiment.
 #[derive(Debug, Clone, Serialize)]
-pub struct CompareReport {
+pub struct CompareModel {
+    pub schema_version: u32,
     pub experiment: String,
-    pub before_run: String,
-    pub after_run: String,
-    pub before_started: String,
-    pub after_started: String,
-    pub primary: String,
-    pub direction: String,
-    pub method: String,
+    pub before: RunStamp,
+    pub after: RunStamp,
+    /// The primary metric of the "before" run, which both runs are compared on.
+    pub primary: Primary,
+    pub method: Method,
+    /// Plain-English verdicts, one per compared config; every figure in them is also in the
+    /// typed fields below.
     pub summary: Vec<String>,
-    pub rows: Vec<CompareRow>,
-    pub guards: Vec<CompareGuardRow>,
-    pub environment: Vec<EnvDiffRow>,
-    pub data_hashes: Vec<KeyValue>,
-    /// Set when the runs loaded different data and the comparison was allowed anyway.
-    pub data_warning: Option<String>,
-    /// Configs present in only one of the runs.
-    pub unmatched: Vec<String>,
+    /// One row per config present in both runs.
+    pub results: Vec<CompareResult>,
+    /// The "before" run's guards, re-checked across the runs.
+    pub guards: Vec<CompareGuard>,
+    /// Every environment key of either run, with both values.
+    pub environment: Vec<EnvChange>,
+    /// Stage -> content hash of the data the "before" run loaded.
+    pub data_hashes: BTreeMap<String, String>,
+    /// Stages whose data differed between the runs (compared anyway on request); empty when the
+    /// runs loaded the same data.
+    pub different_data: Vec<String>,
+    /// Configs of one run only, not compared.
+    pub before_only: Vec<String>,
+    pub after_only: Vec<String>,
+    /// Raw statistics of every comparison, in `results` order.
     pub comparisons: Vec<ComparisonRecord>,
+    /// The after run is worse on the primary metric for some config, or a guard failed or could
+    /// not be evaluated (what `--fail-on-regression` gates on).
     pub regression: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CompareRow {
-    pub config: String,
-    pub n: String,
-    pub before: String,
-    pub after: String,
-    pub speedup: String,
-    pub speedup_ci: String,
-    pub p: String,
-    pub verdict: String,
+pub struct RunStamp {
+    pub run_id: String,
+    /// RFC 3339 timestamp.
+    pub started_at: DateTime<Utc>,
 }
 
+/// One config, before against after, on the primary metric.
 #[derive(Debug, Clone, Serialize)]
-pub struct CompareGuardRow {
+pub struct CompareResult {
+    pub config: String,
+    /// Samples (or blocks) on each side.
+    pub n_before: usize,
+    pub n_after: usize,
+    pub unit: String,
+    pub before_median: Option<f64>,
+    pub after_median: Option<f64>,
+    /// > 1 means the after run is better in the primary metric's direction.
+    pub speedup: Option<f64>,
+    pub speedup_ci: Option<Interval>,
+    /// The p-value the verdict used (adjusted when `p_adjusted`).
+    pub p: Option<f64>,
+    pub p_adjusted: bool,
+    /// `faster`, `slower`, `no_change` or `inconclusive`.
+    pub verdict: Verdict,
+    /// A guard of this config failed: faster (or not) but the results changed.
+    pub changed_results: bool,
+    /// For an inconclusive verdict: repetitions per side estimated to settle it.
+    pub reps_needed: Option<usize>,
+}
+
+/// A guard re-checked across the runs; the fields of `result` are those of `report.json`'s
+/// guards (`verdict`, `diff`, `relative_diff`, `ci`, `margin`, `reason`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareGuard {
     pub config: String,
     pub metric: String,
-    pub before: String,
-    pub after: String,
-    pub diff: String,
-    pub tolerance: String,
-    pub verdict: String,
+    pub unit: String,
+    pub before_median: Option<f64>,
+    pub after_median: Option<f64>,
+    pub tolerance: Tolerance,
+    #[serde(flatten)]
+    pub result: GuardResult,
 }
 
+/// One environment key; `null` where a run did not record it.
 #[derive(Debug, Clone, Serialize)]
-pub struct EnvDiffRow {
+pub struct EnvChange {
     pub key: String,
-    pub before: String,
-    pub after: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
     pub changed: bool,
 }
 
 /// Compares run `b` ("after") against run `a` ("before"). Refuses runs whose data hashes differ
 /// unless `allow_different_data`, because a speedup across different inputs measures nothing.
-pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) -> Result<CompareReport, ReportError> {
+pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Result<CompareModel, ReportError> {
     let differing: Vec<String> = a
         .data_hashes
         .keys()
@@ -120,55 +161,45 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
     };
 
     let mut guards = Vec::new();
-    let mut guard_gate = false;
     for &(i, j) in &matched {
         for g in &a.compare.guards {
             let before = metric_samples(&a.configs[i], &g.metric);
             let after = metric_samples(&b.configs[j], &g.metric);
-            let gunit = before.unit.clone().unwrap_or_default();
-            let r = guard(&before.values, &after.values, g.tolerance, a.compare.alpha);
-            guard_gate |= r.fails_gate();
-            guards.push(CompareGuardRow {
+            guards.push(CompareGuard {
                 config: a.configs[i].name.clone(),
                 metric: g.metric.clone(),
-                before: format::value(median(&before.values), &gunit),
-                after: format::value(median(&after.values), &gunit),
-                diff: format::percent(r.relative_diff),
-                tolerance: g.tolerance.display(),
-                verdict: r.verdict.as_str().to_owned(),
+                unit: before.unit.clone().unwrap_or_default(),
+                before_median: finite(median(&before.values)),
+                after_median: finite(median(&after.values)),
+                tolerance: g.tolerance,
+                result: guard(&before.values, &after.values, g.tolerance, a.compare.alpha),
             });
         }
     }
 
-    let mut summary = Vec::new();
-    let mut rows = Vec::new();
+    let mut results = Vec::new();
     let mut records = Vec::new();
     for (&(i, j), c) in matched.iter().zip(&comparisons) {
         let name = &a.configs[i].name;
         let failed: Vec<String> = guards
             .iter()
-            .filter(|g| &g.config == name && g.verdict == GuardVerdict::Fail.as_str())
+            .filter(|g| &g.config == name && g.result.verdict == GuardVerdict::Fail)
             .map(|g| g.metric.clone())
             .collect();
-        let sentence = comparison_sentence(&format!("{name}: after"), "before", primary, &unit, c);
-        summary.push(if failed.is_empty() {
-            format!("{sentence}.")
-        } else {
-            format!(
-                "{sentence} — {}: guard {} failed.",
-                Style::Markdown.strong("but changed results"),
-                failed.join(", ")
-            )
-        });
-        rows.push(CompareRow {
+        results.push(CompareResult {
             config: name.clone(),
-            n: format!("{} → {}", c.n_baseline, c.n_candidate),
-            before: format::value(median(&metric_samples(&a.configs[i], primary).values), &unit),
-            after: format::value(median(&metric_samples(&b.configs[j], primary).values), &unit),
-            speedup: format::factor(c.speedup),
-            speedup_ci: format::factor_interval(c.speedup_ci),
-            p: format::p_value(c.p_for_verdict()),
-            verdict: verdict_cell(c.verdict, c.reps_needed, !failed.is_empty()),
+            n_before: c.n_baseline,
+            n_after: c.n_candidate,
+            unit: unit.clone(),
+            before_median: finite(median(&metric_samples(&a.configs[i], primary).values)),
+            after_median: finite(median(&metric_samples(&b.configs[j], primary).values)),
+            speedup: finite(c.speedup),
+            speedup_ci: c.speedup_ci,
+            p: finite(c.p_for_verdict()),
+            p_adjusted: c.p_adjusted.is_some(),
+            verdict: c.verdict,
+            changed_results: !failed.is_empty(),
+            reps_needed: c.reps_needed,
         });
         records.push(ComparisonRecord {
             config: name.clone(),
@@ -183,52 +214,56 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
     let environment = keys
         .into_iter()
         .map(|k| {
-            let before = a.environment.get(k).cloned().unwrap_or_else(|| "—".to_owned());
-            let after = b.environment.get(k).cloned().unwrap_or_else(|| "—".to_owned());
-            EnvDiffRow {
+            let (before, after) = (a.environment.get(k).cloned(), b.environment.get(k).cloned());
+            EnvChange {
                 key: k.clone(),
                 changed: before != after,
-                before: format::cell(&before),
-                after: format::cell(&after),
+                before,
+                after,
             }
         })
         .collect();
-    let unmatched = a
-        .configs
-        .iter()
-        .filter(|c| !b.configs.iter().any(|d| d.name == c.name))
-        .map(|c| format!("{} (before only)", c.name))
-        .chain(
-            b.configs
-                .iter()
-                .filter(|d| !a.configs.iter().any(|c| c.name == d.name))
-                .map(|d| format!("{} (after only)", d.name)),
-        )
-        .collect();
-    let regression = records.iter().any(|r| r.comparison.verdict == Verdict::Slower) || guard_gate;
-    let stamp = |r: &RunData| r.started_at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
-    Ok(CompareReport {
+    let only = |x: &RunData, y: &RunData| -> Vec<String> {
+        x.configs
+            .iter()
+            .filter(|c| !y.configs.iter().any(|d| d.name == c.name))
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    let regression =
+        records.iter().any(|r| r.comparison.verdict == Verdict::Slower) || guards.iter().any(|g| g.result.fails_gate());
+    let mut model = CompareModel {
+        schema_version: COMPARE_SCHEMA_VERSION,
         experiment: a.experiment.clone(),
-        before_run: a.run_id.clone(),
-        after_run: b.run_id.clone(),
-        before_started: stamp(a),
-        after_started: stamp(b),
-        primary: primary.clone(),
-        direction: direction.as_str().to_owned(),
-        method: method_sentence(&method(a, comparisons.len())),
-        summary,
-        rows,
+        before: RunStamp {
+            run_id: a.run_id.clone(),
+            started_at: a.started_at,
+        },
+        after: RunStamp {
+            run_id: b.run_id.clone(),
+            started_at: b.started_at,
+        },
+        primary: Primary {
+            metric: primary.clone(),
+            unit,
+            direction,
+        },
+        method: method(a, comparisons.len()),
+        summary: Vec::new(),
+        results,
         guards,
         environment,
-        data_hashes: key_values(&a.data_hashes),
-        data_warning: (!differing.is_empty()).then(|| {
-            format!(
-                "The runs loaded different data (stages: {}); differences mix code and data changes.",
-                differing.join(", ")
-            )
-        }),
-        unmatched,
+        data_hashes: a.data_hashes.clone(),
+        different_data: differing,
+        before_only: only(a, b),
+        after_only: only(b, a),
         comparisons: records,
         regression,
-    })
+    };
+    model.summary = model
+        .comparisons
+        .iter()
+        .map(|rec| compare_summary_line(rec, &model.primary.unit, Style::Plain))
+        .collect();
+    Ok(model)
 }

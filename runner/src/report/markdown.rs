@@ -1,22 +1,28 @@
-//! Markdown rendering (report model -> view -> minijinja templates -> report.md / compare.md).
+//! Markdown rendering (report model -> view -> minijinja templates -> report.md / compare.md,
+//! and the pull-request comments of `--format github`).
 //!
 //! Templates are read from the templates directory at run time when it holds them, so a user
 //! can restyle reports without rebuilding; otherwise the copies compiled into the binary are used.
-//! A run report's template gets the formatted view as `r` and the typed model (the contents of
-//! `report.json`) as `data`.
+//! A template gets the formatted view as `r` and the typed model (the contents of `report.json`,
+//! or the comparison's JSON) as `data`.
 
 use std::path::Path;
 
 use minijinja::Environment;
 use serde::Serialize;
 
+use super::compare_view::compare_view;
 use super::view::view;
-use super::{CompareReport, Report, ReportError};
+use super::{CompareModel, CompareReport, Report, ReportError};
 
 const REPORT_TEMPLATE: &str = "report.md.j2";
 const COMPARE_TEMPLATE: &str = "compare.md.j2";
+const GITHUB_TEMPLATE: &str = "github.md.j2";
+const COMPARE_GITHUB_TEMPLATE: &str = "compare_github.md.j2";
 const BUILTIN_REPORT: &str = include_str!("../../../templates/report.md.j2");
 const BUILTIN_COMPARE: &str = include_str!("../../../templates/compare.md.j2");
+const BUILTIN_GITHUB: &str = include_str!("../../../templates/github.md.j2");
+const BUILTIN_COMPARE_GITHUB: &str = include_str!("../../../templates/compare_github.md.j2");
 
 fn environment(
     name: &'static str,
@@ -61,6 +67,25 @@ fn render<T: Serialize>(
 pub fn render_markdown(report: &Report, templates_dir: Option<&Path>) -> Result<String, ReportError> {
     let ctx = minijinja::context! { r => view(report), data => report };
     render(REPORT_TEMPLATE, BUILTIN_REPORT, templates_dir, &ctx)
+}
+
+/// Renders a run report as a pull-request comment. `folder` is where `report.md` and the charts
+/// were written, as the comment's reader should see it (charts are linked there, never
+/// inlined). `templates_dir` is used when it contains `github.md.j2`.
+pub fn render_github(report: &Report, folder: &str, templates_dir: Option<&Path>) -> Result<String, ReportError> {
+    let ctx = minijinja::context! { r => view(report), data => report, folder => folder };
+    render(GITHUB_TEMPLATE, BUILTIN_GITHUB, templates_dir, &ctx)
+}
+
+/// Renders a before/after comparison as a pull-request comment; `document` is the path of the
+/// full `compare.md`. `templates_dir` is used when it contains `compare_github.md.j2`.
+pub fn render_compare_github(
+    model: &CompareModel,
+    document: &str,
+    templates_dir: Option<&Path>,
+) -> Result<String, ReportError> {
+    let ctx = minijinja::context! { r => compare_view(model), data => model, document => document };
+    render(COMPARE_GITHUB_TEMPLATE, BUILTIN_COMPARE_GITHUB, templates_dir, &ctx)
 }
 
 /// Renders a before/after comparison. `templates_dir` is used when it contains `compare.md.j2`.

@@ -12,11 +12,13 @@ mod bandwidth;
 mod build;
 mod charts;
 mod compare;
+mod compare_view;
 mod format;
 mod history;
 mod markdown;
 mod model;
 mod others;
+mod output;
 mod prose;
 mod samples;
 mod scaling;
@@ -42,14 +44,18 @@ use crate::metrics::Metric;
 use crate::stats::{Claim, Direction, Tolerance};
 
 pub use build::build_report;
-pub use compare::{build_comparison, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
+pub use compare::{
+    compare_runs, CompareGuard, CompareModel, CompareResult, EnvChange, RunStamp, COMPARE_SCHEMA_VERSION,
+};
+pub use compare_view::{build_comparison, compare_view, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
 pub use history::{build_history, render_history_markdown, History, HistoryPoint, HistoryStep};
-pub use markdown::{render_compare_markdown, render_markdown};
+pub use markdown::{render_compare_github, render_compare_markdown, render_github, render_markdown};
 pub use model::{
     BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
     FailedTrialRow, GuardRow, Interval, Method, OtherMetricRow, PAdjustment, Primary, Report, ResultRow, StageRow,
     SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
 };
+pub use output::{compare_output, report_output, OutputFormat};
 pub use scaling::{
     Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis, ThreadGroup, ThreadPoint, SIZE_PARAMETERS, THREAD_PARAMETERS,
 };

@@ -1,7 +1,7 @@
 //! Plain-English verdict sentences and cells (comparisons -> the words at the top of reports).
 
 use super::format;
-use super::model::{ClaimRow, GuardRow, Method, PAdjustment, Report};
+use super::model::{ClaimRow, ComparisonRecord, GuardRow, Method, PAdjustment, Report};
 use crate::stats::{Comparison, Design, GuardVerdict, Tolerance, Verdict};
 
 /// Larger repetition estimates are shown as "more than" this.
@@ -225,6 +225,26 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The verdict line of one config of a before/after comparison.
+pub(crate) fn compare_summary_line(rec: &ComparisonRecord, unit: &str, style: Style) -> String {
+    let sentence = comparison_sentence(
+        &format!("{}: after", rec.config),
+        "before",
+        &rec.metric,
+        unit,
+        &rec.comparison,
+    );
+    if rec.failed_guards.is_empty() {
+        format!("{sentence}.")
+    } else {
+        format!(
+            "{sentence} — {}: guard {} failed.",
+            style.strong("but changed results"),
+            rec.failed_guards.join(", ")
+        )
+    }
 }
 
 /// The statistical settings in one sentence.

@@ -253,7 +253,7 @@ fn report_verdicts_guards_and_claims() {
 }
 
 /// Independent (unblocked) runs for before/after comparisons; `factor` scales the train time.
-fn simple_run(run_id: &str, factor: f64, val_loss: f64) -> RunData {
+pub(super) fn simple_run(run_id: &str, factor: f64, val_loss: f64) -> RunData {
     let mut run = base_run(vec![
         config("baseline", "baseline", None, trials(5.0, 0.5, 1.0, false, 3)),
         config("reuse", "reuse", None, trials(5.0 * factor, val_loss, 1.0, false, 9)),

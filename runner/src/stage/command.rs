@@ -20,11 +20,16 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Parameters of a `command` stage.
-#[derive(Debug, Clone, Deserialize)]
+/// Parameters of a `command` stage: runs a program (without a shell unless `shell = true`);
+/// lines it prints on stdout such as `{"metric": "loss", "value": 0.31, "unit": "loss"}` become
+/// metrics.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandParams {
-    /// Program and arguments, each a minijinja template.
+    /// Program and arguments, each a minijinja template (`"{{ batch_size }}"` reads
+    /// `vars.batch_size`; also `variant`, `config`, `repetition`, `trial`, `seed`, `run_id`,
+    /// `stage`).
+    #[schemars(length(min = 1))]
     pub argv: Vec<String>,
     /// Run `argv[0]` with `sh -c` (then argv must hold exactly one string).
     #[serde(default)]
@@ -35,10 +40,12 @@ pub struct CommandParams {
     /// Working directory (a template), relative to the folder holding the manifest.
     pub cwd: Option<String>,
     /// Seconds after which the program is killed and the stage fails.
+    #[schemars(range(min = 0.0))]
     pub timeout: Option<f64>,
     /// Values available to the templates; variants and sweeps override them
     /// (`"stages.bench.vars.batch_size" = [64, 256]`).
     #[serde(default)]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub vars: toml::Table,
     /// Read metrics from JSON lines on stdout.
     #[serde(default = "yes")]

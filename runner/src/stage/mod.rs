@@ -143,6 +143,8 @@ pub struct KindSpec {
     pub output: ArtifactKind,
     /// Parameter names accepted in the stage table (besides kind/needs/cache).
     pub fields: fn() -> &'static [&'static str],
+    /// JSON Schema of the parameter struct, for `measured schema` (editor completion).
+    pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
     pub build: fn(&toml::Table) -> Result<Arc<dyn Stage>, BuildError>,
 }
 
@@ -161,6 +163,7 @@ static REGISTRY: [KindSpec; 6] = [
         input: None,
         output: ArtifactKind::None,
         fields: field_names::<CommandParams>,
+        schema: <CommandParams as schemars::JsonSchema>::json_schema,
         build: command::build,
     },
     KindSpec {
@@ -168,6 +171,7 @@ static REGISTRY: [KindSpec; 6] = [
         input: None,
         output: ArtifactKind::Bars,
         fields: field_names::<crate::market::LoadParams>,
+        schema: <crate::market::LoadParams as schemars::JsonSchema>::json_schema,
         build: load::build_load,
     },
     KindSpec {
@@ -175,6 +179,7 @@ static REGISTRY: [KindSpec; 6] = [
         input: Some(ArtifactKind::Bars),
         output: ArtifactKind::Windows,
         fields: field_names::<crate::features::NormalizeParams>,
+        schema: <crate::features::NormalizeParams as schemars::JsonSchema>::json_schema,
         build: normalize::build_normalize,
     },
     KindSpec {
@@ -182,6 +187,7 @@ static REGISTRY: [KindSpec; 6] = [
         input: Some(ArtifactKind::Windows),
         output: ArtifactKind::Model,
         fields: field_names::<crate::tensor::TrainParams>,
+        schema: <crate::tensor::TrainParams as schemars::JsonSchema>::json_schema,
         build: model::build_train,
     },
     KindSpec {
@@ -189,6 +195,7 @@ static REGISTRY: [KindSpec; 6] = [
         input: Some(ArtifactKind::Model),
         output: ArtifactKind::None,
         fields: field_names::<crate::tensor::ValidateParams>,
+        schema: <crate::tensor::ValidateParams as schemars::JsonSchema>::json_schema,
         build: model::build_validate,
     },
     KindSpec {
@@ -196,6 +203,7 @@ static REGISTRY: [KindSpec; 6] = [
         input: None,
         output: ArtifactKind::None,
         fields: field_names::<crate::transfer::TransferParams>,
+        schema: <crate::transfer::TransferParams as schemars::JsonSchema>::json_schema,
         build: transfer::build,
     },
 ];

@@ -9,7 +9,7 @@ use crate::params::ParamError;
 use serde::Deserialize;
 
 /// Where tensors live and kernels run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     #[default]
@@ -27,7 +27,7 @@ impl DeviceKind {
 }
 
 /// Non-linearity between hidden layers (the output layer is linear).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Activation {
     #[default]
@@ -59,7 +59,7 @@ impl Activation {
 }
 
 /// Arithmetic precision of the training step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     #[default]
@@ -79,8 +79,9 @@ pub enum CpuEngine {
     Autodiff,
 }
 
-/// Parameters of a `train` stage.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// Parameters of a `train` stage: an MLP on dfdx tensors trained with Adam. Its knobs change
+/// speed, never results (same seed, same losses).
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainParams {
     /// `"cpu"` or `"cuda"` (the latter needs a binary built with the `cuda` feature).
@@ -88,10 +89,15 @@ pub struct TrainParams {
     /// Hidden layer widths, input side first; the input width is `seq_len * n_features` and the
     /// output width is the number of horizons. Empty means a linear model.
     pub hidden: Vec<usize>,
+    /// Non-linearity between hidden layers.
     pub activation: Activation,
     /// Dropout probability after each hidden activation (0 disables it).
     pub dropout: f64,
+    /// Training windows per optimizer step.
+    #[schemars(range(min = 1))]
     pub batch_size: usize,
+    /// Passes over the training windows.
+    #[schemars(range(min = 1))]
     pub epochs: usize,
     /// Adam learning rate.
     pub lr: f64,
@@ -109,15 +115,18 @@ pub struct TrainParams {
     pub buffer_reuse: bool,
     /// 0: gather each batch inside the training loop; N: a producer thread prepares up to N
     /// batches ahead over a bounded channel.
+    #[schemars(range(max = MAX_PREFETCH))]
     pub prefetch: usize,
     /// Read the loss back to the host every k steps (a device sync on CUDA); 0 reads it only
     /// once per epoch (the epoch mean, which is accumulated on the device either way).
     pub loss_sync_every: usize,
     /// How many times the loss is read back at each read step (2 reproduces the common
     /// "`.item()` twice per batch" pattern).
+    #[schemars(range(min = 1))]
     pub loss_reads_per_step: usize,
     /// Emit a `tracing` debug event every this many steps (0: only per epoch).
     pub log_every: usize,
+    /// Arithmetic precision of the training step (`"f16"` is rejected by this build).
     pub precision: Precision,
     /// Time the prep / host-to-device / compute / readback phases of every step. On CUDA this
     /// synchronizes the device at each phase boundary, which removes the overlap that
@@ -220,12 +229,15 @@ impl TrainParams {
     }
 }
 
-/// Parameters of a `validate` stage.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// Parameters of a `validate` stage: scores the model on the validation windows (MSE, MAE,
+/// direction accuracy, IC) against naive baselines.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ValidateParams {
     /// Windows per inference batch; only memory and speed depend on it.
+    #[schemars(range(min = 1))]
     pub batch_size: usize,
+    /// `"cpu"` or `"cuda"` (the latter needs a binary built with the `cuda` feature).
     pub device: DeviceKind,
 }
 

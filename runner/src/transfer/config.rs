@@ -11,25 +11,32 @@ use super::size::{format_bytes, SizeSpec, SIZE_HINT};
 use super::{CopyDirection, Mode, Plan};
 use crate::params::ParamError;
 
-/// Parameters of a `transfer` stage; see the module docs for what each one measures.
-#[derive(Debug, Clone, Deserialize)]
+/// Parameters of a `transfer` stage: host-device copy bandwidth for every size and every
+/// combination of `direction`, `host_memory` and `allocation`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransferParams {
     /// Copy sizes: byte counts, sizes with units or tensor shapes.
     #[serde(default = "default_sizes")]
     pub sizes: Vec<SizeSpec>,
+    /// `"h2d"`, `"d2h"` or `"both"`, one value or a list.
     #[serde(default = "default_direction")]
     pub direction: ModeList<Direction>,
+    /// `"pageable"` or `"pinned"` host buffers, one value or a list (default both).
     #[serde(default = "default_host_memory")]
     pub host_memory: ModeList<HostMemory>,
+    /// `"per_copy"` (allocate the device buffer for every copy) or `"reuse"`, one value or a
+    /// list (default both).
     #[serde(default = "default_allocation")]
     pub allocation: ModeList<Allocation>,
     /// Recorded samples per (size, mode).
     #[serde(default = "default_iterations")]
+    #[schemars(range(min = 1))]
     pub iterations: u32,
     /// Unrecorded samples per (size, mode) before those.
     #[serde(default = "default_warmup")]
     pub warmup: u32,
+    /// `"cpu"` (a second host buffer stands in for the device: host memcpy costs) or `"cuda"`.
     #[serde(default)]
     pub device: TransferDevice,
 }
@@ -69,7 +76,7 @@ fn default_warmup() -> u32 {
 }
 
 /// `direction` as written: `both` means h2d then d2h.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     H2d,
@@ -87,7 +94,7 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HostMemory {
     Pageable,
@@ -103,7 +110,7 @@ impl HostMemory {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Allocation {
     PerCopy,
@@ -119,7 +126,7 @@ impl Allocation {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransferDevice {
     #[default]
@@ -149,6 +156,23 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ModeList<T> {
             }
         }
         deserializer.deserialize_any(Visitor(PhantomData))
+    }
+}
+
+// Follows the deserializer above: one value, or a non-empty list of distinct values.
+impl<T: schemars::JsonSchema> schemars::JsonSchema for ModeList<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("OneOrMany_{}", T::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one = generator.subschema_for::<T>();
+        schemars::json_schema!({
+            "anyOf": [
+                one,
+                { "type": "array", "items": one, "minItems": 1, "uniqueItems": true },
+            ],
+        })
     }
 }
 

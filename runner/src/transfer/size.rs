@@ -13,12 +13,20 @@ pub(crate) const SIZE_HINT: &str = "write a byte count with a unit (`4096`, `4Ki
      u8, i8, u16, i16, u32, i32, u64, i64, bool)";
 
 /// One `sizes` entry as written in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum SizeSpec {
-    Bytes(u64),
-    Text(String),
+    /// A byte count.
+    Bytes(#[schemars(range(min = 1))] u64),
+    /// A byte count with a unit (`4KiB`, `64 MiB`, `1GB`; binary units are powers of 1024) or a
+    /// tensor shape ending in an element type (`256x60x105xf32`).
+    Text(#[schemars(pattern(SIZE_PATTERN))] String),
 }
+
+/// What `parse_size` accepts, for editors: `<digits>[ ][unit]` or `<d1>x<d2>...x<dtype>` (units
+/// and element types in any case; the exact lists are checked by `check`).
+const SIZE_PATTERN: &str =
+    r"^\s*[0-9]+\s*(([KkMmGgTt][Ii]?)?[Bb])?\s*$|^\s*[0-9]+(\s*[xX]\s*[0-9]+)*\s*[xX]\s*[A-Za-z][A-Za-z0-9]*\s*$";
 
 impl SizeSpec {
     /// The size in bytes, or a message saying what is wrong.

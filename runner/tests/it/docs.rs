@@ -80,6 +80,8 @@ fn every_command_shown_in_the_docs_parses() {
         for (line, body) in blocks(&md, &["sh", "bash", "console"]) {
             for cmd in body.lines().map(str::trim) {
                 let cmd = cmd.split(" # ").next().unwrap_or_default().trim();
+                // A redirection or a pipeline: what follows the measured command is the shell's.
+                let cmd = cmd.split(['>', '|', '&', ';']).next().unwrap_or_default().trim();
                 let Some(args) = cmd
                     .strip_prefix("measured ")
                     .or_else(|| cmd.strip_prefix("cargo run --release -- "))

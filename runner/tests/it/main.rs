@@ -5,6 +5,7 @@ mod common;
 mod docs;
 mod durability;
 mod experiments;
+mod formats;
 mod gitrev;
 mod history;
 mod import;

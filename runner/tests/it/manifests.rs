@@ -1,5 +1,6 @@
 //! Manifest validation: every invalid fixture gives a located, snapshot-tested message and
-//! exit code 2; valid fixtures pass.
+//! exit code 2; valid fixtures pass. Every committed manifest matches `measured schema`, and
+//! shape errors fail it.
 
 use crate::common::{bin, fixture, run, text};
 use std::path::Path;
@@ -88,4 +89,94 @@ fn smoke_overrides_validate_and_apply() {
     assert_eq!(t["vars"]["n"].as_integer(), Some(2), "nested variant override applied");
     let full = measured::manifest::parse_file(&fixture("valid/nested_overrides.toml"), false).unwrap();
     assert!(full.configs[0].stages[0].params.get("timeout").is_none());
+}
+
+/// A TOML document as the JSON an editor validates against the schema (dates become strings,
+/// as editors present them).
+fn toml_to_json(v: &toml::Value) -> serde_json::Value {
+    match v {
+        toml::Value::Datetime(d) => serde_json::Value::String(d.to_string()),
+        toml::Value::Array(a) => a.iter().map(toml_to_json).collect(),
+        toml::Value::Table(t) => t.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect(),
+        other => serde_json::to_value(other).unwrap(),
+    }
+}
+
+fn schema_validator() -> jsonschema::Validator {
+    let schema = measured::manifest::manifest_schema();
+    assert!(
+        jsonschema::meta::is_valid(&schema),
+        "the schema is not a valid JSON Schema"
+    );
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+/// The schema's complaints about a manifest file, one per line.
+fn schema_errors(validator: &jsonschema::Validator, path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let json = toml_to_json(&doc);
+    validator
+        .iter_errors(&json)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+#[test]
+fn every_experiment_and_valid_fixture_matches_the_schema() {
+    let validator = schema_validator();
+    let experiments: Vec<_> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    assert!(experiments.len() >= 5, "{experiments:?}");
+    for path in experiments.iter().chain(&files("valid")) {
+        let errors = schema_errors(&validator, path);
+        assert!(errors.is_empty(), "{}:\n{}", path.display(), errors.join("\n"));
+    }
+}
+
+#[test]
+fn shape_errors_fail_the_schema() {
+    let validator = schema_validator();
+    // Unknown keys, wrong types and missing keys: what a schema can see. Mistakes of meaning
+    // (an undefined `needs`, a cycle, an override of a missing parameter) are `check`'s alone.
+    for name in [
+        "unknown_top_key",
+        "unknown_schedule_key",
+        "unknown_param",
+        "guard_unknown_key",
+        "smoke_bad_key",
+        "param_wrong_type",
+        "kind_not_string",
+        "needs_not_list",
+        "cache_not_bool",
+        "bad_order",
+        "sweep_not_list",
+        "negative_warmup",
+        "unknown_kind",
+        "stage_without_kind",
+        "missing_name",
+        "missing_experiment",
+        "claim_missing_speedup",
+    ] {
+        let path = fixture(&format!("invalid/{name}.toml"));
+        assert!(
+            !schema_errors(&validator, &path).is_empty(),
+            "{name}: accepted by the schema"
+        );
+    }
+}
+
+#[test]
+fn the_committed_schema_is_what_measured_schema_prints() {
+    let out = run(bin().arg("schema"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/measured.schema.json");
+    let committed = std::fs::read_to_string(&committed).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&out.stdout) == committed,
+        "docs/measured.schema.json is out of date: run `measured schema > docs/measured.schema.json`"
+    );
 }
