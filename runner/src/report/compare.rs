@@ -52,6 +52,9 @@ pub struct CompareModel {
     pub after_only: Vec<String>,
     /// Raw statistics of every comparison, in `results` order.
     pub comparisons: Vec<ComparisonRecord>,
+    /// Every other metric both runs recorded, per matched config: medians with their CIs and
+    /// the after/before ratio with its CI (no direction, no verdict).
+    pub metrics: Vec<CompareMetric>,
     /// The after run is worse on the primary metric for some config, or a guard failed or could
     /// not be evaluated (what `--fail-on-regression` gates on).
     pub regression: bool,
@@ -109,6 +112,65 @@ pub struct EnvChange {
     pub before: Option<String>,
     pub after: Option<String>,
     pub changed: bool,
+}
+
+/// One metric of one config across the two runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareMetric {
+    pub config: String,
+    pub metric: String,
+    pub unit: String,
+    pub n_before: usize,
+    pub n_after: usize,
+    pub before_median: Option<f64>,
+    pub before_ci: Option<Interval>,
+    pub after_median: Option<f64>,
+    pub after_ci: Option<Interval>,
+    /// after / before, ratio of medians (runs are independent samples).
+    pub ratio: Option<f64>,
+    pub ratio_ci: Option<Interval>,
+}
+
+/// The metrics table of a comparison: what `report`'s Metrics table shows for one run, across
+/// two (the primary metric and charted loss series are left out, as there).
+fn compare_metrics(a: &RunData, b: &RunData, matched: &[(usize, usize)]) -> Vec<CompareMetric> {
+    let settings = settings_of(a);
+    let shown = vec![a.compare.primary.clone()];
+    let mut rows = Vec::new();
+    for m in super::others::recorded_metrics(a, &shown) {
+        if m.series && m.name.ends_with("loss") {
+            continue;
+        }
+        for &(i, j) in matched {
+            let (before, after) = (
+                metric_samples(&a.configs[i], &m.name),
+                metric_samples(&b.configs[j], &m.name),
+            );
+            if before.values.is_empty() || after.values.is_empty() {
+                continue;
+            }
+            let c = crate::stats::compare(
+                &before.values,
+                &after.values,
+                crate::stats::Direction::LowerIsBetter,
+                &settings,
+            );
+            rows.push(CompareMetric {
+                config: a.configs[i].name.clone(),
+                metric: m.name.clone(),
+                unit: m.unit.clone(),
+                n_before: before.values.len(),
+                n_after: after.values.len(),
+                before_median: finite(median(&before.values)),
+                before_ci: crate::stats::bootstrap_median_ci(&before.values, settings.resamples, settings.seed),
+                after_median: finite(median(&after.values)),
+                after_ci: crate::stats::bootstrap_median_ci(&after.values, settings.resamples, settings.seed),
+                ratio: finite(c.ratio),
+                ratio_ci: c.ratio_ci,
+            });
+        }
+    }
+    rows
 }
 
 /// Compares run `b` ("after") against run `a` ("before"). Refuses runs whose data hashes differ
@@ -258,6 +320,7 @@ pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Res
         before_only: only(a, b),
         after_only: only(b, a),
         comparisons: records,
+        metrics: compare_metrics(a, b, &matched),
         regression,
     };
     model.summary = model

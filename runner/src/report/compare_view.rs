@@ -34,7 +34,22 @@ pub struct CompareReport {
     /// Configs present in only one of the runs.
     pub unmatched: Vec<String>,
     pub comparisons: Vec<ComparisonRecord>,
+    pub metrics: Vec<CompareMetricRow>,
     pub regression: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareMetricRow {
+    pub config: String,
+    pub metric: String,
+    pub unit: String,
+    pub n: String,
+    pub before: String,
+    pub before_ci: String,
+    pub after: String,
+    pub after_ci: String,
+    pub ratio: String,
+    pub ratio_ci: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -150,6 +165,26 @@ pub fn compare_view(m: &CompareModel) -> CompareReport {
             .chain(m.after_only.iter().map(|c| format!("{c} (after only)")))
             .collect(),
         comparisons: m.comparisons.clone(),
+        metrics: m
+            .metrics
+            .iter()
+            .map(|r| CompareMetricRow {
+                config: r.config.clone(),
+                metric: format::cell(&r.metric),
+                unit: if r.unit.is_empty() {
+                    DASH.to_owned()
+                } else {
+                    format::cell(&r.unit)
+                },
+                n: format!("{} → {}", r.n_before, r.n_after),
+                before: format::cell(&value(r.before_median, &r.unit)),
+                before_ci: format::cell(&format::value_interval(r.before_ci, &r.unit)),
+                after: format::cell(&value(r.after_median, &r.unit)),
+                after_ci: format::cell(&format::value_interval(r.after_ci, &r.unit)),
+                ratio: format::factor(r.ratio.unwrap_or(f64::NAN)),
+                ratio_ci: format::factor_interval(r.ratio_ci),
+            })
+            .collect(),
         regression: m.regression,
     }
 }

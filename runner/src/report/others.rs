@@ -16,14 +16,14 @@ use crate::stats::{bootstrap_median_ci, median, CompareSettings, Direction};
 
 /// A metric a successful trial recorded: `<stage>.<metric>`, its unit, and whether it was only
 /// ever recorded per step.
-struct Recorded {
-    name: String,
-    unit: String,
-    series: bool,
+pub(crate) struct Recorded {
+    pub(crate) name: String,
+    pub(crate) unit: String,
+    pub(crate) series: bool,
 }
 
 /// Metrics of successful trials in order of first appearance, minus `shown_elsewhere`.
-fn recorded_metrics(run: &RunData, shown_elsewhere: &[String]) -> Vec<Recorded> {
+pub(crate) fn recorded_metrics(run: &RunData, shown_elsewhere: &[String]) -> Vec<Recorded> {
     let mut found: Vec<Recorded> = Vec::new();
     let successful = run.configs.iter().flat_map(|c| &c.trials).filter(|t| t.ok);
     for stage in successful.flat_map(|t| &t.stages) {
