@@ -56,7 +56,7 @@ pub struct LoadParams {
     /// Last day to load (inclusive).
     #[serde(deserialize_with = "de_opt_date")]
     pub end: Option<NaiveDate>,
-    /// Symbols with fewer bars than this in the range are dropped (and counted).
+    /// Symbols with fewer bars than this in the range are dropped (counted, and named in a note).
     pub min_history: usize,
     /// Split-adjust prices (and volumes) to the units of the last loaded day.
     pub adjust: bool,
