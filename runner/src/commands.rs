@@ -409,6 +409,9 @@ fn run_with(
         stored.len(),
         trials.len()
     );
+    for warning in crate::rundata::machine_load(&stored).warnings() {
+        eprintln!("warning: {warning}");
+    }
     if status == INCOMPLETE {
         eprintln!(
             "error: run {run_id} ran every trial but the database holds only {} of {}; \
@@ -1113,7 +1116,9 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
             let _ = writeln!(out, "  {config:<width$}  commit {}", list.join(", "));
         }
     }
-    let _ = writeln!(out, "trials: {} of {} stored\n", trials.len(), row.planned_trials);
+    let _ = writeln!(out, "trials: {} of {} stored", trials.len(), row.planned_trials);
+    show_machine_and_notes(&mut out, &trials);
+    out.push('\n');
     let mut by_stage: BTreeMap<u32, ()> = BTreeMap::new();
     for t in &trials {
         for s in &t.stages {
@@ -1150,6 +1155,48 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         }
     }
     Ok(out)
+}
+
+/// How busy the machine was (figures, then any warning) and the stages' distinct notes.
+fn show_machine_and_notes(out: &mut String, trials: &[TrialRecord]) {
+    let machine = crate::rundata::machine_load(trials);
+    if let Some(l) = &machine.load {
+        let _ = write!(
+            out,
+            "machine load over {}: 1-minute load mean {:.1} (max {:.1}) on {}",
+            crate::metrics::count(l.trials, "measured trial"),
+            l.mean,
+            l.max,
+            crate::metrics::count(l.cores as usize, "core")
+        );
+        if let Some(o) = l.other_cpu_mean {
+            let _ = write!(out, "; other processes used {o:.1} cores on average");
+        }
+        if let Some(f) = &machine.frequency {
+            let _ = write!(out, "; CPU clock {:.0}-{:.0} MHz", f.min_mhz, f.max_mhz);
+        }
+        out.push('\n');
+    }
+    for w in machine.warnings() {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    let (notes, left_out) = crate::rundata::stage_notes(trials);
+    if !notes.is_empty() {
+        let _ = writeln!(out, "notes from stages:");
+    }
+    for n in &notes {
+        let _ = writeln!(
+            out,
+            "  {} ({} of {}): {}",
+            n.stage,
+            crate::metrics::count(n.trials, "trial"),
+            crate::metrics::named_list(&n.configs),
+            n.note
+        );
+    }
+    if left_out > 0 {
+        let _ = writeln!(out, "  ({left_out} more distinct notes not listed)");
+    }
 }
 
 /// Per config (in the order first stored), the commits its trials ran, `(dirty)` marked;

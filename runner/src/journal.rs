@@ -458,6 +458,13 @@ mod tests {
             worker: "host:1".into(),
             git_commit: Some(format!("{index:040x}")),
             git_dirty: index == 1,
+            load: crate::measure::TrialLoad {
+                load_before: Some(0.5),
+                load_after: Some(1.25),
+                other_cpu: Some(0.75),
+                cores: Some(4),
+                cpu_mhz: (index != 2).then_some(2600.5),
+            },
             stages: vec![StageRecord {
                 name: "work".into(),
                 kind: "command".into(),
@@ -474,6 +481,7 @@ mod tests {
                     unit: "loss".into(),
                     step: Some(1),
                 }],
+                notes: vec![format!("dropped 1 symbol with no rows in the whole history: S{index}")],
             }],
         }
     }
@@ -499,6 +507,8 @@ mod tests {
         assert_eq!(c.trials[1].stages[0].metrics[0].step, Some(1));
         assert_eq!(c.trials[1].git_commit.as_deref(), Some(format!("{:040x}", 1).as_str()));
         assert!(c.trials[1].git_dirty && !c.trials[0].git_dirty);
+        assert_eq!(c.trials[1].load, trial(1, "").load);
+        assert_eq!(c.trials[1].stages[0].notes, trial(1, "").stages[0].notes);
         assert!(c.status.is_none());
         assert_eq!(find(dir.path(), Some("r")), vec![path.clone()]);
         assert!(find(dir.path(), Some("r2")).is_empty());
@@ -567,17 +577,23 @@ mod tests {
             assert_eq!(stored[0].stages[0].metrics[0].value, 0.25);
             assert_eq!(stored[2].git_commit.as_deref(), Some(format!("{:040x}", 2).as_str()));
             assert!(stored[1].git_dirty && !stored[2].git_dirty);
+            for t in &stored {
+                assert_eq!(t.load, trial(t.index, "").load, "{t:?}");
+                assert_eq!(t.stages[0].notes, trial(t.index, "").stages[0].notes);
+            }
+            assert_eq!(stored[2].load.cpu_mhz, None);
             db.close().await;
         });
     }
 
     #[test]
-    fn a_journal_written_before_trials_had_a_commit_still_reads() {
+    fn a_journal_written_before_trials_had_a_commit_load_or_notes_still_reads() {
         let dir = tempfile::tempdir().unwrap();
         let path = Journal::path_for(dir.path(), "exp", "r1");
         let h = header("r1");
         let _j = Journal::create(&path, &h).unwrap();
-        // A trial line as older versions wrote it: no `git_commit`, no `git_dirty`.
+        // A trial line as older versions wrote it: no `git_commit`, `git_dirty`, `load` or
+        // stage `notes`.
         let mut line = serde_json::to_value(Entry::Trial {
             trial: Box::new(trial(0, &h.env.hash)),
         })
@@ -585,11 +601,14 @@ mod tests {
         let t = line["trial"].as_object_mut().unwrap();
         t.remove("git_commit");
         t.remove("git_dirty");
+        t.remove("load");
+        t["stages"][0].as_object_mut().unwrap().remove("notes");
         let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
         writeln!(f, "{line}").unwrap();
         let c = read(&path).unwrap();
         assert_eq!(c.trials.len(), 1);
         assert_eq!(c.trials[0].git_commit, None);
         assert!(!c.trials[0].git_dirty);
+        assert!(c.trials[0].load.is_empty() && c.trials[0].stages[0].notes.is_empty());
     }
 }

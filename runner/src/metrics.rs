@@ -2,6 +2,9 @@
 //!
 //! A stage records metrics under stage-local names (`epoch_seconds`); reports and `[compare]`
 //! refer to them as `<stage>.<metric>` (`train.epoch_seconds`).
+//!
+//! A stage also records notes: plain sentences on what it left out or changed on its own
+//! (symbols it dropped, rows it skipped), so that a run says what its figures cover.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,10 +19,20 @@ pub struct Metric {
     pub step: Option<i64>,
 }
 
-/// Collects the metrics one stage run records.
+/// Notes one stage run keeps; further ones are counted, not kept.
+pub const MAX_NOTES: usize = 20;
+/// Characters of one note; a longer note is cut and ends with `…`.
+pub const MAX_NOTE_CHARS: usize = 1000;
+/// Names a note lists before saying how many more there are.
+pub const MAX_NAMED: usize = 10;
+
+/// Collects the metrics and notes one stage run records.
 #[derive(Debug, Default, Clone)]
 pub struct Recorder {
     metrics: Vec<Metric>,
+    notes: Vec<String>,
+    /// Notes past [`MAX_NOTES`].
+    notes_left_out: usize,
 }
 
 impl Recorder {
@@ -47,11 +60,108 @@ impl Recorder {
         });
     }
 
+    /// Records a note: what the stage dropped, skipped or changed, with figures. Kept once
+    /// (a repeated note is not stored twice), cut to [`MAX_NOTE_CHARS`], at most
+    /// [`MAX_NOTES`] per stage run.
+    pub fn note(&mut self, text: impl Into<String>) {
+        let text = cut(text.into().trim(), MAX_NOTE_CHARS);
+        if text.is_empty() || self.notes.contains(&text) {
+            return;
+        }
+        if self.notes.len() < MAX_NOTES {
+            self.notes.push(text);
+        } else {
+            self.notes_left_out += 1;
+        }
+    }
+
     pub fn metrics(&self) -> &[Metric] {
         &self.metrics
     }
 
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     pub fn into_metrics(self) -> Vec<Metric> {
         self.metrics
+    }
+
+    /// The metrics and the notes (with one saying how many were left out, if any).
+    pub fn into_parts(self) -> (Vec<Metric>, Vec<String>) {
+        let mut notes = self.notes;
+        if self.notes_left_out > 0 {
+            notes.push(format!(
+                "{} more notes were recorded but not kept (at most {MAX_NOTES} per stage run)",
+                self.notes_left_out
+            ));
+        }
+        (self.metrics, notes)
+    }
+}
+
+/// `s` cut to at most `max` characters, ending with `…` when it was cut.
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max.saturating_sub(1)) {
+        Some((i, _)) if s[i..].chars().nth(1).is_some() => format!("{}…", &s[..i]),
+        _ => s.to_owned(),
+    }
+}
+
+/// `A, B, C` for up to [`MAX_NAMED`] names, then `(and K more)`.
+pub fn named_list(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(MAX_NAMED).map(String::as_str).collect();
+    let more = names.len().saturating_sub(MAX_NAMED);
+    if more > 0 {
+        format!("{} (and {more} more)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// `1 symbol`, `3 symbols`.
+pub fn count(n: usize, thing: &str) -> String {
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_bounded_in_length_and_number_and_kept_once() {
+        let mut rec = Recorder::new();
+        rec.note("dropped 1 symbol");
+        rec.note("dropped 1 symbol");
+        rec.note("x".repeat(5000));
+        assert_eq!(rec.notes().len(), 2);
+        assert_eq!(rec.notes()[1].chars().count(), MAX_NOTE_CHARS);
+        assert!(rec.notes()[1].ends_with('…'));
+        for i in 0..30 {
+            rec.note(format!("note {i}"));
+        }
+        let (_, notes) = rec.into_parts();
+        assert_eq!(notes.len(), MAX_NOTES + 1);
+        assert_eq!(
+            notes[MAX_NOTES],
+            "12 more notes were recorded but not kept (at most 20 per stage run)"
+        );
+    }
+
+    #[test]
+    fn lists_name_ten_and_count_the_rest() {
+        let names: Vec<String> = (0..13).map(|i| format!("S{i}")).collect();
+        assert_eq!(
+            named_list(&names),
+            "S0, S1, S2, S3, S4, S5, S6, S7, S8, S9 (and 3 more)"
+        );
+        assert_eq!(named_list(&names[..2]), "S0, S1");
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("abcd", 3), "ab…");
+        assert_eq!(cut("ééé", 2), "é…");
+        assert_eq!(
+            (count(1, "symbol"), count(2, "symbol")),
+            ("1 symbol".into(), "2 symbols".into())
+        );
     }
 }

@@ -1,11 +1,11 @@
 //! From stored rows to the report's input (store -> **rundata** -> stats/report).
 
 use crate::exec::{StageStatus, TrialRecord};
-use crate::measure::Fingerprint;
-use crate::report::{ConfigData, RunData, StageData, TrialData};
+use crate::measure::{Fingerprint, MachineLoad};
+use crate::report::{ConfigData, RunData, StageData, StageNoteRow, TrialData};
 use crate::runspec::StoredSpec;
 use crate::store::RunRow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Builds the report input from a stored run, its spec and its trials, read from the results
 /// database at `database`. Nothing here validates a manifest or builds a stage.
@@ -95,6 +95,14 @@ pub fn run_data(
             row.status, row.stored_trials, row.planned_trials
         ));
     }
+    let machine = machine_load(trials);
+    notes.extend(machine.warnings());
+    let (stage_notes, left_out) = stage_notes(trials);
+    if left_out > 0 {
+        notes.push(format!(
+            "The stages recorded {left_out} more distinct notes than the {MAX_STAGE_NOTES} listed under Notes from stages."
+        ));
+    }
     RunData {
         run_id: row.id.clone(),
         experiment: row.experiment.clone(),
@@ -112,7 +120,60 @@ pub fn run_data(
         results_database: crate::store::redact_url(database),
         stock_database: row.stock_database.clone(),
         notes,
+        machine,
+        stage_notes,
     }
+}
+
+/// How busy the machine was during the measured (not warm-up) trials.
+pub fn machine_load(trials: &[TrialRecord]) -> MachineLoad {
+    MachineLoad::of(trials.iter().filter(|t| !t.warmup).map(|t| {
+        let wall = (t.finished_at - t.started_at).num_milliseconds().max(0) as f64 / 1e3;
+        (&t.load, wall)
+    }))
+}
+
+/// Distinct stage notes a report or `measured show` lists; more are counted.
+pub const MAX_STAGE_NOTES: usize = 100;
+
+/// The distinct notes of every trial's stages (warm-up included: a cached stage runs only in
+/// the first trial that needs it), in order of first appearance, with the configs and the
+/// number of trials that recorded each; and how many distinct notes past
+/// [`MAX_STAGE_NOTES`] were left out.
+pub fn stage_notes(trials: &[TrialRecord]) -> (Vec<StageNoteRow>, usize) {
+    let mut rows: Vec<StageNoteRow> = Vec::new();
+    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut left_out: HashSet<(&str, &str)> = HashSet::new();
+    for t in trials {
+        for s in &t.stages {
+            for note in &s.notes {
+                let key = (s.name.as_str(), note.as_str());
+                let i = match index.get(&key) {
+                    Some(&i) => i,
+                    None if rows.len() < MAX_STAGE_NOTES => {
+                        rows.push(StageNoteRow {
+                            stage: s.name.clone(),
+                            note: note.clone(),
+                            configs: Vec::new(),
+                            trials: 0,
+                        });
+                        index.insert(key, rows.len() - 1);
+                        rows.len() - 1
+                    }
+                    None => {
+                        left_out.insert(key);
+                        continue;
+                    }
+                };
+                let row = &mut rows[i];
+                row.trials += 1;
+                if !row.configs.contains(&t.config) {
+                    row.configs.push(t.config.clone());
+                }
+            }
+        }
+    }
+    (rows, left_out.len())
 }
 
 /// Which commit each variant that names a git revision ran, as its trials recorded.
@@ -252,6 +313,7 @@ mod tests {
             worker: format!("{host}:{pid}"),
             git_commit: None,
             git_dirty: false,
+            load: Default::default(),
             stages: Vec::new(),
         }
     }
@@ -362,6 +424,79 @@ mod tests {
             md.contains("Results database `r.sqlite`; stock data from the same database."),
             "{md}"
         );
+    }
+
+    #[test]
+    fn stage_notes_are_listed_once_with_their_configs_and_trial_counts() {
+        let with_note = |index, variant: &str, warmup, note: &str| {
+            let mut t = trial(index, variant, "n1", 1, warmup);
+            t.stages.push(crate::exec::StageRecord {
+                name: "load".into(),
+                kind: "load".into(),
+                position: 0,
+                status: StageStatus::Ok,
+                cache_hit: false,
+                seconds: 0.1,
+                peak_rss_bytes: None,
+                error: None,
+                content_hash: None,
+                metrics: Vec::new(),
+                notes: vec![note.to_owned()],
+            });
+            t
+        };
+        let trials = vec![
+            with_note(0, "a", true, "dropped 1 symbol with no rows in the whole history: X"),
+            with_note(1, "b", false, "dropped 1 symbol with no rows in the whole history: X"),
+            with_note(2, "a", false, "something else"),
+            with_note(3, "b", false, "dropped 1 symbol with no rows in the whole history: X"),
+        ];
+        let (notes, left_out) = stage_notes(&trials);
+        assert_eq!(left_out, 0);
+        assert_eq!(notes.len(), 2);
+        assert_eq!(
+            (notes[0].trials, notes[0].configs.clone()),
+            (3, vec!["a".into(), "b".into()])
+        );
+        assert_eq!((notes[1].note.as_str(), notes[1].trials), ("something else", 1));
+        let many: Vec<TrialRecord> = (0..MAX_STAGE_NOTES as u32 + 5)
+            .map(|i| with_note(i, "a", false, &format!("note {i}")))
+            .collect();
+        let (notes, left_out) = stage_notes(&many);
+        assert_eq!((notes.len(), left_out), (MAX_STAGE_NOTES, 5));
+    }
+
+    #[test]
+    fn load_figures_leave_out_warm_up_trials_and_old_runs_say_nothing() {
+        let mut warm = trial(0, "a", "n1", 1, true);
+        warm.load = crate::measure::TrialLoad {
+            load_before: Some(9.0),
+            load_after: Some(9.0),
+            other_cpu: Some(8.0),
+            cores: Some(8),
+            cpu_mhz: Some(1000.0),
+        };
+        let mut measured = trial(1, "a", "n1", 1, false);
+        measured.load = crate::measure::TrialLoad {
+            load_before: Some(0.5),
+            load_after: Some(0.7),
+            other_cpu: Some(0.2),
+            cores: Some(8),
+            cpu_mhz: Some(3000.0),
+        };
+        let m = machine_load(&[warm.clone(), measured]);
+        let l = m.load.as_ref().unwrap();
+        assert_eq!((l.trials, l.max, l.busy), (1, 0.7, false));
+        assert!(m.warnings().is_empty());
+        // Trials stored before the readings existed: no figures at all.
+        let (row, spec) = stored_run(None);
+        let old = [trial(0, "a", "n1", 1, false), trial(1, "a", "n1", 1, false)];
+        let data = run_data(&row, &spec, &old, None, "r.sqlite");
+        assert_eq!(data.machine, MachineLoad::default());
+        assert!(data
+            .notes
+            .iter()
+            .all(|n| !n.contains("Busy") && !n.contains("frequency")));
     }
 
     #[test]

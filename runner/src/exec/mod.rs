@@ -14,7 +14,7 @@ pub use services::{missing_named_stock, Services};
 
 use crate::artifact::Artifact;
 use crate::manifest::Experiment;
-use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint};
+use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint, LoadProbe};
 use crate::plan::{stage_seed, ScheduledTrial};
 use crate::stage::{Inputs, StageCtx, TrialInfo};
 use chrono::Utc;
@@ -205,6 +205,8 @@ pub fn run_trial(
         warmup: trial.warmup,
     };
     let started_at = Utc::now();
+    // Read outside the stages' timers, so the readings never count in a measured time.
+    let probe = LoadProbe::start();
     let n = exp.stages.len();
     let mut artifacts: Vec<Option<Artifact>> = vec![None; n];
     let mut cache_keys: Vec<String> = vec![String::new(); n];
@@ -224,6 +226,7 @@ pub fn run_trial(
             error: None,
             content_hash: None,
             metrics: Vec::new(),
+            notes: Vec::new(),
         };
         let blocked: Vec<&str> = def
             .needs
@@ -282,7 +285,7 @@ pub fn run_trial(
                 (a, b) => a.or(b),
             };
             record.content_hash = ctx.content_hash.take();
-            record.metrics = ctx.rec.into_metrics();
+            (record.metrics, record.notes) = ctx.rec.into_parts();
             match result {
                 Ok(artifact) => {
                     if def.cache {
@@ -301,6 +304,7 @@ pub fn run_trial(
         emit_stage(reporters, spec.run_id, trial.index, &record)?;
         records.push(record);
     }
+    let load = probe.finish();
     let seconds = records
         .iter()
         .filter(|r| r.status != StageStatus::Skipped && !exp.stages.iter().any(|s| s.name == r.name && s.cache))
@@ -331,6 +335,7 @@ pub fn run_trial(
         worker: spec.worker.clone(),
         git_commit,
         git_dirty,
+        load,
         stages: records,
     }))
 }

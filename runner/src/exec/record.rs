@@ -1,5 +1,6 @@
 //! What a finished trial looks like (exec -> reporters -> store), and read back for reports.
 
+use crate::measure::TrialLoad;
 use crate::metrics::Metric;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -47,6 +48,10 @@ pub struct StageRecord {
     /// Content hash of the stage's output data, when it produces data.
     pub content_hash: Option<String>,
     pub metrics: Vec<Metric>,
+    /// What the stage reported dropping or skipping (see `Recorder::note`); empty for stages
+    /// stored before notes were recorded.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// One finished trial, stored in one transaction.
@@ -78,5 +83,9 @@ pub struct TrialRecord {
     /// files a build changed in a checkout.
     #[serde(default)]
     pub git_dirty: bool,
+    /// How busy the machine was around the trial; all `None` for trials stored before it was
+    /// recorded.
+    #[serde(default)]
+    pub load: TrialLoad,
     pub stages: Vec<StageRecord>,
 }

@@ -6,16 +6,26 @@ use crate::journal::{self, Journal};
 use crate::measure::Fingerprint;
 use crate::store::{self, Db};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Progress on the terminal; failures are printed as they happen (also when not a TTY).
+/// Distinct stage notes the console prints in one run; `measured show` and the report list
+/// the rest.
+const CONSOLE_NOTES: usize = 20;
+
+/// Progress on the terminal; failures are printed as they happen (also when not a TTY), and
+/// each distinct stage note once per run (a note every trial repeats is printed once).
 pub struct ConsoleReporter {
     bar: ProgressBar,
     quiet: bool,
+    /// `(stage, note)` pairs already printed.
+    noted: HashSet<(String, String)>,
+    /// Hashes of the distinct notes past [`CONSOLE_NOTES`], not printed.
+    held_back: HashSet<u64>,
+    run_id: String,
 }
 
 impl ConsoleReporter {
@@ -23,6 +33,29 @@ impl ConsoleReporter {
         Self {
             bar: ProgressBar::hidden(),
             quiet,
+            noted: HashSet::new(),
+            held_back: HashSet::new(),
+            run_id: String::new(),
+        }
+    }
+
+    fn print_notes(&mut self, stage: &super::StageRecord) {
+        for note in &stage.notes {
+            let key = (stage.name.clone(), note.clone());
+            if self.noted.contains(&key) {
+                continue;
+            }
+            if self.noted.len() >= CONSOLE_NOTES {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                key.hash(&mut h);
+                self.held_back.insert(h.finish());
+                continue;
+            }
+            self.noted.insert(key);
+            if !self.quiet {
+                self.bar.suspend(|| eprintln!("note: stage {}: {note}", stage.name));
+            }
         }
     }
 }
@@ -36,6 +69,7 @@ impl Reporter for ConsoleReporter {
                 run_id,
                 ..
             } => {
+                self.run_id = (*run_id).to_owned();
                 if !self.quiet {
                     self.bar = ProgressBar::new(*to_run as u64);
                     self.bar.set_style(
@@ -62,7 +96,7 @@ impl Reporter for ConsoleReporter {
                 };
                 self.bar.set_message(format!("{config} ({what})"));
             }
-            RunEvent::StageFinished { .. } => {}
+            RunEvent::StageFinished { stage, .. } => self.print_notes(stage),
             RunEvent::TrialFinished { trial, .. } => {
                 self.bar.inc(1);
                 if let Some(err) = &trial.error {
@@ -71,7 +105,16 @@ impl Reporter for ConsoleReporter {
                         .suspend(|| eprintln!("trial {} ({}) failed: {text}", trial.index, trial.config));
                 }
             }
-            RunEvent::RunFinished { .. } => self.bar.finish_and_clear(),
+            RunEvent::RunFinished { .. } => {
+                self.bar.finish_and_clear();
+                if !self.held_back.is_empty() && !self.quiet {
+                    eprintln!(
+                        "note: stages recorded {} more distinct notes; `measured show {}` lists them",
+                        self.held_back.len(),
+                        self.run_id
+                    );
+                }
+            }
         }
         Ok(())
     }

@@ -88,8 +88,9 @@ pub enum NormalizeError {
 ///
 /// Records `windows`, `train_windows`, `valid_windows`, `features`, `symbols`, `threads`
 /// (count), `bytes` (B), `features_seconds`, `normalize_seconds`, `windows_seconds` (s) and
-/// `windows_per_second`. With `parallel = true` the work runs on a rayon pool of `threads`
-/// threads built for this call, so a sweep over `threads` measures scaling.
+/// `windows_per_second`, and notes naming the symbols that gave no training window. With
+/// `parallel = true` the work runs on a rayon pool of `threads` threads built for this call,
+/// so a sweep over `threads` measures scaling.
 pub fn build_windows(
     bars: &Bars,
     params: &NormalizeParams,
@@ -236,8 +237,13 @@ fn run(
     check_cancel(cancel)?;
     let mut train_pieces = Vec::new();
     let mut valid_pieces = Vec::new();
+    let mut left_out = LeftOut::default();
     for (s, sym_stats) in stats.iter().enumerate() {
-        let Some(sym_stats) = sym_stats else { continue };
+        let name = || bars.symbols[s].symbol.clone();
+        let Some(sym_stats) = sym_stats else {
+            left_out.unnormalized.push(name());
+            continue;
+        };
         let n = computed[s].rows;
         let piece = |span| Piece {
             symbol: s,
@@ -246,11 +252,16 @@ fn run(
             bars: &bars.symbols[s],
             stats: sym_stats,
         };
-        if let Some(span) = layout.train(warm, v0[s]) {
-            train_pieces.push(piece(span));
-        }
-        if let Some(span) = layout.valid(n, warm, v0[s]) {
-            valid_pieces.push(piece(span));
+        match (layout.train(warm, v0[s]), layout.valid(n, warm, v0[s])) {
+            (Some(train), valid) => {
+                train_pieces.push(piece(train));
+                valid_pieces.extend(valid.map(piece));
+            }
+            (None, Some(valid)) => {
+                left_out.valid_only.push(name());
+                valid_pieces.push(piece(valid));
+            }
+            (None, None) => left_out.no_windows.push(name()),
         }
     }
     if train_pieces.is_empty() {
@@ -336,6 +347,8 @@ fn run(
     drop((train_pieces, valid_pieces));
     compute::recycle(computed);
 
+    left_out.note(rec, params, split, warm);
+
     let (n_train, n_valid) = (out.train.len(), out.valid.len());
     let total = (n_train + n_valid) as f64;
     rec.record("windows", total, "count");
@@ -350,6 +363,58 @@ fn run(
     let seconds = features_seconds + normalize_seconds + windows_seconds;
     rec.record("windows_per_second", total / seconds.max(1e-9), "windows/s");
     Ok(out)
+}
+
+/// Symbols that gave no training window, by why (names in symbol order).
+#[derive(Default)]
+struct LeftOut {
+    /// Per-symbol scope: too few training rows to estimate its normalization; skipped.
+    unnormalized: Vec<String>,
+    /// Too little history before the split for a training window, and too little after it
+    /// for a validation window; skipped.
+    no_windows: Vec<String>,
+    /// Too little history before the split for a training window; validation windows only.
+    valid_only: Vec<String>,
+}
+
+impl LeftOut {
+    /// One note per reason that applies, naming the symbols.
+    fn note(&self, rec: &mut Recorder, params: &NormalizeParams, split: NaiveDate, warm: usize) {
+        use crate::metrics::{count, named_list};
+        let window = format!(
+            "one needs {} rows: {warm} warm-up + seq_len {} + horizon {}",
+            warm + params.seq_len + params.horizon,
+            params.seq_len,
+            params.horizon
+        );
+        if !self.unnormalized.is_empty() {
+            rec.note(format!(
+                "skipped {} with too few training rows to normalize by (scope = \"per_symbol\" needs {} rows before the split {split}, after the {warm}-row feature warm-up): {}",
+                count(self.unnormalized.len(), "symbol"),
+                params.seq_len.max(2),
+                named_list(&self.unnormalized)
+            ));
+        }
+        if !self.no_windows.is_empty() {
+            rec.note(format!(
+                "skipped {} with too little history before the split {split} for one training window ({window}) and too little after it for a validation window: {}",
+                count(self.no_windows.len(), "symbol"),
+                named_list(&self.no_windows)
+            ));
+        }
+        if !self.valid_only.is_empty() {
+            rec.note(format!(
+                "{} too little history before the split {split} for one training window ({window}), so {} validation windows only: {}",
+                if self.valid_only.len() == 1 {
+                    "1 symbol has".to_owned()
+                } else {
+                    format!("{} symbols have", self.valid_only.len())
+                },
+                if self.valid_only.len() == 1 { "it adds" } else { "they add" },
+                named_list(&self.valid_only)
+            ));
+        }
+    }
 }
 
 /// Bytes held by one split's buffers.

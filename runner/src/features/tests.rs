@@ -448,3 +448,71 @@ fn missing_validation_windows_name_what_the_longest_symbol_lacks() {
     assert!(text.contains("but only 0 training rows after the"), "{text}");
     assert!(text.contains("fewer than the 20 it needs"), "{text}");
 }
+
+/// Rows `keep` of a symbol, every column cut alike.
+fn rows_of(s: &SymbolBars, keep: std::ops::Range<usize>) -> SymbolBars {
+    let cut = |v: &[f64]| v[keep.clone()].to_vec();
+    SymbolBars {
+        symbol: s.symbol.clone(),
+        dates: s.dates[keep.clone()].to_vec(),
+        open: cut(&s.open),
+        high: cut(&s.high),
+        low: cut(&s.low),
+        close: cut(&s.close),
+        volume: cut(&s.volume),
+        amount: cut(&s.amount),
+        adj_factor: cut(&s.adj_factor),
+    }
+}
+
+#[test]
+fn symbols_left_without_training_windows_are_named_in_notes() {
+    let full = synthetic_bars(5, 600, 7);
+    let split = date("2015-09-01");
+    let v0 = full.symbols[0].dates.partition_point(|d| *d < split);
+    let names: Vec<String> = full.symbols.iter().map(|s| s.symbol.clone()).collect();
+    let mut bars = full.clone();
+    // 10 training rows after the 60-row warm-up: too few to normalize per symbol.
+    bars.symbols[1] = rows_of(&full.symbols[1], 0..70);
+    // Enough to normalize (22 rows), not for a window of 60 + 20 + 5; nothing after the split.
+    bars.symbols[2] = rows_of(&full.symbols[2], 0..82);
+    // Listed 70 rows before the split: too few to normalize, plenty of validation rows.
+    bars.symbols[3] = rows_of(&full.symbols[3], v0 - 70..600);
+    let p = NormalizeParams { horizon: 5, ..base() };
+    let (_, rec) = try_build(&bars, &p).unwrap();
+    let window = "one needs 85 rows: 60 warm-up + seq_len 20 + horizon 5";
+    assert_eq!(
+        rec.notes(),
+        [
+            format!(
+                "skipped 2 symbols with too few training rows to normalize by (scope = \"per_symbol\" needs 20 rows before the split 2015-09-01, after the 60-row feature warm-up): {}, {}",
+                names[1], names[3]
+            ),
+            format!(
+                "skipped 1 symbol with too little history before the split 2015-09-01 for one training window ({window}) and too little after it for a validation window: {}",
+                names[2]
+            ),
+        ]
+    );
+    // Pooled statistics normalize every symbol: the late listing adds validation windows only.
+    let pooled = NormalizeParams {
+        scope: NormScope::Pooled,
+        ..p.clone()
+    };
+    let (_, rec) = try_build(&bars, &pooled).unwrap();
+    assert_eq!(
+        rec.notes(),
+        [
+            format!(
+                "skipped 2 symbols with too little history before the split 2015-09-01 for one training window ({window}) and too little after it for a validation window: {}, {}",
+                names[1], names[2]
+            ),
+            format!(
+                "1 symbol has too little history before the split 2015-09-01 for one training window ({window}), so it adds validation windows only: {}",
+                names[3]
+            ),
+        ]
+    );
+    let (_, rec) = try_build(&full, &p).unwrap();
+    assert!(rec.notes().is_empty(), "{:?}", rec.notes());
+}

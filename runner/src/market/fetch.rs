@@ -15,8 +15,8 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 pub(crate) struct Collected {
     /// Kept symbols with their digests.
     pub symbols: Vec<(SymbolBars, [u8; 32])>,
-    /// Symbols below `min_history`.
-    pub dropped: usize,
+    /// Codes below `min_history` (those with no rows in the range included).
+    pub dropped: Vec<String>,
     /// Bytes received from a COPY stream.
     pub wire_bytes: u64,
 }
@@ -184,7 +184,7 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
     };
     for mut s in fetched {
         if s.len() < params.min_history {
-            collected.dropped += 1;
+            collected.dropped.push(s.symbol);
             continue;
         }
         if params.adjust {
@@ -193,9 +193,17 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
         let digest = symbol_digest(&s);
         collected.symbols.push((s, digest));
     }
-    // Symbols with no rows at all never reach the grouper; count them as dropped too.
-    let seen = collected.symbols.len() + collected.dropped;
-    collected.dropped += codes.len().saturating_sub(seen);
+    // Symbols with no rows at all never reach the grouper; they are dropped too.
+    if collected.symbols.len() + collected.dropped.len() < codes.len() {
+        let seen: std::collections::HashSet<&str> = collected
+            .symbols
+            .iter()
+            .map(|(s, _)| s.symbol.as_str())
+            .chain(collected.dropped.iter().map(String::as_str))
+            .collect();
+        let unseen: Vec<String> = codes.iter().filter(|c| !seen.contains(c.as_str())).cloned().collect();
+        collected.dropped.extend(unseen);
+    }
     Ok(collected)
 }
 

@@ -16,7 +16,7 @@ use crate::store::Db;
 use chrono::NaiveDate;
 use rand::SeedableRng;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// Why `load` produced no artifact.
@@ -97,7 +97,7 @@ pub(crate) fn describe(sel: &SymbolSelection) -> String {
 
 /// Loads the selected bars. Records `rows`, `symbols`, `symbols_dropped`, `bytes` (the
 /// columnar payload, the same for every strategy), `seconds` and `rows_per_second`, plus
-/// `wire_bytes` for `copy`.
+/// `wire_bytes` for `copy`; a note names the symbols `min_history` dropped.
 pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Bars, LoadError> {
     let started = Instant::now();
     if params.strategy == FetchStrategy::Copy && matches!(db, Db::Sqlite(_)) {
@@ -122,14 +122,14 @@ pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Ba
     let outputs =
         futures_util::future::try_join_all(shares.iter().map(|share| fetch_worker(db, share, params))).await?;
     let mut by_code: HashMap<String, (SymbolBars, [u8; 32])> = HashMap::new();
-    let (mut dropped, mut wire_bytes) = (0usize, 0u64);
+    let (mut dropped, mut wire_bytes) = (HashSet::new(), 0u64);
     for output in outputs {
         let Collected {
             symbols,
             dropped: d,
             wire_bytes: w,
         } = output;
-        dropped += d;
+        dropped.extend(d);
         wire_bytes += w;
         by_code.extend(symbols.into_iter().map(|s| (s.0.symbol.clone(), s)));
     }
@@ -156,7 +156,12 @@ pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Ba
     let payload = rows * (std::mem::size_of::<NaiveDate>() + 7 * std::mem::size_of::<f64>());
     rec.record("rows", rows as f64, "count");
     rec.record("symbols", bars.symbols.len() as f64, "count");
-    rec.record("symbols_dropped", dropped as f64, "count");
+    rec.record("symbols_dropped", dropped.len() as f64, "count");
+    if !dropped.is_empty() {
+        // Named in selection order, so the note is the same for every strategy and worker count.
+        let names: Vec<String> = codes.iter().filter(|c| dropped.contains(*c)).cloned().collect();
+        rec.note(dropped_note(&names, params));
+    }
     rec.record("bytes", payload as f64, "B");
     if params.strategy == FetchStrategy::Copy {
         rec.record("wire_bytes", wire_bytes as f64, "B");
@@ -164,6 +169,24 @@ pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Ba
     rec.record("seconds", seconds, "s");
     rec.record("rows_per_second", rows as f64 / seconds.max(1e-9), "rows/s");
     Ok(bars)
+}
+
+/// "dropped 3 symbols with fewer than 70 rows in the whole history (min_history = 70): A, B, C".
+pub(crate) fn dropped_note(names: &[String], params: &LoadParams) -> String {
+    let range = describe_range(params.start, params.end);
+    let what = if params.min_history == 1 {
+        format!("no rows in {range}")
+    } else {
+        format!(
+            "fewer than {} rows in {range} (min_history = {})",
+            params.min_history, params.min_history
+        )
+    };
+    format!(
+        "dropped {} with {what}: {}",
+        crate::metrics::count(names.len(), "symbol"),
+        crate::metrics::named_list(names)
+    )
 }
 
 fn describe_range(start: Option<NaiveDate>, end: Option<NaiveDate>) -> String {

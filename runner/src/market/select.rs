@@ -60,7 +60,7 @@ pub struct LoadParams {
     #[serde(deserialize_with = "de_opt_date")]
     #[schemars(schema_with = "date_schema")]
     pub end: Option<NaiveDate>,
-    /// Symbols with fewer bars than this in the range are dropped (and counted).
+    /// Symbols with fewer bars than this in the range are dropped (counted, and named in a note).
     #[schemars(range(min = 1))]
     pub min_history: usize,
     /// Split-adjust prices (and volumes) to the units of the last loaded day.

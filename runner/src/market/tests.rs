@@ -96,6 +96,7 @@ both_backends!(
     injection_in_a_symbol_loads_nothing,
     selections_and_errors_name_what_was_asked,
     demo_market_fills_only_an_empty_database,
+    dropped_symbols_are_named_in_a_note,
 );
 
 pub(super) fn small_market(seed: u64) -> SynthOptions {
@@ -362,6 +363,60 @@ async fn selections_and_errors_name_what_was_asked(db: Db) {
         metric(&rec, "symbols_dropped") as usize + got.symbols.len(),
         codes.len()
     );
+}
+
+async fn dropped_symbols_are_named_in_a_note(db: Db) {
+    synth(&db, &small_market(8), &indicatif::ProgressBar::hidden())
+        .await
+        .unwrap();
+    let mut rows: std::collections::BTreeMap<String, Vec<NaiveDate>> = Default::default();
+    for (code, date, _) in stored_rows(&db).await {
+        rows.entry(code).or_default().push(date);
+    }
+    let short: Vec<String> = rows
+        .iter()
+        .filter(|(_, d)| d.len() < 70)
+        .map(|(c, _)| c.clone())
+        .collect();
+    assert!(!short.is_empty() && short.len() < rows.len(), "{rows:?}");
+    let want = format!(
+        "dropped {} with fewer than 70 rows in the whole history (min_history = 70): {}",
+        crate::metrics::count(short.len(), "symbol"),
+        crate::metrics::named_list(&short)
+    );
+    // The same note, names in selection order, whichever strategy and however many workers.
+    for strategy in strategies(&db) {
+        for connections in [1, 3] {
+            let params = LoadParams {
+                min_history: 70,
+                strategy,
+                connections,
+                ..LoadParams::default()
+            };
+            let (bars, rec) = load_with(&db, params).await;
+            assert_eq!(bars.unwrap().symbols.len(), rows.len() - short.len());
+            assert_eq!(rec.notes(), std::slice::from_ref(&want), "{strategy} x{connections}");
+        }
+    }
+    // A symbol delisted early has no rows after its last day: dropped by name even at
+    // min_history = 1.
+    let last = |d: &Vec<NaiveDate>| *d.last().unwrap();
+    let (gone, dates) = rows.iter().min_by_key(|(_, d)| last(d)).unwrap();
+    let (kept, _) = rows.iter().max_by_key(|(_, d)| last(d)).unwrap();
+    let after = last(dates).succ_opt().unwrap();
+    let params = LoadParams {
+        symbols: SymbolSelection::List(vec![kept.clone(), gone.clone()]),
+        start: Some(after),
+        ..LoadParams::default()
+    };
+    let (bars, rec) = load_with(&db, params).await;
+    assert_eq!(bars.unwrap().symbols.len(), 1);
+    assert_eq!(
+        rec.notes(),
+        [format!("dropped 1 symbol with no rows in {after} onwards: {gone}")]
+    );
+    let (_, rec) = load_with(&db, LoadParams::default()).await;
+    assert!(rec.notes().is_empty(), "{:?}", rec.notes());
 }
 
 async fn demo_market_fills_only_an_empty_database(db: Db) {

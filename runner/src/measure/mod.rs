@@ -1,8 +1,12 @@
-//! Measuring what happens around a stage (exec -> measure): peak memory and the environment
-//! fingerprint stored with every run and trial.
+//! Measuring what happens around a stage (exec -> measure): peak memory, how busy the machine
+//! was around each trial, and the environment fingerprint stored with every run and trial.
 
+mod busy;
 mod env;
+mod load;
 mod rss;
 
+pub use busy::{busy_warning, frequency_warning, FrequencyFigures, LoadFigures, MachineLoad};
 pub use env::Fingerprint;
+pub use load::{LoadProbe, TrialLoad};
 pub use rss::{peak_rss_bytes, reset_peak_rss};

@@ -118,3 +118,53 @@ fn the_metrics_table_leaves_out_what_other_tables_and_charts_show() {
         .iter()
         .all(|m| !m.metric.ends_with("_gbps") && !m.metric.ends_with("_pct_peak")));
 }
+
+#[test]
+fn a_busy_machine_and_stage_notes_are_typed_in_json_and_listed_in_markdown() {
+    let mut run = sweep_run();
+    let busy = crate::measure::TrialLoad {
+        load_before: Some(2.5),
+        load_after: Some(3.5),
+        other_cpu: Some(1.7),
+        cores: Some(2),
+        cpu_mhz: Some(2600.0),
+    };
+    run.machine = crate::measure::MachineLoad::of([(&busy, 2.0)]);
+    run.notes.extend(run.machine.warnings());
+    run.stage_notes = vec![StageNoteRow {
+        stage: "load".to_owned(),
+        note: "dropped 2 symbols with fewer than 600 rows in the whole history (min_history = 600): AAA, BBB"
+            .to_owned(),
+        configs: vec!["baseline[batch_size=64]".to_owned(), "reuse[batch_size=64]".to_owned()],
+        trials: 3,
+    }];
+    let report = build_report(&run);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        json["load"],
+        serde_json::json!({"mean": 3.0, "max": 3.5, "cores": 2, "other_cpu_mean": 1.7,
+                           "other_cpu_max": 1.7, "busy": true, "trials": 1})
+    );
+    assert_eq!(json["cpu_frequency"]["dropped"], false);
+    assert_eq!(json["stage_notes"][0]["trials"], 3);
+    assert_eq!(json["stage_notes"][0]["configs"][1], "reuse[batch_size=64]");
+    let md = render_markdown(&report, None).unwrap();
+    assert!(
+        md.contains("> **Note:** Busy machine: other processes used 1.7 of the 2 cores on average"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Notes from stages\n\nWhat the stages reported dropping or skipping, each distinct note once.\n\n- `load` (3 trials of baseline[batch_size=64], reuse[batch_size=64]): dropped 2 symbols"),
+        "{md}"
+    );
+    // Runs stored before the readings: no figures, no section, nothing said.
+    let old = build_report(&sweep_run());
+    let json = serde_json::to_value(&old).unwrap();
+    assert!(json["load"].is_null() && json["cpu_frequency"].is_null());
+    assert_eq!(json["stage_notes"], serde_json::json!([]));
+    let md = render_markdown(&old, None).unwrap();
+    assert!(
+        !md.contains("Busy machine") && !md.contains("Notes from stages"),
+        "{md}"
+    );
+}

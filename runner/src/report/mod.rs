@@ -52,8 +52,8 @@ pub use history::{build_history, render_history_markdown, History, HistoryPoint,
 pub use markdown::{render_compare_github, render_compare_markdown, render_github, render_markdown};
 pub use model::{
     BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
-    FailedTrialRow, GuardRow, Interval, Method, OtherMetricRow, PAdjustment, Primary, Report, ResultRow, StageRow,
-    SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
+    FailedTrialRow, FrequencyFigures, GuardRow, Interval, LoadFigures, Method, OtherMetricRow, PAdjustment, Primary,
+    Report, ResultRow, StageNoteRow, StageRow, SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
 };
 pub use output::{compare_output, report_output, OutputFormat};
 pub use scaling::{
@@ -90,6 +90,10 @@ pub struct RunData {
     pub stock_database: Option<String>,
     /// Free-form remarks such as "CPU-only run".
     pub notes: Vec<String>,
+    /// How busy the machine was during the measured trials (empty for runs stored before).
+    pub machine: crate::measure::MachineLoad,
+    /// Distinct notes the stages recorded.
+    pub stage_notes: Vec<StageNoteRow>,
 }
 
 /// One variant at one sweep point.

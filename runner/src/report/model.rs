@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+pub use crate::measure::{FrequencyFigures, LoadFigures};
 use crate::stats::{ClaimVerdict, Comparison, Direction, GuardResult, Tolerance, Verdict};
 
 /// Version of the `report.json` layout below.
@@ -70,8 +71,18 @@ pub struct Report {
     pub manifest_hash: String,
     /// The command that runs the experiment again with the same seed (passwords redacted).
     pub reproduce: String,
-    /// Plain-text remarks: run status, CPU-only or smoke runs, hosts.
+    /// Plain-text remarks: run status, CPU-only or smoke runs, hosts, a busy machine, a
+    /// dropping CPU clock.
     pub notes: Vec<String>,
+    /// How loaded the machine was during the measured trials; `null` for runs stored before
+    /// it was recorded (and where it cannot be read). `busy`: processes other than the run
+    /// used more than half the cores on average (see `crate::measure::busy`).
+    pub load: Option<LoadFigures>,
+    /// The CPU clock after the measured trials; `null` where it was not recorded.
+    pub cpu_frequency: Option<FrequencyFigures>,
+    /// Distinct notes the stages recorded (symbols dropped, skipped), in order of first
+    /// appearance.
+    pub stage_notes: Vec<StageNoteRow>,
     pub charts: Vec<ChartRef>,
     /// Raw statistics of every primary-metric comparison.
     pub comparisons: Vec<ComparisonRecord>,
@@ -287,6 +298,19 @@ pub struct FailedTrialRow {
     /// The first stage that failed.
     pub stage: Option<String>,
     pub error: Option<String>,
+}
+
+/// One distinct note a stage recorded during the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageNoteRow {
+    pub stage: String,
+    /// The note as the stage wrote it.
+    pub note: String,
+    /// Configs whose trials recorded it, in order of first appearance.
+    pub configs: Vec<String>,
+    /// Trials that recorded it, warm-up trials included (a cached stage runs only in the
+    /// first trial that needs it).
+    pub trials: usize,
 }
 
 /// Where the run's data lived, URLs with any password replaced by `***`.

@@ -140,6 +140,8 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
         results_database: "results/measured.sqlite".to_owned(),
         stock_database: Some("results/measured.sqlite".to_owned()),
         notes: vec!["CPU-only run".to_owned()],
+        machine: Default::default(),
+        stage_notes: Vec::new(),
     }
 }
 

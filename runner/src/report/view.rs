@@ -45,6 +45,7 @@ pub struct ReportView<'a> {
     pub manifest_hash: &'a str,
     pub reproduce: &'a str,
     pub notes: &'a [String],
+    pub stage_notes: Vec<StageNoteView>,
     pub charts: &'a [ChartRef],
     pub comparisons: &'a [ComparisonRecord],
     pub regression: bool,
@@ -147,6 +148,15 @@ pub struct FailedTrialView {
     pub host: String,
     pub stage: String,
     pub error: String,
+}
+
+/// A distinct stage note and where it came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageNoteView {
+    pub stage: String,
+    pub note: String,
+    /// `2 trials of a, b`.
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -337,6 +347,19 @@ pub fn view(r: &Report) -> ReportView<'_> {
         manifest_hash: &r.manifest_hash,
         reproduce: &r.reproduce,
         notes: &r.notes,
+        stage_notes: r
+            .stage_notes
+            .iter()
+            .map(|n| StageNoteView {
+                stage: n.stage.clone(),
+                note: n.note.clone(),
+                source: format!(
+                    "{} of {}",
+                    crate::metrics::count(n.trials, "trial"),
+                    crate::metrics::named_list(&n.configs)
+                ),
+            })
+            .collect(),
         charts: &r.charts,
         comparisons: &r.comparisons,
         regression: r.regression,

@@ -4,7 +4,7 @@
 
 use super::Db;
 use crate::exec::{StageRecord, StageStatus, TrialRecord};
-use crate::measure::Fingerprint;
+use crate::measure::{Fingerprint, TrialLoad};
 use crate::metrics::Metric;
 use crate::on_pool;
 use chrono::{DateTime, Utc};
@@ -324,8 +324,9 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         let mut tx = pool.begin().await?;
         sqlx::query(
             "INSERT INTO trials (run_id, trial_index, config, variant, sweep, repetition, block, warmup, status, error, \
-             seconds, started_at, finished_at, environment_hash, worker, git_commit, git_dirty) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+             seconds, started_at, finished_at, environment_hash, worker, git_commit, git_dirty, \
+             load_before, load_after, cpu_other, cpu_cores, cpu_mhz) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
         )
         .bind(run_id)
         .bind(i64::from(t.index))
@@ -345,11 +346,16 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         .bind(&t.git_commit)
         // Dirty or clean says something only about a known commit.
         .bind(t.git_commit.as_ref().map(|_| t.git_dirty))
+        .bind(t.load.load_before)
+        .bind(t.load.load_after)
+        .bind(t.load.other_cpu)
+        .bind(t.load.cores.map(i64::from))
+        .bind(t.load.cpu_mhz)
         .execute(&mut *tx)
         .await?;
         if !t.stages.is_empty() {
             let mut qb = QueryBuilder::new(
-                "INSERT INTO stage_results (run_id, trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash) ",
+                "INSERT INTO stage_results (run_id, trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash, notes) ",
             );
             qb.push_values(&t.stages, |mut b, s| {
                 b.push_bind(run_id)
@@ -362,7 +368,8 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
                     .push_bind(s.seconds)
                     .push_bind(s.peak_rss_bytes.map(|b| b as i64))
                     .push_bind(&s.error)
-                    .push_bind(&s.content_hash);
+                    .push_bind(&s.content_hash)
+                    .push_bind(notes_json(&s.notes));
             });
             qb.build().execute(&mut *tx).await?;
         }
@@ -384,6 +391,11 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         tx.commit().await?;
         Ok(())
     })
+}
+
+/// A stage's notes as the JSON array the `notes` column holds; NULL when it has none.
+fn notes_json(notes: &[String]) -> Option<String> {
+    (!notes.is_empty()).then(|| serde_json::to_string(notes).unwrap_or_else(|_| "[]".into()))
 }
 
 /// Stores a trial unless one with its index is already stored (by this or an earlier
@@ -519,14 +531,15 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
     on_pool!(db, |pool| {
         let trial_rows = sqlx::query(
             "SELECT trial_index, config, variant, sweep, repetition, block, warmup, status, error, seconds, started_at, \
-             finished_at, environment_hash, worker, git_commit, git_dirty FROM trials WHERE run_id = $1 ORDER BY trial_index",
+             finished_at, environment_hash, worker, git_commit, git_dirty, load_before, load_after, cpu_other, cpu_cores, \
+             cpu_mhz FROM trials WHERE run_id = $1 ORDER BY trial_index",
         )
         .bind(run_id)
         .fetch_all(pool)
         .await?;
         let stage_rows = sqlx::query(
-            "SELECT trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash \
-             FROM stage_results WHERE run_id = $1 ORDER BY trial_index, position",
+            "SELECT trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash, \
+             notes FROM stage_results WHERE run_id = $1 ORDER BY trial_index, position",
         )
         .bind(run_id)
         .fetch_all(pool)
@@ -557,6 +570,15 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
                 worker: r.try_get("worker")?,
                 git_commit: r.try_get("git_commit")?,
                 git_dirty: r.try_get::<Option<bool>, _>("git_dirty")?.unwrap_or(false),
+                load: TrialLoad {
+                    load_before: r.try_get("load_before")?,
+                    load_after: r.try_get("load_after")?,
+                    other_cpu: r.try_get("cpu_other")?,
+                    cores: r
+                        .try_get::<Option<i64>, _>("cpu_cores")?
+                        .and_then(|c| u32::try_from(c).ok()),
+                    cpu_mhz: r.try_get("cpu_mhz")?,
+                },
                 stages: Vec::new(),
             });
         }
@@ -575,6 +597,10 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
                 error: r.try_get("error")?,
                 content_hash: r.try_get("content_hash")?,
                 metrics: Vec::new(),
+                notes: r
+                    .try_get::<Option<String>, _>("notes")?
+                    .and_then(|j| serde_json::from_str(&j).ok())
+                    .unwrap_or_default(),
             });
         }
         for r in &metric_rows {

@@ -60,14 +60,16 @@ fn stdout_of(cmd: &mut Command) -> String {
 }
 
 /// Snapshots `body` with what varies between runs replaced: run ids, timestamps and seeds
-/// (fixed by the manifest here, but not a property of the format), and the note of a build
-/// without CUDA.
+/// (fixed by the manifest here, but not a property of the format), the note of a build
+/// without CUDA, and the busy-machine and CPU-clock notes, which depend on what else the
+/// machine runs beside the test.
 fn assert_redacted_snapshot(name: &str, body: &str) {
     insta::with_settings!({filters => vec![
         (r"\d{8}-\d{6}-[0-9a-f]{4}", "[run]"),
         (r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d+)?( UTC|Z)?", "[time]"),
         (r"(--seed|seed) \d+", "$1 [seed]"),
         (r"(?m)^> \*\*Note:\*\* CPU-only run.*\n\n", ""),
+        (r"(?m)\n*^> \*\*Note:\*\* (Busy machine|CPU frequency dropped).*$", ""),
     ]}, {
         insta::assert_snapshot!(name, body);
     });

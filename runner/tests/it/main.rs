@@ -1,5 +1,6 @@
 //! Integration tests: the `measured` binary and library against fixtures and real databases.
 
+mod busy;
 mod claims;
 mod common;
 mod docs;
@@ -16,6 +17,7 @@ mod queue;
 mod report_json;
 mod reports;
 mod runs;
+mod stage_notes;
 mod stored;
 mod transfer;
 mod typos;
