@@ -35,11 +35,30 @@ primary = "bench.latency"
     )
 }
 
-/// Three runs at latency 0.100, 0.100 and 0.120: one step, into the third run.
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Three runs at latency 0.100, 0.100 and 0.120, each on a commit of its own: one step, into
+/// the third run.
 fn three_runs(dir: &Path, db: &dyn Fn(&mut std::process::Command) -> &mut std::process::Command, name: &str) {
     let m = bench(dir, name);
-    for level in ["0.100", "0.100", "0.120"] {
+    git(dir, &["init", "-q"]);
+    std::fs::write(dir.join(".gitignore"), "*.sqlite*\n*.journal.jsonl\n").unwrap();
+    for (i, level) in ["0.100", "0.100", "0.120"].iter().enumerate() {
         std::fs::write(dir.join("level.txt"), level).unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "--allow-empty", "-m", &format!("level {i}")]);
         let out = run(db(&mut bin())
             .args(["run", "--no-report", "--results-dir"])
             .arg(dir)
@@ -74,6 +93,13 @@ fn check_history(out: &std::process::Output, dir: &Path, name: &str) {
         rows[2]
     );
     assert!(md.contains("Mann-Whitney U"), "the test is named: {md}");
+    // Each run names the commit it measured.
+    let commits: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.split(" | ").nth(3).unwrap()).collect();
+    assert_eq!(commits.len(), 3, "{rows:?}");
+    assert!(
+        !rows.iter().any(|r| r.contains("`unknown`") || r.contains("+dirty")),
+        "{rows:?}"
+    );
     let files = dir.join(name).join("history");
     let svg = std::fs::read_to_string(files.join("bench_latency.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("significant step"), "{svg}");
