@@ -266,6 +266,7 @@ pub fn run_trial(
                 seed: stage_seed(spec.seed, trial, &def.name),
                 cancel,
                 services,
+                data: &exp.data,
                 trial: &info,
                 stage: &def.name,
                 manifest_dir: config.checkout_dir().unwrap_or(exp.dir()),

@@ -2,7 +2,9 @@
 //! (the first step of the data flow; nothing runs before this succeeds).
 
 mod checks;
+mod data;
 mod diag;
+mod located;
 mod raw;
 mod revisions;
 mod spans;
@@ -11,6 +13,7 @@ mod validate;
 pub use checks::check_stock_backend;
 pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
+pub use located::{located, param_span, span_of};
 pub use raw::Order;
 pub use revisions::{same_code_twice, with_revisions, Resolved, Revision, WORKTREE};
 pub(crate) use validate::serde_hint;
@@ -41,6 +44,9 @@ pub struct Experiment {
     pub configs: Vec<Config>,
     /// Whether `[smoke]` overrides were applied.
     pub smoke: bool,
+    /// The stock data it declares (`[data]`, with `[smoke]`'s `data.*` overrides under
+    /// `--smoke`).
+    pub data: crate::market::DataSpec,
 }
 
 impl Experiment {

@@ -17,6 +17,9 @@ pub(crate) struct RawManifest {
     pub sweep: Option<IndexMap<String, toml::Value>>,
     pub compare: Option<RawCompare>,
     pub smoke: Option<toml::Table>,
+    /// Read as a table so that `[smoke]` can override its keys before it is checked (see
+    /// `manifest::data`).
+    pub data: Option<toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]

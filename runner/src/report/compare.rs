@@ -70,6 +70,31 @@ pub struct EnvDiffRow {
     pub changed: bool,
 }
 
+/// What differs between the stock data of two runs whose stages loaded different data, in
+/// the terms of their recorded identities; a run without one is named as unknown.
+fn data_differences(a: &RunData, b: &RunData) -> Vec<String> {
+    match (&a.stock_data, &b.stock_data) {
+        (Some(x), Some(y)) => {
+            let d = x.differences(y);
+            if d.is_empty() {
+                vec![format!(
+                    "the same stock data ({}), from which the stages selected different bars",
+                    x.extent()
+                )]
+            } else {
+                d
+            }
+        }
+        (x, y) => {
+            let side = |r: &RunData, id: &Option<crate::market::DataIdentity>| match id {
+                Some(i) => format!("run {}: {i}", r.run_id),
+                None => format!("run {}: stock data unknown (not recorded with the run)", r.run_id),
+            };
+            vec![side(a, x), side(b, y)]
+        }
+    }
+}
+
 /// Compares run `b` ("after") against run `a` ("before"). Refuses runs whose data hashes differ
 /// unless `allow_different_data`, because a speedup across different inputs measures nothing.
 pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) -> Result<CompareReport, ReportError> {
@@ -82,8 +107,16 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
+    let differences = if differing.is_empty() {
+        Vec::new()
+    } else {
+        data_differences(a, b)
+    };
     if !differing.is_empty() && !allow_different_data {
-        return Err(ReportError::DataMismatch { stages: differing });
+        return Err(ReportError::DataMismatch {
+            stages: differing,
+            differences,
+        });
     }
     let matched: Vec<(usize, usize)> = a
         .configs
@@ -223,8 +256,9 @@ pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) ->
         data_hashes: key_values(&a.data_hashes),
         data_warning: (!differing.is_empty()).then(|| {
             format!(
-                "The runs loaded different data (stages: {}); differences mix code and data changes.",
-                differing.join(", ")
+                "The runs loaded different data (stages: {}; {}); differences mix code and data changes.",
+                differing.join(", "),
+                differences.join(", ")
             )
         }),
         unmatched,

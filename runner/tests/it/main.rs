@@ -2,6 +2,7 @@
 
 mod claims;
 mod common;
+mod data;
 mod docs;
 mod durability;
 mod experiments;
