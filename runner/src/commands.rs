@@ -431,6 +431,7 @@ fn run_with(
     let stored = rt.block_on(store::load_trials(db, &run_id))?;
     println!("{}", summary_table(&exp, &stored));
     let failed = stored.iter().filter(|t| !t.ok).count();
+    let n_stored = stored.len();
     let status = final_status(summary.outcome, stored.len(), trials.len());
     if status != summary.outcome.as_str() {
         rt.block_on(store::set_run_status(db, &run_id, status, None))?;
@@ -469,6 +470,10 @@ fn run_with(
         eprintln!("resume with: measured run --resume {run_id}");
         return Ok(EXIT_INTERRUPTED);
     }
+    if let Some(error) = &summary.stopped {
+        eprintln!("{}", stopped_message(&run_id, error, n_stored, trials.len()));
+        return Ok(EXIT_FAILED);
+    }
     if o.fail_on_regression && regressed {
         eprintln!(
             "regression: the primary metric got slower, or a guard failed or could not be evaluated (--fail-on-regression)"
@@ -480,6 +485,16 @@ fn run_with(
     } else {
         EXIT_OK
     })
+}
+
+/// Why a run stopped early, and what to do.
+pub fn stopped_message(run_id: &str, error: &str, stored: usize, planned: usize) -> String {
+    format!(
+        "error: run {run_id} stopped: the first trial of every config failed with the same error, so the \
+         other trials would only repeat it ({stored} of {planned} trials ran and are stored):\n  {}\n\
+         hint: fix the cause and run again; `keep_going = true` in [schedule] runs every trial anyway",
+        crate::exec::failure_text(error).trim_end().replace('\n', "\n  ")
+    )
 }
 
 /// The status of a run that ran to its end but whose database holds fewer trials than
@@ -1099,6 +1114,16 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         let _ = writeln!(out, "{}", abandoned_note(&row, now));
     }
     out.push_str(&data_lines(&row, &trials));
+    if row.status == crate::exec::STOPPED {
+        let configs: HashSet<&str> = trials.iter().map(|t| t.config.as_str()).collect();
+        if let Some(error) = crate::exec::common_first_failure(&trials, configs.len()) {
+            let _ = writeln!(
+                out,
+                "stopped: the first trial of every config failed with the same error, so the rest were not run: {}",
+                crate::exec::one_line(&error)
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "manifest {} (sha256 {})",

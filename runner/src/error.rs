@@ -2,7 +2,7 @@
 
 use crate::manifest::ManifestErrors;
 
-/// 0: success. 1: the run finished with failed trials, a regression under
+/// 0: success. 1: the run finished with failed trials or stopped, a regression under
 /// `--fail-on-regression`, stock data that cannot serve the manifest, or a runtime error. 2: bad input (manifest, arguments).
 /// 130: interrupted by Ctrl-C (finished trials are stored).
 pub const EXIT_OK: u8 = 0;

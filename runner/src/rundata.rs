@@ -95,6 +95,15 @@ pub fn run_data(
             row.status, row.stored_trials, row.planned_trials
         ));
     }
+    if row.status == crate::exec::STOPPED {
+        if let Some(error) = crate::exec::common_first_failure(trials, spec.configs.len()) {
+            notes.push(format!(
+                "It stopped because the first trial of every config failed with the same error, which the \
+                 other trials would only have repeated: {}",
+                crate::exec::one_line(&error)
+            ));
+        }
+    }
     RunData {
         run_id: row.id.clone(),
         experiment: row.experiment.clone(),

@@ -67,6 +67,9 @@ pub struct Schedule {
     pub order: Order,
     /// `None`: a fresh seed is drawn per run (and stored with it).
     pub seed: Option<u64>,
+    /// Run every trial even when the first trial of every config failed the same way (by
+    /// default such a run stops: repeating the failure measures nothing).
+    pub keep_going: bool,
 }
 
 #[derive(Debug, Clone)]

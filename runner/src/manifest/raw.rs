@@ -38,6 +38,9 @@ pub(crate) struct RawSchedule {
     #[serde(default)]
     pub order: Order,
     pub seed: Option<u64>,
+    /// Run every trial even when the first trial of every config failed the same way.
+    #[serde(default)]
+    pub keep_going: bool,
 }
 
 fn default_warmup() -> u32 {
@@ -55,6 +58,7 @@ impl Default for RawSchedule {
             repetitions: default_repetitions(),
             order: Order::default(),
             seed: None,
+            keep_going: false,
         }
     }
 }

@@ -218,6 +218,7 @@ impl Validator {
             repetitions: raw.schedule.repetitions,
             order: raw.schedule.order,
             seed: raw.schedule.seed,
+            keep_going: raw.schedule.keep_going,
         };
         if schedule.repetitions == 0 {
             let span = self.value_span(&["schedule", "repetitions"]);

@@ -443,6 +443,78 @@ fn runs_without_a_data_identity_show_report_and_compare_as_unknown() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// A manifest of two variants whose command fails with `failure` (per variant).
+fn failing(dir: &Path, keep_going: bool, differently: bool) -> PathBuf {
+    let code = if differently { "$CODE" } else { "3" };
+    write(
+        dir,
+        "fail.toml",
+        &format!(
+            "[experiment]\nname = \"fails\"\n[schedule]\nwarmup = 1\nrepetitions = 5\nkeep_going = {keep_going}\n\
+             [stages.work]\nkind = \"command\"\nshell = true\nargv = [\"echo broken >&2; exit {code}\"]\n\
+             env = {{ CODE = \"3\" }}\n[variants.a]\n[variants.b]\n\"stages.work.env\" = {{ CODE = \"4\" }}\n"
+        ),
+    )
+}
+
+#[test]
+fn a_run_whose_first_trials_all_fail_alike_stops_unless_told_to_keep_going() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    let results = dir.path().join("results");
+    let out = run(run_cmd(&db, &results, &[]).arg(failing(dir.path(), false, false)));
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("stopped: the first trial of every config failed with the same error"),
+        "{t}"
+    );
+    assert!(t.contains("keep_going = true"), "{t}");
+    let id = latest_run(&db);
+    let count = |sql: &str| scalar(db.to_str().unwrap(), &sql.replace("RUN", &id));
+    assert_eq!(
+        count("SELECT COUNT(*) FROM trials WHERE run_id = 'RUN'"),
+        2,
+        "what ran is stored"
+    );
+    assert_eq!(strings(db.to_str().unwrap(), "SELECT status FROM runs"), ["stopped"]);
+    let show = run(bin().arg("--database").arg(&db).args(["show", &id]));
+    assert!(
+        text(&show).contains("stopped: the first trial of every config failed"),
+        "{}",
+        text(&show)
+    );
+
+    let out = run(run_cmd(&db, &results, &[]).arg(failing(dir.path(), true, false)));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let id = latest_run(&db);
+    let count = |sql: &str| scalar(db.to_str().unwrap(), &sql.replace("RUN", &id));
+    assert_eq!(
+        count("SELECT COUNT(*) FROM trials WHERE run_id = 'RUN'"),
+        12,
+        "keep_going runs everything"
+    );
+    assert_eq!(
+        strings(
+            db.to_str().unwrap(),
+            &format!("SELECT status FROM runs WHERE id = '{id}'")
+        ),
+        ["finished"]
+    );
+
+    // Configs failing differently are not the same failure: the run goes on.
+    let out = run(run_cmd(&db, &results, &[]).arg(failing(dir.path(), false, true)));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let id = latest_run(&db);
+    assert_eq!(
+        scalar(
+            db.to_str().unwrap(),
+            &format!("SELECT COUNT(*) FROM trials WHERE run_id = '{id}'")
+        ),
+        12
+    );
+}
+
 #[test]
 fn on_postgres_a_declared_market_is_added_never_replaced_and_files_are_imported() {
     let dir = tempfile::tempdir().unwrap();
