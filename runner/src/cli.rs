@@ -291,6 +291,10 @@ pub struct RunArgs {
     /// before leaving the unstored trials in the journal (0 to 86400).
     #[arg(long, value_name = "SECONDS", default_value_t = commands::DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
     pub db_wait: f64,
+    /// Prepare the data the manifest declares ([data]) and check every load stage against the
+    /// stock database, then exit: no trial runs and no run is stored (exit 1 when unmet).
+    #[arg(long, conflicts_with = "resume")]
+    pub preflight_only: bool,
     #[command(flatten)]
     pub revs: RevArgs,
 }
@@ -338,9 +342,9 @@ pub fn main() -> u8 {
     // Default locations belong to the project of the manifest when the command has one, so a
     // command started from a subfolder or from elsewhere finds the same results.
     let root = match &cli.command {
-        Command::Run(RunArgs { file: Some(f), .. }) | Command::Submit(SubmitArgs { file: f, .. }) => {
-            Root::of_manifest(f)
-        }
+        Command::Run(RunArgs { file: Some(f), .. })
+        | Command::Submit(SubmitArgs { file: f, .. })
+        | Command::Plan { file: f, .. } => Root::of_manifest(f),
         _ => Root::of_cwd(),
     };
     let g = Globals::resolve(
@@ -379,6 +383,7 @@ pub fn main() -> u8 {
                 lease_seconds: a.lease_seconds,
                 db_wait_seconds: a.db_wait,
                 revs: a.revs.into(),
+                preflight_only: a.preflight_only,
             },
         ),
         Command::Runs { experiment, limit } => commands::runs(&g, experiment.as_deref(), limit).map(|s| {

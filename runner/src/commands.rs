@@ -170,7 +170,16 @@ pub fn plan(
         None => (rand::random::<u64>() >> 11, true),
     };
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-    Ok(plan::describe(&exp, seed, random, &trials, show_commands))
+    let mut out = plan::describe(&exp, seed, random, &trials, show_commands);
+    // What the data preparation would do, and the preflight when the data is there already.
+    if crate::preflight::reads_stock(&exp) || exp.data.restricts() {
+        let rt = runtime()?;
+        for line in crate::preflight::plan_lines(g, &exp, &rt)? {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 /// Options of `measured run`.
@@ -193,6 +202,9 @@ pub struct RunOptions {
     pub db_wait_seconds: f64,
     /// `--rev`/`--build`: git revisions as the variants.
     pub revs: RevOptions,
+    /// Prepare the declared data and check every load stage against it, then stop: no trial
+    /// runs and nothing is stored.
+    pub preflight_only: bool,
 }
 
 /// Defaults of `measured run --lease-seconds` and `--db-wait`.
@@ -256,8 +268,21 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
         prepare_revisions(exp, &Default::default(), g.quiet)?;
     }
     let rt = runtime()?;
+    // The declared data is made ready and every load stage checked against it before the run
+    // is stored: a run that cannot get its data stores nothing and runs no trial.
+    let prepared = match &fresh {
+        Some(exp) => crate::preflight::prepare(g, exp, &rt, true)?,
+        None => None,
+    };
+    if o.preflight_only {
+        if let Some(p) = prepared {
+            rt.block_on(p.db.close());
+        }
+        println!("preflight: ok: the stock data serves every load stage; nothing was run or stored");
+        return Ok(EXIT_OK);
+    }
     let db = rt.block_on(Db::connect(&g.database))?;
-    let result = run_with(g, o, fresh, &rt, &db);
+    let result = run_with(g, o, fresh, prepared, &rt, &db);
     rt.block_on(db.close());
     result
 }
@@ -266,6 +291,7 @@ fn run_with(
     g: &Globals,
     o: &RunOptions,
     fresh: Option<Experiment>,
+    mut prepared: Option<crate::preflight::Prepared>,
     rt: &tokio::runtime::Runtime,
     db: &Db,
 ) -> Result<u8, CommandError> {
@@ -299,6 +325,7 @@ fn run_with(
                 started_at: chrono::Utc::now(),
                 lease_seconds: Some(lease),
                 stock_database: &stock,
+                stock_data: prepared.as_ref().and_then(|p| p.identity.as_ref()),
             };
             let mut header = new.header();
             header.database = store::database_identity(&g.database);
@@ -328,6 +355,8 @@ fn run_with(
                 let pinned = crate::gitrev::pinned(&exp, &stored);
                 prepare_revisions(&mut exp, &pinned, g.quiet)?;
             }
+            // The rest of the trials read the declared data too (prepared again if it is gone).
+            prepared = crate::preflight::prepare(g, &exp, rt, false)?;
             let env = experiment_env(&exp);
             let skip: HashSet<u32> = rt
                 .block_on(store::stored_trial_indices(db, &row.id))?
@@ -342,7 +371,10 @@ fn run_with(
         }
     };
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-    let services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
+    let mut services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
+    if let Some(p) = prepared {
+        services = services.prepared(p.db, &exp.data, p.universe);
+    }
     let cancel = cancel_flag();
     let spec = RunSpec {
         run_id: &run_id,
@@ -400,6 +432,7 @@ fn run_with(
     let stored = rt.block_on(store::load_trials(db, &run_id))?;
     println!("{}", summary_table(&exp, &stored));
     let failed = stored.iter().filter(|t| !t.ok).count();
+    let n_stored = stored.len();
     let status = final_status(summary.outcome, stored.len(), trials.len());
     if status != summary.outcome.as_str() {
         rt.block_on(store::set_run_status(db, &run_id, status, None))?;
@@ -441,6 +474,10 @@ fn run_with(
         eprintln!("resume with: measured run --resume {run_id}");
         return Ok(EXIT_INTERRUPTED);
     }
+    if let Some(error) = &summary.stopped {
+        eprintln!("{}", stopped_message(&run_id, error, n_stored, trials.len()));
+        return Ok(EXIT_FAILED);
+    }
     if o.fail_on_regression && regressed {
         eprintln!(
             "regression: the primary metric got slower, or a guard failed or could not be evaluated (--fail-on-regression)"
@@ -452,6 +489,16 @@ fn run_with(
     } else {
         EXIT_OK
     })
+}
+
+/// Why a run stopped early, and what to do.
+pub fn stopped_message(run_id: &str, error: &str, stored: usize, planned: usize) -> String {
+    format!(
+        "error: run {run_id} stopped: the first trial of every config failed with the same error, so the \
+         other trials would only repeat it ({stored} of {planned} trials ran and are stored):\n  {}\n\
+         hint: fix the cause and run again; `keep_going = true` in [schedule] runs every trial anyway",
+        crate::exec::failure_text(error).trim_end().replace('\n', "\n  ")
+    )
 }
 
 /// The status of a run that ran to its end but whose database holds fewer trials than
@@ -818,7 +865,8 @@ pub fn data_synth(g: &Globals, opts: crate::market::SynthOptions) -> Result<u8, 
     } else {
         indicatif::ProgressBar::new(0)
     };
-    let result = rt.block_on(crate::market::synth(&db, &opts, &bar));
+    // Recorded with its parameters, so a manifest declaring this market finds it here.
+    let result = rt.block_on(crate::market::catalog::synth_recorded(&db, &opts, &bar));
     bar.finish_and_clear();
     rt.block_on(db.close());
     match result {
@@ -1086,6 +1134,17 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     if row.abandoned(now) {
         let _ = writeln!(out, "{}", abandoned_note(&row, now));
     }
+    out.push_str(&data_lines(&row, &trials));
+    if row.status == crate::exec::STOPPED {
+        let configs: HashSet<&str> = trials.iter().map(|t| t.config.as_str()).collect();
+        if let Some(error) = crate::exec::common_first_failure(&trials, configs.len()) {
+            let _ = writeln!(
+                out,
+                "stopped: the first trial of every config failed with the same error, so the rest were not run: {}",
+                crate::exec::one_line(&error)
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "manifest {} (sha256 {})",
@@ -1199,6 +1258,31 @@ fn show_machine_and_notes(out: &mut String, trials: &[TrialRecord]) {
     }
 }
 
+/// What `show` prints first: the stock data the run read, and the content hashes of what its
+/// stages loaded from it.
+fn data_lines(row: &store::RunRow, trials: &[TrialRecord]) -> String {
+    let hashes = crate::rundata::data_hashes(trials);
+    let reads = trials.iter().any(|t| t.stages.iter().any(|s| s.kind == "load"));
+    let mut out = String::new();
+    match crate::market::DataIdentity::from_json(row.stock_data.as_deref()) {
+        Some(d) => {
+            let _ = writeln!(out, "data: {}", d.extent());
+            let _ = writeln!(out, "  source: {}", d.origin());
+        }
+        None if reads || !hashes.is_empty() => {
+            let _ = writeln!(
+                out,
+                "data: unknown (not recorded with the run: it was stored before runs named their data)"
+            );
+        }
+        None => {}
+    }
+    for (stage, hash) in &hashes {
+        let _ = writeln!(out, "  content hash of `{stage}`: {hash}");
+    }
+    out
+}
+
 /// Per config (in the order first stored), the commits its trials ran, `(dirty)` marked;
 /// empty when no trial recorded one.
 fn commits_by_config(trials: &[TrialRecord]) -> Vec<(String, Vec<String>)> {
@@ -1225,7 +1309,7 @@ pub fn finish(result: Result<u8, CommandError>) -> u8 {
         Ok(code) => code,
         Err(e) => {
             match &e {
-                CommandError::Manifest(m) => eprint!("{}", m.render()),
+                CommandError::Manifest(m) | CommandError::Data(m) => eprint!("{}", m.render()),
                 other => eprintln!("error: {other:#}"),
             }
             e.exit_code()

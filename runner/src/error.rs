@@ -2,8 +2,8 @@
 
 use crate::manifest::ManifestErrors;
 
-/// 0: success. 1: the run finished with failed trials, a regression under
-/// `--fail-on-regression`, or a runtime error. 2: bad input (manifest, arguments).
+/// 0: success. 1: the run finished with failed trials or stopped, a regression under
+/// `--fail-on-regression`, stock data that cannot serve the manifest, or a runtime error. 2: bad input (manifest, arguments).
 /// 130: interrupted by Ctrl-C (finished trials are stored).
 pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
@@ -17,6 +17,10 @@ pub enum CommandError {
     Manifest(ManifestErrors),
     #[error("{0}")]
     BadInput(String),
+    /// The manifest is valid but the stock data cannot serve it (not there, not what it
+    /// declares): located like a manifest error, exit 1.
+    #[error("{0}")]
+    Data(ManifestErrors),
     #[error(transparent)]
     Runtime(#[from] anyhow::Error),
 }
@@ -25,7 +29,7 @@ impl CommandError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CommandError::Manifest(_) | CommandError::BadInput(_) => EXIT_BAD_INPUT,
-            CommandError::Runtime(_) => EXIT_FAILED,
+            CommandError::Runtime(_) | CommandError::Data(_) => EXIT_FAILED,
         }
     }
 }

@@ -437,6 +437,7 @@ mod tests {
             database: String::new(),
             stock_database: None,
             spec: None,
+            stock_data: None,
         }
     }
 

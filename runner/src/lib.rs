@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod params;
 pub mod paths;
 pub mod plan;
+pub mod preflight;
 pub mod produced;
 pub mod queue;
 pub mod report;

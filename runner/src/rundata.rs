@@ -103,6 +103,15 @@ pub fn run_data(
             "The stages recorded {left_out} more distinct notes than the {MAX_STAGE_NOTES} listed under Notes from stages."
         ));
     }
+    if row.status == crate::exec::STOPPED {
+        if let Some(error) = crate::exec::common_first_failure(trials, spec.configs.len()) {
+            notes.push(format!(
+                "It stopped because the first trial of every config failed with the same error, which the \
+                 other trials would only have repeated: {}",
+                crate::exec::one_line(&error)
+            ));
+        }
+    }
     RunData {
         run_id: row.id.clone(),
         experiment: row.experiment.clone(),
@@ -114,6 +123,7 @@ pub fn run_data(
         manifest_hash: row.manifest_hash.clone(),
         environment,
         data_hashes: data_hashes(trials),
+        stock_data: crate::market::DataIdentity::from_json(row.stock_data.as_deref()),
         configs,
         compare: spec.compare.clone(),
         reproduce: row.command.clone(),
@@ -258,7 +268,7 @@ pub fn host_notes(trials: &[TrialRecord], envs: &BTreeMap<String, Fingerprint>) 
 }
 
 /// Stage -> content hash of its output; differing hashes across configs are listed.
-fn data_hashes(trials: &[TrialRecord]) -> BTreeMap<String, String> {
+pub(crate) fn data_hashes(trials: &[TrialRecord]) -> BTreeMap<String, String> {
     let mut per_stage: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for t in trials.iter().filter(|t| t.ok) {
         for s in &t.stages {
@@ -381,6 +391,7 @@ mod tests {
             lease_seconds: 60.0,
             stock_database: stock_database.map(str::to_owned),
             spec: None,
+            stock_data: None,
             stored_trials: 0,
             failed_trials: 0,
         };

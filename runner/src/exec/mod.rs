@@ -1,7 +1,9 @@
 //! The executor (plan -> **exec** -> events -> reporters): runs each trial's stages in
 //! topological order, passes artifacts along edges, times every stage, and emits events.
 //!
-//! A failing stage fails its trial (downstream stages are skipped) and the run goes on. A
+//! A failing stage fails its trial (downstream stages are skipped) and the run goes on, unless
+//! the first trial of every config failed with the same error: then repeating it would only
+//! measure the failure again, so the run stops (`[schedule] keep_going = true` runs on). A
 //! cancelled trial (Ctrl-C) is dropped whole, so the store only ever holds finished trials.
 
 mod record;
@@ -76,6 +78,8 @@ pub enum ExecError {
 pub enum Outcome {
     Finished,
     Interrupted,
+    /// The first trial of every config failed with the same error; the rest were not run.
+    Stopped,
 }
 
 impl Outcome {
@@ -83,15 +87,61 @@ impl Outcome {
         match self {
             Outcome::Finished => "finished",
             Outcome::Interrupted => "interrupted",
+            Outcome::Stopped => STOPPED,
         }
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+/// The status of a run stopped because every config's first trial failed the same way.
+pub const STOPPED: &str = "stopped";
+
+#[derive(Debug, Clone)]
 pub struct ExecSummary {
     pub outcome: Outcome,
     pub ran: usize,
     pub failed: usize,
+    /// Why the run stopped early (the error every config's first trial failed with).
+    pub stopped: Option<String>,
+}
+
+/// An error on one line (a command's stderr tail joined), at most 300 characters: for notes.
+pub fn one_line(error: &str) -> String {
+    let joined = error
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    match joined.char_indices().nth(300) {
+        Some((i, _)) => format!("{}...", &joined[..i]),
+        None => joined,
+    }
+}
+
+/// The error the first trial of every config failed with, when it is one and the same: a run
+/// that shows this can only repeat it. `None` when any config's first trial passed, when the
+/// errors differ, or when some config has no trial yet. `configs` is the number of configs.
+pub fn common_first_failure(trials: &[TrialRecord], configs: usize) -> Option<String> {
+    let mut first: Vec<Option<&TrialRecord>> = vec![None; configs];
+    let mut names: Vec<&str> = Vec::new();
+    for t in trials {
+        // Configs are told apart by name: stored trials carry no config index.
+        let i = match names.iter().position(|n| *n == t.config) {
+            Some(i) => i,
+            None => {
+                names.push(&t.config);
+                names.len() - 1
+            }
+        };
+        if let Some(slot) = first.get_mut(i) {
+            slot.get_or_insert(t);
+        }
+    }
+    let mut errors = first
+        .iter()
+        .map(|t| t.filter(|t| !t.ok).and_then(|t| t.error.as_deref()));
+    let error = errors.next()??;
+    errors.all(|e| e == Some(error)).then(|| error.to_owned())
 }
 
 /// Everything fixed for one run.
@@ -135,8 +185,14 @@ pub fn execute(
         outcome: Outcome::Finished,
         ran: 0,
         failed: 0,
+        stopped: None,
     };
-    for trial in to_run {
+    let configs = spec.exp.configs.len();
+    // Each config's first trial run here, until every config has had one.
+    let mut firsts: Vec<Option<TrialRecord>> = vec![None; configs];
+    let mut judged = spec.exp.schedule.keep_going;
+    let total = to_run.len();
+    for (n, trial) in to_run.into_iter().enumerate() {
         if cancel.load(Ordering::SeqCst) {
             summary.outcome = Outcome::Interrupted;
             break;
@@ -165,6 +221,20 @@ pub fn execute(
                 trial: &record,
             },
         )?;
+        if !judged {
+            if let Some(slot) = firsts.get_mut(trial.config) {
+                slot.get_or_insert(record);
+            }
+            if firsts.iter().all(Option::is_some) {
+                judged = true;
+                let seen: Vec<TrialRecord> = firsts.iter().flatten().cloned().collect();
+                if let Some(error) = common_first_failure(&seen, configs).filter(|_| n + 1 < total) {
+                    summary.outcome = Outcome::Stopped;
+                    summary.stopped = Some(error);
+                    break;
+                }
+            }
+        }
     }
     emit(
         reporters,
@@ -269,6 +339,7 @@ pub fn run_trial(
                 seed: stage_seed(spec.seed, trial, &def.name),
                 cancel,
                 services,
+                data: &exp.data,
                 trial: &info,
                 stage: &def.name,
                 manifest_dir: config.checkout_dir().unwrap_or(exp.dir()),
@@ -354,4 +425,52 @@ fn emit_stage(
             stage,
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(config: &str, error: Option<&str>) -> TrialRecord {
+        TrialRecord {
+            index: 0,
+            config: config.into(),
+            variant: config.into(),
+            sweep: Vec::new(),
+            repetition: 0,
+            block: 0,
+            warmup: true,
+            ok: error.is_none(),
+            error: error.map(str::to_owned),
+            seconds: 0.0,
+            started_at: Utc::now(),
+            finished_at: Utc::now(),
+            environment_hash: String::new(),
+            worker: String::new(),
+            git_commit: None,
+            git_dirty: false,
+            load: Default::default(),
+            stages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_the_same_failure_in_every_configs_first_trial_stops_a_run() {
+        let boom = Some("stage `load` failed: too few symbols");
+        let same = [trial("a", boom), trial("b", boom), trial("a", None)];
+        assert_eq!(common_first_failure(&same, 2).as_deref(), boom);
+        // A config still to run, a first trial that passed, or another error: go on.
+        assert_eq!(common_first_failure(&same[..1], 2), None);
+        assert_eq!(common_first_failure(&[trial("a", boom), trial("b", None)], 2), None);
+        assert_eq!(
+            common_first_failure(&[trial("a", boom), trial("b", Some("stage `load` failed: other"))], 2),
+            None
+        );
+        // Later trials do not count: only each config's first.
+        assert_eq!(
+            common_first_failure(&[trial("a", None), trial("b", boom), trial("a", boom)], 2),
+            None
+        );
+        assert_eq!(one_line("first\n  second\n\n"), "first second");
+    }
 }

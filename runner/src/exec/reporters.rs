@@ -369,7 +369,7 @@ impl StoreReporter {
     /// lost. The journal is deleted only once the database holds all of it. Returns the
     /// connection in use at the end (a new one if the results file was replaced).
     pub fn finish(mut self, status: &str, wait: Duration) -> Result<Db, Unstored> {
-        let finished_at = (status == "finished").then(chrono::Utc::now);
+        let finished_at = matches!(status, "finished" | super::STOPPED).then(chrono::Utc::now);
         if let Some(h) = self.heartbeat.take() {
             h.abort();
         }

@@ -1,9 +1,14 @@
 //! Shared services a stage may use while it runs (exec -> stage): the async runtime and the
 //! stock database, connected on first use.
 
+use crate::market::DataSpec;
 use crate::store::Db;
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The codes a manifest's loads may choose from (`None`: every symbol), or why its declared
+/// data is not what the stock database holds.
+type Universe = Result<Option<Arc<[String]>>, String>;
 
 pub struct Services {
     rt: tokio::runtime::Handle,
@@ -12,6 +17,8 @@ pub struct Services {
     /// it must exist and hold data. Only the results database doubles as a demo market.
     named: bool,
     stock: OnceLock<Result<Db, String>>,
+    /// Per declared `[data]`: a worker may serve runs of several manifests.
+    universes: Mutex<Vec<(DataSpec, Universe)>>,
 }
 
 impl Services {
@@ -23,7 +30,40 @@ impl Services {
             stock_url,
             named,
             stock: OnceLock::new(),
+            universes: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Uses `db`, already connected and prepared by the run (see `crate::preflight`), as the
+    /// stock database, with the universe the preparation found for `data`.
+    pub fn prepared(self, db: Db, data: &DataSpec, universe: Option<Vec<String>>) -> Self {
+        let _ = self.stock.set(Ok(db));
+        if let Ok(mut u) = self.universes.lock() {
+            u.push((data.clone(), Ok(universe.map(Arc::from))));
+        }
+        self
+    }
+
+    /// The codes loads of a manifest declaring `data` choose from: the declared market's, or
+    /// every symbol when it declares none. Checked against the stock database once per
+    /// declaration, so a worker whose stock database holds another market fails its trials
+    /// with the reason instead of loading other data.
+    pub fn universe(&self, data: &DataSpec) -> Universe {
+        if !data.restricts() {
+            return Ok(None);
+        }
+        let mut known = self.universes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, u)) = known.iter().find(|(d, _)| d == data) {
+            return u.clone();
+        }
+        let u = match self.stock_db() {
+            Ok(db) => self
+                .block_on(crate::market::universe(db, data))
+                .map(|codes| codes.map(Arc::from)),
+            Err(e) => Err(e),
+        };
+        known.push((data.clone(), u.clone()));
+        u
     }
 
     /// Runs async work (database access) from a stage's synchronous code.
@@ -54,7 +94,7 @@ impl Services {
                         eprintln!("stock data: {shown}");
                         return Ok(db);
                     }
-                    match crate::market::ensure_demo_market(&db)
+                    match crate::market::catalog::ensure_demo_recorded(&db)
                         .await
                         .map_err(|e| e.to_string())?
                     {

@@ -87,10 +87,13 @@ impl Validator {
             ["compare", "guards", _] => crate::stage::field_names::<RawGuard>(),
             ["compare", "claims", _] => crate::stage::field_names::<RawClaim>(),
             ["compare", "claims", _, "requires"] => crate::stage::field_names::<RawRequires>(),
+            ["data", ..] => super::data::known_keys(parent).unwrap_or(&[]),
             _ => &[],
         };
         let place = match parent {
             [] => "at the top level".to_owned(),
+            ["data", "import", i] => format!("in [data] import {}", i.parse::<usize>().map_or(0, |i| i + 1)),
+            ["data", table] => format!("in [data] {table}"),
             [section] => format!("in [{section}]"),
             [_, list, i] => format!(
                 "in {} {}",

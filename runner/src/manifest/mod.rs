@@ -2,7 +2,9 @@
 //! (the first step of the data flow; nothing runs before this succeeds).
 
 mod checks;
+mod data;
 mod diag;
+mod located;
 mod raw;
 mod revisions;
 mod schema;
@@ -12,6 +14,7 @@ mod validate;
 pub use checks::check_stock_backend;
 pub(crate) use diag::did_you_mean;
 pub use diag::{ManifestError, ManifestErrors};
+pub use located::{located, param_span, span_of};
 pub use raw::Order;
 pub use revisions::{same_code_twice, with_revisions, Resolved, Revision, WORKTREE};
 pub use schema::{manifest_schema, manifest_schema_text};
@@ -43,6 +46,9 @@ pub struct Experiment {
     pub configs: Vec<Config>,
     /// Whether `[smoke]` overrides were applied.
     pub smoke: bool,
+    /// The stock data it declares (`[data]`, with `[smoke]`'s `data.*` overrides under
+    /// `--smoke`).
+    pub data: crate::market::DataSpec,
 }
 
 impl Experiment {
@@ -63,6 +69,9 @@ pub struct Schedule {
     pub order: Order,
     /// `None`: a fresh seed is drawn per run (and stored with it).
     pub seed: Option<u64>,
+    /// Run every trial even when the first trial of every config failed the same way (by
+    /// default such a run stops: repeating the failure measures nothing).
+    pub keep_going: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -42,6 +42,26 @@ pub(crate) struct RawManifest {
     /// `--smoke`.
     #[schemars(default, schema_with = "super::schema::smoke")]
     pub smoke: Option<toml::Table>,
+    /// The stock data the experiment needs: a synthetic market, CSV files to import, or a
+    /// requirement only. Read as a table so that `[smoke]` can override its keys before it is
+    /// checked (see `manifest::data`).
+    #[schemars(with = "Option<DataSchema>")]
+    pub data: Option<toml::Table>,
+}
+
+/// What the schema says of `[data]` (the checks themselves are in `manifest::data`).
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "Data")]
+#[allow(dead_code)]
+struct DataSchema {
+    /// A synthetic market, with the options of `measured data synth`: `symbols`, `days`,
+    /// `start`, `seed`, `style`.
+    synth: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// CSV files to import: `{ path, sha256, layout, symbol, columns, date_format, skip_bad }`;
+    /// `path` is relative to the manifest's folder.
+    import: Option<Vec<std::collections::BTreeMap<String, serde_json::Value>>>,
+    /// What the data must hold: `{ min_symbols, min_days, codes }`.
+    require: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 /// What the experiment is.
@@ -72,6 +92,9 @@ pub(crate) struct RawSchedule {
     /// Seed of the trial order and the stage seeds; drawn at random and stored with the run
     /// when absent.
     pub seed: Option<u64>,
+    /// Run every trial even when the first trial of every config failed the same way.
+    #[serde(default)]
+    pub keep_going: bool,
 }
 
 fn default_warmup() -> u32 {
@@ -89,6 +112,7 @@ impl Default for RawSchedule {
             repetitions: default_repetitions(),
             order: Order::default(),
             seed: None,
+            keep_going: false,
         }
     }
 }

@@ -250,6 +250,7 @@ pub(super) fn smoke(_: &mut SchemaGenerator) -> Schema {
         "patternProperties": {
             OVERRIDE_KEY: { "description": "The value of a stage parameter in a smoke run." },
             r"^sweep\.stages\.[A-Za-z0-9_-]+\.": axis_values(),
+            r"^data\.(synth|import|require)(\.|$)": { "description": "A smaller `[data]` for smoke runs (its keys as in `[data]`)." },
         },
         "additionalProperties": false,
     })

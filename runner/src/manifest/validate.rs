@@ -50,6 +50,7 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
         template_vars: Vec::new(),
         smoke_origin: Vec::new(),
         revisions: IndexMap::new(),
+        smoke_data: Vec::new(),
     };
     for key in &ignored {
         v.unknown_key(key);
@@ -159,6 +160,8 @@ pub(super) struct Validator {
     pub(super) smoke_origin: Vec<(usize, String, Vec<String>)>,
     /// Variant -> the git revision it names (`git = ...`), for the variants that name one.
     pub(super) revisions: IndexMap<String, super::Revision>,
+    /// `[smoke]` overrides of `data.*`, applied to `[data]` for a smoke run (and checked always).
+    pub(super) smoke_data: Vec<Override>,
 }
 
 /// A name that may become part of a path: an experiment, stage or variant name.
@@ -215,6 +218,7 @@ impl Validator {
             repetitions: raw.schedule.repetitions,
             order: raw.schedule.order,
             seed: raw.schedule.seed,
+            keep_going: raw.schedule.keep_going,
         };
         if schedule.repetitions == 0 {
             let span = self.value_span(&["schedule", "repetitions"]);
@@ -257,6 +261,19 @@ impl Validator {
             smoke_base = Some(b);
         }
 
+        let smoke_data = std::mem::take(&mut self.smoke_data);
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let data = if smoke {
+            self.data(raw.data.as_ref(), &smoke_data, dir)
+        } else {
+            if !smoke_data.is_empty() {
+                self.data(raw.data.as_ref(), &smoke_data, dir);
+            }
+            self.data(raw.data.as_ref(), &[], dir)
+        };
         let variants = self.variants(raw.variants.as_ref(), &stages);
         let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants);
         let variant_names: Vec<String> = variants.iter().map(|(n, _)| n.clone()).collect();
@@ -298,6 +315,7 @@ impl Validator {
             compare: compare?,
             configs,
             smoke,
+            data,
         })
     }
 
@@ -616,9 +634,13 @@ impl Validator {
                     }
                     _ => {
                         let span = self.key_span(&at);
-                        self.err(ManifestError::new(format!("[smoke] cannot change `{}`", ov.path), span).hint("[smoke] may set schedule.warmup, schedule.repetitions, sweep.<axis> and stage parameters"));
+                        self.err(ManifestError::new(format!("[smoke] cannot change `{}`", ov.path), span).hint("[smoke] may set schedule.warmup, schedule.repetitions, sweep.<axis>, data.<key> and stage parameters"));
                     }
                 }
+                continue;
+            }
+            if ov.path.starts_with("data.") {
+                self.smoke_data.push(ov);
                 continue;
             }
             if let Some(axis) = ov.path.strip_prefix("sweep.") {
@@ -1180,7 +1202,7 @@ fn flatten_into(table: &toml::Table, prefix: &str, at: &[String], out: &mut Vec<
 }
 
 /// Sets `segs` (parameter path inside a stage table) to `value`, creating nested tables.
-fn set_path(table: &mut toml::Table, segs: &[String], value: toml::Value) -> Result<(), String> {
+pub(super) fn set_path(table: &mut toml::Table, segs: &[String], value: toml::Value) -> Result<(), String> {
     let (last, parents) = segs.split_last().ok_or("empty parameter path")?;
     let mut t = table;
     for p in parents {

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 #[command(
     after_help = "Example:\n  measured data synth --symbols 500 --days 2500 --seed 7 --style china\n\n\
-    Running it again replaces the previous synthetic market; imported symbols are kept."
+    Running it again replaces the previous synthetic market; imported symbols are kept. The market\n\
+    is recorded with its options, so a manifest declaring the same one ([data] synth) uses it as it is."
 )]
 pub struct SynthArgs {
     /// Number of symbols to generate.

@@ -174,7 +174,49 @@ pub struct ImportPlan {
     pub skipped: usize,
     /// The first bad rows, for the summary.
     pub bad: Vec<BadRow>,
+    /// Per input file, in the order given: its sha256 and the rows it contributes.
+    pub sources: Vec<FileSummary>,
     groups: Vec<SymbolRows>,
+}
+
+/// One input file of an import: its content hash (of the bytes on disk, as `sha256sum` prints
+/// it) and the good rows it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileSummary {
+    /// The path as given.
+    pub file: String,
+    pub sha256: String,
+    /// Its symbols, sorted.
+    pub codes: Vec<String>,
+    pub rows: u64,
+    pub first_date: Option<NaiveDate>,
+    pub last_date: Option<NaiveDate>,
+}
+
+impl FileSummary {
+    /// What the catalog keeps about the file once imported.
+    pub fn record(&self) -> super::catalog::ImportRecord {
+        super::catalog::ImportRecord {
+            sha256: self.sha256.clone(),
+            file: self.file.clone(),
+            codes: self.codes.clone(),
+            bar_rows: self.rows,
+            first_date: self.first_date,
+            last_date: self.last_date,
+        }
+    }
+}
+
+impl ImportPlan {
+    /// The bars to write, per symbol.
+    pub(crate) fn groups(&self) -> &[SymbolRows] {
+        &self.groups
+    }
+}
+
+/// The sha256 of a file's bytes, in hex.
+pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
+    Ok(crate::manifest::hex_sha256(&std::fs::read(path)?))
 }
 
 impl fmt::Display for ImportPlan {
@@ -238,8 +280,13 @@ pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {
     let mut bad = Vec::new();
     let mut rows_read = 0u64;
     let mut mappings: Vec<(String, Vec<String>)> = Vec::new();
+    let mut hashes = Vec::with_capacity(opts.files.len());
     for path in &opts.files {
         let shown = path.display().to_string();
+        hashes.push(file_sha256(path).map_err(|e| ImportError::Io {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?);
         let (headers, mut reader) = open_csv(path)?;
         let mapping = Mapping::for_file(opts, path, &headers)?;
         let described = mapping.describe();
@@ -306,6 +353,44 @@ pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {
             bars: bars[code].values().map(|(b, _, _)| *b).collect(),
         })
         .collect();
+    // One pass over every kept bar, summed per file (codes are visited in sorted order).
+    let mut per_file: HashMap<&str, FileSummary> = HashMap::new();
+    for code in &codes {
+        for (date, (_, file, _)) in &bars[code] {
+            let s = per_file.entry(file.as_str()).or_insert_with(|| FileSummary {
+                file: file.clone(),
+                sha256: String::new(),
+                codes: Vec::new(),
+                rows: 0,
+                first_date: None,
+                last_date: None,
+            });
+            if s.codes.last() != Some(code) {
+                s.codes.push(code.clone());
+            }
+            s.rows += 1;
+            s.first_date = Some(s.first_date.map_or(*date, |d| d.min(*date)));
+            s.last_date = Some(s.last_date.map_or(*date, |d| d.max(*date)));
+        }
+    }
+    let sources = opts
+        .files
+        .iter()
+        .zip(hashes)
+        .map(|(path, sha256)| {
+            let file = path.display().to_string();
+            let mut s = per_file.remove(file.as_str()).unwrap_or_else(|| FileSummary {
+                file,
+                sha256: String::new(),
+                codes: Vec::new(),
+                rows: 0,
+                first_date: None,
+                last_date: None,
+            });
+            s.sha256 = sha256;
+            s
+        })
+        .collect();
     Ok(ImportPlan {
         files: opts.files.len(),
         rows_read,
@@ -316,6 +401,7 @@ pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {
         mappings,
         skipped,
         bad,
+        sources,
         groups,
     })
 }
@@ -324,20 +410,34 @@ pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {
 /// and reports 0 rows written.
 pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
     let plan = prepare(opts)?;
-    let infos: Vec<SymbolInfo> = plan.codes.iter().map(|c| SymbolInfo::from_code(c)).collect();
-    let rows_written = if plan.groups.is_empty() || opts.dry_run {
-        0
-    } else {
-        upsert_import(db, &infos, &plan.groups).await.map_err(ImportError::Db)?
-    };
-    Ok(ImportReport {
+    let report = ImportReport {
         files: plan.files,
         rows_read: plan.rows_read,
-        rows_written,
+        rows_written: 0,
         symbols: plan.codes.len(),
         skipped: plan.skipped,
-        bad: plan.bad,
+        bad: plan.bad.clone(),
         first_date: plan.first_date,
         last_date: plan.last_date,
-    })
+    };
+    if opts.dry_run {
+        return Ok(report);
+    }
+    let rows_written = import_plan(db, plan).await?;
+    Ok(ImportReport { rows_written, ..report })
+}
+
+/// Writes what [`prepare`] read, and records each file by its sha256; returns the rows written.
+pub(crate) async fn import_plan(db: &Db, plan: ImportPlan) -> Result<u64, ImportError> {
+    if plan.groups.is_empty() {
+        return Ok(0);
+    }
+    let infos: Vec<SymbolInfo> = plan.codes.iter().map(|c| SymbolInfo::from_code(c)).collect();
+    let written = upsert_import(db, &infos, &plan.groups).await.map_err(ImportError::Db)?;
+    // Recorded by content, so a manifest declaring the file can tell it is already here.
+    let records: Vec<_> = plan.sources.iter().map(FileSummary::record).collect();
+    super::catalog::record_imports(db, &records)
+        .await
+        .map_err(|e| ImportError::Db(e.to_string()))?;
+    Ok(written)
 }

@@ -28,12 +28,16 @@ pub enum LoadError {
         /// `(asked, close match)` pairs.
         suggestions: Vec<(String, String)>,
     },
-    #[error("symbols = {asked} needs {wanted} symbols but the stock database has {available}")]
+    #[error("symbols = {asked} needs {wanted} symbols but {} has {available}", scope_name(*.declared))]
     TooFew {
         asked: String,
         wanted: usize,
         available: usize,
+        /// Counted within the data the manifest declares (`[data]`), not the whole database.
+        declared: bool,
     },
+    #[error("{}", undeclared_message(.0))]
+    Undeclared(Vec<String>),
     #[error(
         "no bars for symbols = {selection} in {range} (min_history = {min_history}); \
          hint: run `measured data synth` or `measured data import`, or widen the range"
@@ -59,6 +63,26 @@ pub enum LoadError {
 impl From<sqlx::Error> for LoadError {
     fn from(e: sqlx::Error) -> Self {
         LoadError::Db(db_message(&e))
+    }
+}
+
+fn undeclared_message(codes: &[String]) -> String {
+    let shown: Vec<String> = codes.iter().take(10).map(|c| format!("`{c}`")).collect();
+    let (s, them) = if codes.len() == 1 { ("", "it") } else { ("s", "them") };
+    format!(
+        "symbol{s} {} {} in the stock database but not in the data declared in [data]\n\
+         hint: declare the data that holds {them} (e.g. its CSV file under [data] import), or select \
+         symbols of the declared market",
+        shown.join(", "),
+        if codes.len() == 1 { "is" } else { "are" }
+    )
+}
+
+fn scope_name(declared: bool) -> &'static str {
+    if declared {
+        "the data declared in [data]"
+    } else {
+        "the stock database"
     }
 }
 
@@ -99,11 +123,23 @@ pub(crate) fn describe(sel: &SymbolSelection) -> String {
 /// columnar payload, the same for every strategy), `seconds` and `rows_per_second`, plus
 /// `wire_bytes` for `copy`; a note names the symbols `min_history` dropped.
 pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Bars, LoadError> {
+    load_within(db, params, None, rec).await
+}
+
+/// [`load`] choosing only among `universe` (sorted codes: the market a manifest declares), so a
+/// selection such as `{ first = 500 }` never mixes the declared market with other data in the
+/// same database. `None`: every symbol in the database.
+pub async fn load_within(
+    db: &Db,
+    params: &LoadParams,
+    universe: Option<&[String]>,
+    rec: &mut Recorder,
+) -> Result<Bars, LoadError> {
     let started = Instant::now();
     if params.strategy == FetchStrategy::Copy && matches!(db, Db::Sqlite(_)) {
         return Err(LoadError::CopyNeedsPostgres);
     }
-    let codes = resolve(db, &params.symbols).await?;
+    let codes = resolve(db, &params.symbols, universe).await?;
     // More workers than pooled connections would only queue (and could hit the pool's acquire
     // timeout on long loads), so the pool size caps the parallelism.
     let pool_size = match db {
@@ -233,16 +269,36 @@ pub(crate) fn adjust(s: &mut SymbolBars) {
     }
 }
 
-/// The codes `sel` names, checked against `symbols`, in artifact order.
-async fn resolve(db: &Db, sel: &SymbolSelection) -> Result<Vec<String>, LoadError> {
+/// The codes `sel` names, checked against `symbols` (and against `universe`, the declared
+/// market's sorted codes, when there is one), in artifact order.
+pub(crate) async fn resolve(
+    db: &Db,
+    sel: &SymbolSelection,
+    universe: Option<&[String]>,
+) -> Result<Vec<String>, LoadError> {
+    let declared = universe.is_some();
+    let within = |codes: Vec<String>| -> Vec<String> {
+        match universe {
+            Some(u) => codes.into_iter().filter(|c| u.binary_search(c).is_ok()).collect(),
+            None => codes,
+        }
+    };
     match sel {
         SymbolSelection::List(asked) => {
             let found = existing_codes(db, asked).await?;
+            let outside: Vec<String> = asked
+                .iter()
+                .filter(|c| found.contains(*c) && universe.is_some_and(|u| u.binary_search(c).is_err()))
+                .cloned()
+                .collect();
+            if !outside.is_empty() {
+                return Err(LoadError::Undeclared(outside));
+            }
             let missing: Vec<String> = asked.iter().filter(|c| !found.contains(*c)).cloned().collect();
             if missing.is_empty() {
                 return Ok(asked.clone());
             }
-            let all = all_codes(db).await?;
+            let all = within(all_codes(db).await?);
             let suggestions = missing
                 .iter()
                 .filter_map(|m| {
@@ -257,23 +313,25 @@ async fn resolve(db: &Db, sel: &SymbolSelection) -> Result<Vec<String>, LoadErro
             Err(LoadError::NotFound { missing, suggestions })
         }
         SymbolSelection::All => {
-            let all = all_codes(db).await?;
+            let all = within(all_codes(db).await?);
             if all.is_empty() {
                 return Err(LoadError::TooFew {
                     asked: describe(sel),
                     wanted: 1,
                     available: 0,
+                    declared,
                 });
             }
             Ok(all)
         }
         SymbolSelection::First(n) | SymbolSelection::Random { n, .. } => {
-            let all = all_codes(db).await?;
+            let all = within(all_codes(db).await?);
             if all.len() < *n {
                 return Err(LoadError::TooFew {
                     asked: describe(sel),
                     wanted: *n,
                     available: all.len(),
+                    declared,
                 });
             }
             if let SymbolSelection::Random { seed, .. } = sel {
@@ -298,7 +356,7 @@ async fn all_codes(db: &Db) -> Result<Vec<String>, LoadError> {
 }
 
 /// The subset of `asked` present in `symbols` (codes travel as bound parameters).
-async fn existing_codes(db: &Db, asked: &[String]) -> Result<std::collections::HashSet<String>, LoadError> {
+pub(crate) async fn existing_codes(db: &Db, asked: &[String]) -> Result<std::collections::HashSet<String>, LoadError> {
     let mut found = std::collections::HashSet::new();
     match db {
         Db::Postgres(pool) => {

@@ -6,11 +6,14 @@
 //! so the strategies themselves can be measured against each other.
 
 mod args;
+pub mod catalog;
 mod csvmap;
 mod fetch;
+mod identity;
 mod import;
 mod load;
 mod pgbinary;
+mod prepare;
 mod select;
 mod synth;
 mod write;
@@ -21,8 +24,18 @@ mod tests;
 mod tests_import;
 
 pub use args::{ImportArgs, SynthArgs};
-pub use import::{import, prepare, BadRow, ImportError, ImportOptions, ImportPlan, ImportReport, Layout};
-pub use load::{load, LoadError};
+pub use identity::{
+    bars_per_symbol, extent, identify, short, thousands, trading_days_held, DataIdentity, DataSource, Extent,
+};
+pub use import::{
+    file_sha256, import, prepare, BadRow, FileSummary, ImportError, ImportOptions, ImportPlan, ImportReport, Layout,
+};
+pub(crate) use load::{describe as describe_selection, existing_codes, resolve as resolve_selection};
+pub use load::{load, load_within, LoadError};
+pub use prepare::{
+    apply as apply_data, decide as decide_data, universe, DataSpec, ImportDecl, Refusal, Requirement, Step, StockPlace,
+    SynthDecl,
+};
 pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
 pub use synth::{
     demo_options, ensure_demo_market, synth, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED, DEMO_START,

@@ -73,7 +73,7 @@ pub struct SynthOptions {
 }
 
 impl SynthOptions {
-    fn check(&self) -> Result<(), MarketError> {
+    pub(crate) fn check(&self) -> Result<(), MarketError> {
         let capacity = match self.style {
             CodeStyle::China => CHINA_CAPACITY,
             CodeStyle::Us => US_CAPACITY,
@@ -205,7 +205,7 @@ fn symbol_rng(seed: u64, stream: u64) -> ChaCha8Rng {
 }
 
 /// Code, exchange and currency of symbol `i`; codes are unique bijections of `i`.
-fn symbol_info(opts: &SynthOptions, i: usize, calendar: &[NaiveDate]) -> SymbolInfo {
+pub(super) fn symbol_info(opts: &SynthOptions, i: usize, calendar: &[NaiveDate]) -> SymbolInfo {
     let china = match opts.style {
         CodeStyle::China => Some(i),
         CodeStyle::Us => None,

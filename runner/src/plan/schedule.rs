@@ -86,6 +86,7 @@ mod tests {
 
     fn sched(order: Order, warmup: u32, reps: u32) -> Schedule {
         Schedule {
+            keep_going: false,
             warmup,
             repetitions: reps,
             order,

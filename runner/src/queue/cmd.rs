@@ -117,6 +117,13 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     }
     let rt = runtime()?;
     let (db, pool) = connect(&rt, &g.database)?;
+    // The declared data is prepared and every load stage checked before anything is queued,
+    // as for a local run.
+    let prepared = crate::preflight::prepare(g, &exp, &rt, true)?;
+    let identity = prepared.as_ref().and_then(|p| p.identity.clone());
+    if let Some(p) = prepared {
+        rt.block_on(p.db.close());
+    }
     let env = experiment_env(&exp);
     let command = reproduce_command("submit", &exp, seed, g);
     // Workers read stock data from their own --stock-database; the run records the one it was
@@ -135,6 +142,7 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
             // Workers keep per-unit leases in the queue; the run row has no heartbeat.
             lease_seconds: None,
             stock_database: &stock,
+            stock_data: identity.as_ref(),
         },
     ))?;
     rt.block_on(claim::enqueue(&pool, &run_id, o.lease_seconds, &units))

@@ -79,6 +79,7 @@ pub(super) fn transfer_run() -> RunData {
     run.manifest_path = "experiments/transfer-prefault.toml".to_owned();
     run.reproduce = "measured run experiments/transfer-prefault.toml --seed 42".to_owned();
     run.data_hashes.clear();
+    run.stock_data = None;
     run.compare.primary = "transfer.h2d_pageable_reuse_gbps".to_owned();
     run.compare.guards.clear();
     run.compare.claims.clear();

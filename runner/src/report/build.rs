@@ -164,6 +164,7 @@ pub fn build_report(run: &RunData) -> Report {
         failed_trials: failed_trials(run),
         environment: run.environment.clone(),
         data_hashes: run.data_hashes.clone(),
+        stock_data: run.stock_data.clone(),
         databases: Databases {
             results: run.results_database.clone(),
             stock: run.stock_database.clone(),

@@ -47,6 +47,8 @@ pub struct CompareModel {
     /// Stages whose data differed between the runs (compared anyway on request); empty when the
     /// runs loaded the same data.
     pub different_data: Vec<String>,
+    /// What differs between the two runs' stock data, in words ("50 vs 500 symbols").
+    pub data_differences: Vec<String>,
     /// Configs of one run only, not compared.
     pub before_only: Vec<String>,
     pub after_only: Vec<String>,
@@ -173,6 +175,31 @@ fn compare_metrics(a: &RunData, b: &RunData, matched: &[(usize, usize)]) -> Vec<
     rows
 }
 
+/// What differs between the stock data of two runs whose stages loaded different data, in
+/// the terms of their recorded identities; a run without one is named as unknown.
+fn data_differences(a: &RunData, b: &RunData) -> Vec<String> {
+    match (&a.stock_data, &b.stock_data) {
+        (Some(x), Some(y)) => {
+            let d = x.differences(y);
+            if d.is_empty() {
+                vec![format!(
+                    "the same stock data ({}), from which the stages selected different bars",
+                    x.extent()
+                )]
+            } else {
+                d
+            }
+        }
+        (x, y) => {
+            let side = |r: &RunData, id: &Option<crate::market::DataIdentity>| match id {
+                Some(i) => format!("run {}: {i}", r.run_id),
+                None => format!("run {}: stock data unknown (not recorded with the run)", r.run_id),
+            };
+            vec![side(a, x), side(b, y)]
+        }
+    }
+}
+
 /// Compares run `b` ("after") against run `a` ("before"). Refuses runs whose data hashes differ
 /// unless `allow_different_data`, because a speedup across different inputs measures nothing.
 pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Result<CompareModel, ReportError> {
@@ -185,8 +212,16 @@ pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Res
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
+    let differences = if differing.is_empty() {
+        Vec::new()
+    } else {
+        data_differences(a, b)
+    };
     if !differing.is_empty() && !allow_different_data {
-        return Err(ReportError::DataMismatch { stages: differing });
+        return Err(ReportError::DataMismatch {
+            stages: differing,
+            differences,
+        });
     }
     let matched: Vec<(usize, usize)> = a
         .configs
@@ -319,6 +354,7 @@ pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Res
         different_data: differing,
         before_only: only(a, b),
         after_only: only(b, a),
+        data_differences: differences,
         comparisons: records,
         metrics: compare_metrics(a, b, &matched),
         regression,

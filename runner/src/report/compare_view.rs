@@ -154,8 +154,9 @@ pub fn compare_view(m: &CompareModel) -> CompareReport {
         data_hashes: key_values(&m.data_hashes),
         data_warning: (!m.different_data.is_empty()).then(|| {
             format!(
-                "The runs loaded different data (stages: {}); differences mix code and data changes.",
-                m.different_data.join(", ")
+                "The runs loaded different data (stages: {}; {}); differences mix code and data changes.",
+                m.different_data.join(", "),
+                m.data_differences.join(", ")
             )
         }),
         unmatched: m

@@ -78,6 +78,9 @@ pub struct RunData {
     pub environment: BTreeMap<String, String>,
     /// Stage name -> content hash of the data it loaded.
     pub data_hashes: BTreeMap<String, String>,
+    /// The stock data the run's load stages read, as recorded when it started; `None` when it
+    /// was not recorded (runs stored before it was, and runs without a load stage).
+    pub stock_data: Option<crate::market::DataIdentity>,
     /// Configs in plan order.
     pub configs: Vec<ConfigData>,
     pub compare: CompareSpec,
@@ -196,10 +199,15 @@ pub enum ReportError {
     #[error("cannot draw chart {file}: {message}")]
     Chart { file: String, message: String },
     #[error(
-        "the runs loaded different data (stages: {}); comparing them would mix a code change with a data change",
-        stages.join(", ")
+        "the runs loaded different data (stages: {}{}); comparing them would mix a code change with a data change",
+        stages.join(", "),
+        if differences.is_empty() { String::new() } else { format!("; {}", differences.join(", ")) }
     )]
-    DataMismatch { stages: Vec<String> },
+    DataMismatch {
+        stages: Vec<String>,
+        /// What differs in the stock data, in words (`50 vs 500 symbols`, `seed 7 vs 42`).
+        differences: Vec<String>,
+    },
     #[error("the runs have no config in common (before: {}; after: {})", before.join(", "), after.join(", "))]
     NoCommonConfigs { before: Vec<String>, after: Vec<String> },
 }

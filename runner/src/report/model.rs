@@ -66,6 +66,11 @@ pub struct Report {
     pub environment: BTreeMap<String, String>,
     /// Stage -> content hash of the data it loaded.
     pub data_hashes: BTreeMap<String, String>,
+    /// The stock data the load stages read: symbols, rows, date range and where it came from
+    /// (`sources`: a synthetic market's parameters, imported files with their sha256, or
+    /// `unknown`); `null` when the run did not record it (stored before it was, or without a
+    /// load stage).
+    pub stock_data: Option<crate::market::DataIdentity>,
     pub databases: Databases,
     pub manifest_path: String,
     pub manifest_hash: String,

@@ -117,6 +117,19 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
         manifest_hash: "sha256:9d1e77".to_owned(),
         environment,
         data_hashes: [("load".to_owned(), "sha256:51c0ff".to_owned())].into_iter().collect(),
+        stock_data: Some(crate::market::DataIdentity {
+            symbols: 40,
+            rows: 28_120,
+            first_date: chrono::NaiveDate::from_ymd_opt(2021, 1, 4),
+            last_date: chrono::NaiveDate::from_ymd_opt(2023, 11, 24),
+            sources: vec![crate::market::DataSource::Synth {
+                symbols: 50,
+                days: 750,
+                start: chrono::NaiveDate::from_ymd_opt(2021, 1, 4).unwrap(),
+                seed: 20_240_601,
+                style: "mixed".to_owned(),
+            }],
+        }),
         configs,
         compare: CompareSpec {
             baseline: "baseline".to_owned(),
@@ -290,8 +303,14 @@ fn comparison_refuses_different_data_unless_allowed() {
     let a = simple_run("a", 0.8, 0.5);
     let mut b = simple_run("b", 0.8, 0.5);
     b.data_hashes.insert("load".to_owned(), "sha256:000000".to_owned());
+    if let Some(crate::market::DataSource::Synth { seed, .. }) =
+        b.stock_data.as_mut().and_then(|d| d.sources.first_mut())
+    {
+        *seed = 7;
+    }
     let err = build_comparison(&a, &b, false).unwrap_err();
-    assert!(matches!(&err, ReportError::DataMismatch { stages } if stages == &vec!["load".to_owned()]));
+    assert!(err.to_string().contains("seed 20240601 vs 7"), "{err}");
+    assert!(matches!(&err, ReportError::DataMismatch { stages, .. } if stages == &vec!["load".to_owned()]));
     let allowed = build_comparison(&a, &b, true).unwrap();
     assert!(allowed.data_warning.unwrap().contains("load"));
     let mut c = simple_run("c", 0.8, 0.5);

@@ -40,6 +40,8 @@ pub struct ReportView<'a> {
     pub failed_trials: Vec<FailedTrialView>,
     pub environment: Vec<KeyValue>,
     pub data_hashes: Vec<KeyValue>,
+    /// The stock data in a sentence, leading the Data section; `None` when the run reads none.
+    pub stock_data: Option<String>,
     pub databases: DatabasesView,
     pub manifest_path: &'a str,
     pub manifest_hash: &'a str,
@@ -338,6 +340,13 @@ pub fn view(r: &Report) -> ReportView<'_> {
             .collect(),
         environment: key_values(&r.environment),
         data_hashes: key_values(&r.data_hashes),
+        stock_data: match &r.stock_data {
+            Some(d) => Some(format!("Stock data: {}; source: {}.", d.extent(), d.origin())),
+            None if !r.data_hashes.is_empty() => Some(
+                "Stock data: unknown (not recorded with the run: it was stored before runs named their data).".into(),
+            ),
+            None => None,
+        },
         databases: DatabasesView {
             results: r.databases.results.clone(),
             stock_is_results: r.databases.stock.as_ref() == Some(&r.databases.results),

@@ -2,7 +2,7 @@
 
 use super::{BuildError, Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::market::{load, FetchStrategy, LoadParams};
+use crate::market::{load_within, FetchStrategy, LoadParams};
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -19,9 +19,10 @@ pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildErr
 impl Stage for LoadStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         let db = ctx.services.stock_db().map_err(StageError::new)?;
+        let universe = ctx.services.universe(ctx.data).map_err(StageError::new)?;
         let bars = ctx
             .services
-            .block_on(load(db, &self.params, &mut ctx.rec))
+            .block_on(load_within(db, &self.params, universe.as_deref(), &mut ctx.rec))
             .map_err(|e| StageError::new(e.to_string()))?;
         ctx.content_hash = Some(bars.content_hash.clone());
         Ok(Artifact::Bars(Arc::new(bars)))

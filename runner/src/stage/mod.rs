@@ -70,6 +70,8 @@ pub struct StageCtx<'a> {
     pub seed: u64,
     pub cancel: &'a AtomicBool,
     pub services: &'a crate::exec::Services,
+    /// The stock data the manifest declares (`[data]`): loads choose only among it.
+    pub data: &'a crate::market::DataSpec,
     pub trial: &'a TrialInfo,
     pub stage: &'a str,
     /// The folder holding the manifest: relative paths in parameters (a command's `cwd`) are

@@ -83,6 +83,9 @@ pub struct RunRow {
     pub stock_database: Option<String>,
     /// The run's [`crate::runspec::StoredSpec`] as JSON (`None`: runs stored before specs).
     pub spec: Option<String>,
+    /// The stock data it read, a [`crate::market::DataIdentity`] as JSON (`None`: runs stored
+    /// before it was recorded, and runs without a load stage).
+    pub stock_data: Option<String>,
     /// Trials stored so far (filled by `list_runs` and `load_run`).
     pub stored_trials: u32,
     pub failed_trials: u32,
@@ -120,6 +123,8 @@ pub struct NewRun<'a> {
     pub lease_seconds: Option<f64>,
     /// Where the run's stages read stock data from (the results database unless one was named).
     pub stock_database: &'a str,
+    /// What stock data they read, known once it was prepared.
+    pub stock_data: Option<&'a crate::market::DataIdentity>,
 }
 
 /// Everything a `runs` row is made of, in a form that can be written to a journal and
@@ -149,6 +154,9 @@ pub struct RunHeader {
     /// The run's [`crate::runspec::StoredSpec`] as JSON.
     #[serde(default)]
     pub spec: Option<String>,
+    /// The stock data it read ([`crate::market::DataIdentity`] as JSON).
+    #[serde(default)]
+    pub stock_data: Option<String>,
 }
 
 impl RunHeader {
@@ -172,6 +180,7 @@ impl RunHeader {
             database: super::database_identity(database),
             stock_database: row.stock_database.clone(),
             spec: row.spec.clone(),
+            stock_data: row.stock_data.clone(),
         }
     }
 }
@@ -197,6 +206,7 @@ impl NewRun<'_> {
             database: String::new(),
             stock_database: Some(super::redact_url(self.stock_database)),
             spec: Some(crate::runspec::StoredSpec::of(e, self.seed).to_json()),
+            stock_data: self.stock_data.map(crate::market::DataIdentity::to_json),
         }
     }
 }
@@ -236,8 +246,8 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         sqlx::query(
             "INSERT INTO runs (id, experiment, description, manifest_path, manifest_text, manifest_hash, smoke, seed, \
              status, planned_trials, started_at, finished_at, git_commit, git_dirty, environment_hash, command, \
-             heartbeat_at, lease_seconds, stock_database, spec) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16, $17, $18)",
+             heartbeat_at, lease_seconds, stock_database, spec, stock_data) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
         )
         .bind(&h.id)
         .bind(&h.experiment)
@@ -258,6 +268,7 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         // Redacted again here: a password must never reach the database, whoever built `h`.
         .bind(h.stock_database.as_deref().map(super::redact_url))
         .bind(&h.spec)
+        .bind(&h.stock_data)
         .execute(pool)
         .await?;
         Ok(())
@@ -425,7 +436,7 @@ pub async fn stored_trial_indices(db: &Db, run_id: &str) -> Result<Vec<u32>, Sto
 
 const RUN_COLUMNS: &str = "r.id, r.experiment, r.description, r.manifest_path, r.manifest_text, r.manifest_hash, r.smoke, r.seed, \
      r.status, r.planned_trials, r.started_at, r.finished_at, r.git_commit, r.git_dirty, r.environment_hash, r.command, \
-     r.heartbeat_at, r.lease_seconds, r.stock_database, r.spec, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
+     r.heartbeat_at, r.lease_seconds, r.stock_database, r.spec, r.stock_data, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
      (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status <> 'ok') AS failed";
 
 macro_rules! run_row {
@@ -452,6 +463,7 @@ macro_rules! run_row {
             lease_seconds: r.try_get("lease_seconds")?,
             stock_database: r.try_get("stock_database")?,
             spec: r.try_get("spec")?,
+            stock_data: r.try_get("stock_data")?,
             stored_trials: r.try_get::<i64, _>("stored")? as u32,
             failed_trials: r.try_get::<i64, _>("failed")? as u32,
         }

@@ -3,6 +3,7 @@
 mod busy;
 mod claims;
 mod common;
+mod data;
 mod docs;
 mod durability;
 mod experiments;

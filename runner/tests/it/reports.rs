@@ -160,7 +160,7 @@ fn compare_refuses_runs_that_loaded_different_data() {
     let first = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
     assert!(
-        text(&first).contains("was empty, so it was filled with a synthetic market"),
+        text(&first).contains("filled the empty database with the demo market"),
         "{}",
         text(&first)
     );
@@ -189,6 +189,12 @@ fn compare_refuses_runs_that_loaded_different_data() {
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
     assert!(
         text(&refused).contains("different data") && text(&refused).contains("--allow-different-data"),
+        "{}",
+        text(&refused)
+    );
+    // What differs, in the terms of the data each run recorded.
+    assert!(
+        text(&refused).contains("seed 20240601 vs 9") && text(&refused).contains("750 vs 200 synthetic days"),
         "{}",
         text(&refused)
     );

@@ -1,0 +1,520 @@
+//! The identity of the stock data a run could read, stored with the run in words a person can
+//! check (prepare -> **identity** -> store -> show, report, compare), and the counting queries
+//! behind it and behind the preflight.
+
+use super::catalog::{self, ImportRecord};
+use super::load::existing_codes;
+use super::write::placeholders;
+use super::{DataSpec, MarketError, SynthOptions};
+use crate::store::Db;
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::fmt;
+
+/// Codes per IN list on SQLite (far below its bound-parameter limit).
+const CODES_PER_QUERY: usize = 500;
+
+/// What stock data a run read: how much, which dates, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataIdentity {
+    pub symbols: u64,
+    pub rows: u64,
+    pub first_date: Option<NaiveDate>,
+    pub last_date: Option<NaiveDate>,
+    /// Where it came from, as far as the stock database's records tell.
+    #[serde(default)]
+    pub sources: Vec<DataSource>,
+}
+
+/// One part of the stock data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DataSource {
+    /// A synthetic market: the same parameters always generate the same bars.
+    Synth {
+        symbols: u64,
+        days: u64,
+        start: NaiveDate,
+        seed: u64,
+        style: String,
+    },
+    /// An imported CSV file, by content.
+    Import {
+        file: String,
+        sha256: String,
+        symbols: u64,
+        rows: u64,
+    },
+    /// Bars no record describes (written by an older version, or by hand).
+    Unknown { symbols: u64, rows: u64 },
+}
+
+impl DataIdentity {
+    pub fn to_json(&self) -> String {
+        // Plain numbers, strings and dates: serializing cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// A stored identity; `None` when it is absent or unreadable (shown as unknown, never
+    /// guessed).
+    pub fn from_json(text: Option<&str>) -> Option<DataIdentity> {
+        text.and_then(|t| serde_json::from_str(t).ok())
+    }
+
+    /// `500 symbols, 1,142,718 rows, 2015-01-01 to 2024-07-30`.
+    pub fn extent(&self) -> String {
+        let mut s = format!(
+            "{} symbol{}, {} row{}",
+            thousands(self.symbols),
+            if self.symbols == 1 { "" } else { "s" },
+            thousands(self.rows),
+            if self.rows == 1 { "" } else { "s" }
+        );
+        if let (Some(a), Some(b)) = (self.first_date, self.last_date) {
+            s.push_str(&format!(", {a} to {b}"));
+        }
+        s
+    }
+
+    /// Where the data came from, in words; `unknown origin` when nothing records it.
+    pub fn origin(&self) -> String {
+        if self.sources.is_empty() {
+            return "unknown origin".into();
+        }
+        self.sources
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// What differs between two identities, in the terms people check: `50 vs 500 symbols`,
+    /// `seed 7 vs 42`, date ranges, files. Empty when they are the same data.
+    pub fn differences(&self, other: &DataIdentity) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.symbols != other.symbols {
+            out.push(format!("{} vs {} symbols", self.symbols, other.symbols));
+        }
+        if self.rows != other.rows {
+            out.push(format!("{} vs {} rows", thousands(self.rows), thousands(other.rows)));
+        }
+        if (self.first_date, self.last_date) != (other.first_date, other.last_date) {
+            out.push(format!(
+                "dates {} vs {}",
+                range(self.first_date, self.last_date),
+                range(other.first_date, other.last_date)
+            ));
+        }
+        match (self.synth(), other.synth()) {
+            (Some(a), Some(b)) => {
+                if a.0 != b.0 && self.symbols == other.symbols {
+                    out.push(format!("synthetic market of {} vs {} symbols", a.0, b.0));
+                }
+                if a.3 != b.3 {
+                    out.push(format!("seed {} vs {}", a.3, b.3));
+                }
+                if a.1 != b.1 {
+                    out.push(format!("{} vs {} synthetic days", a.1, b.1));
+                }
+                if a.2 != b.2 {
+                    out.push(format!("start {} vs {}", a.2, b.2));
+                }
+                if a.4 != b.4 {
+                    out.push(format!("style {} vs {}", a.4, b.4));
+                }
+            }
+            (Some(_), None) => out.push("a synthetic market vs none".to_owned()),
+            (None, Some(_)) => out.push("no synthetic market vs one".to_owned()),
+            (None, None) => {}
+        }
+        let files = |d: &DataIdentity| -> Vec<String> {
+            d.sources
+                .iter()
+                .filter_map(|s| match s {
+                    DataSource::Import { file, sha256, .. } => Some(format!("{file} (sha256 {})", short(sha256))),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (fa, fb) = (files(self), files(other));
+        if fa != fb {
+            let list = |f: &[String]| {
+                if f.is_empty() {
+                    "no files".to_owned()
+                } else {
+                    f.join(", ")
+                }
+            };
+            out.push(format!("files {} vs {}", list(&fa), list(&fb)));
+        }
+        let unknown = |d: &DataIdentity| d.sources.iter().any(|s| matches!(s, DataSource::Unknown { .. }));
+        if unknown(self) != unknown(other) || (out.is_empty() && unknown(self)) {
+            out.push(format!(
+                "{} vs {}",
+                if unknown(self) {
+                    "bars of unknown origin"
+                } else {
+                    "no bars of unknown origin"
+                },
+                if unknown(other) {
+                    "bars of unknown origin"
+                } else {
+                    "none"
+                }
+            ));
+        }
+        out
+    }
+
+    /// The synthetic market's `(symbols, days, start, seed, style)`, if the data has one.
+    fn synth(&self) -> Option<(u64, u64, NaiveDate, u64, &str)> {
+        self.sources.iter().find_map(|s| match s {
+            DataSource::Synth {
+                symbols,
+                days,
+                start,
+                seed,
+                style,
+            } => Some((*symbols, *days, *start, *seed, style.as_str())),
+            _ => None,
+        })
+    }
+}
+
+impl fmt::Display for DataIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.extent(), self.origin())
+    }
+}
+
+impl fmt::Display for DataSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataSource::Synth {
+                symbols,
+                days,
+                start,
+                seed,
+                style,
+            } => write!(
+                f,
+                "synthetic market of {symbols} symbols x {days} days from {start}, seed {seed}, style {style}"
+            ),
+            DataSource::Import {
+                file,
+                sha256,
+                symbols,
+                rows,
+            } => write!(
+                f,
+                "imported {file} (sha256 {}, {symbols} symbol{}, {} rows)",
+                short(sha256),
+                if *symbols == 1 { "" } else { "s" },
+                thousands(*rows)
+            ),
+            DataSource::Unknown { symbols, rows } => write!(
+                f,
+                "{symbols} symbol{} ({} rows) of unknown origin",
+                if *symbols == 1 { "" } else { "s" },
+                thousands(*rows)
+            ),
+        }
+    }
+}
+
+/// The first 12 hex digits of a hash, enough to tell files apart in a sentence.
+pub fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+fn range(a: Option<NaiveDate>, b: Option<NaiveDate>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{a}..{b}"),
+        _ => "none".into(),
+    }
+}
+
+/// `1142718` as `1,142,718`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How much data there is: symbols with bars, rows, first and last date.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extent {
+    pub symbols: u64,
+    pub rows: u64,
+    pub first_date: Option<NaiveDate>,
+    pub last_date: Option<NaiveDate>,
+}
+
+impl Extent {
+    fn add(&mut self, other: Extent) {
+        self.symbols += other.symbols;
+        self.rows += other.rows;
+        self.first_date = min_opt(self.first_date, other.first_date);
+        self.last_date = max_opt(self.last_date, other.last_date);
+    }
+}
+
+fn min_opt(a: Option<NaiveDate>, b: Option<NaiveDate>) -> Option<NaiveDate> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn max_opt(a: Option<NaiveDate>, b: Option<NaiveDate>) -> Option<NaiveDate> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+const EXTENT: &str = "SELECT COUNT(DISTINCT symbol), COUNT(*), MIN(trade_date), MAX(trade_date) FROM daily_bars";
+
+/// The extent of the bars of `codes` (every bar when `None`).
+pub async fn extent(db: &Db, codes: Option<&[String]>) -> Result<Extent, MarketError> {
+    type Row = (i64, i64, Option<NaiveDate>, Option<NaiveDate>);
+    let to = |r: Row| Extent {
+        symbols: r.0 as u64,
+        rows: r.1 as u64,
+        first_date: r.2,
+        last_date: r.3,
+    };
+    let mut total = Extent::default();
+    match (db, codes) {
+        (Db::Sqlite(pool), None) => total = to(sqlx::query_as::<_, Row>(EXTENT).fetch_one(pool).await?),
+        (Db::Postgres(pool), None) => total = to(sqlx::query_as::<_, Row>(EXTENT).fetch_one(pool).await?),
+        (Db::Postgres(pool), Some(codes)) => {
+            let sql = format!("{EXTENT} WHERE symbol = ANY($1)");
+            total = to(sqlx::query_as::<_, Row>(&sql).bind(codes).fetch_one(pool).await?);
+        }
+        (Db::Sqlite(pool), Some(codes)) => {
+            // Chunks hold distinct codes, so their symbol counts add up.
+            for chunk in codes.chunks(CODES_PER_QUERY) {
+                let sql = format!("{EXTENT} WHERE symbol IN ({})", placeholders(chunk.len()));
+                let mut q = sqlx::query_as::<_, Row>(&sql);
+                for c in chunk {
+                    q = q.bind(c);
+                }
+                total.add(to(q.fetch_one(pool).await?));
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// Trading days with at least one bar of `codes` (of any symbol when `None`).
+pub async fn trading_days_held(db: &Db, codes: Option<&[String]>) -> Result<u64, MarketError> {
+    const SQL: &str = "SELECT COUNT(DISTINCT trade_date) FROM daily_bars";
+    let n: i64 = match (db, codes) {
+        (Db::Sqlite(pool), None) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+        (Db::Postgres(pool), None) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
+        (Db::Postgres(pool), Some(codes)) => {
+            sqlx::query_scalar(&format!("{SQL} WHERE symbol = ANY($1)"))
+                .bind(codes)
+                .fetch_one(pool)
+                .await?
+        }
+        (Db::Sqlite(pool), Some(codes)) => {
+            // A temporary list of the codes keeps this one query whatever their number.
+            let mut conn = pool.acquire().await?;
+            sqlx::query("CREATE TEMP TABLE IF NOT EXISTS measured_codes (code TEXT PRIMARY KEY)")
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("DELETE FROM measured_codes").execute(&mut *conn).await?;
+            for chunk in codes.chunks(CODES_PER_QUERY) {
+                let values = vec!["(?)"; chunk.len()].join(", ");
+                let sql = format!("INSERT OR IGNORE INTO measured_codes (code) VALUES {values}");
+                let mut q = sqlx::query(&sql);
+                for c in chunk {
+                    q = q.bind(c);
+                }
+                q.execute(&mut *conn).await?;
+            }
+            let n = sqlx::query_scalar(&format!("{SQL} WHERE symbol IN (SELECT code FROM measured_codes)"))
+                .fetch_one(&mut *conn)
+                .await?;
+            sqlx::query("DELETE FROM measured_codes").execute(&mut *conn).await?;
+            n
+        }
+    };
+    Ok(n as u64)
+}
+
+/// Bars per symbol of `codes` between `start` and `end` (inclusive, open when `None`);
+/// symbols without bars there are absent.
+pub async fn bars_per_symbol(
+    db: &Db,
+    codes: &[String],
+    start: Option<NaiveDate>,
+    end: Option<NaiveDate>,
+) -> Result<HashMap<String, u64>, MarketError> {
+    let mut out = HashMap::new();
+    let range = "($1 IS NULL OR trade_date >= $1) AND ($2 IS NULL OR trade_date <= $2)";
+    match db {
+        Db::Postgres(pool) => {
+            let sql = "SELECT symbol, COUNT(*) FROM daily_bars WHERE symbol = ANY($3) AND \
+                 ($1::date IS NULL OR trade_date >= $1) AND ($2::date IS NULL OR trade_date <= $2) GROUP BY symbol";
+            let rows: Vec<(String, i64)> = sqlx::query_as(sql)
+                .bind(start)
+                .bind(end)
+                .bind(codes)
+                .fetch_all(pool)
+                .await?;
+            out.extend(rows.into_iter().map(|(c, n)| (c, n as u64)));
+        }
+        Db::Sqlite(pool) => {
+            for chunk in codes.chunks(CODES_PER_QUERY) {
+                let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
+                let sql = format!(
+                    "SELECT symbol, COUNT(*) FROM daily_bars WHERE {range} AND symbol IN ({}) GROUP BY symbol",
+                    list.join(", ")
+                );
+                let mut q = sqlx::query_as::<_, (String, i64)>(&sql).bind(start).bind(end);
+                for c in chunk {
+                    q = q.bind(c);
+                }
+                out.extend(q.fetch_all(pool).await?.into_iter().map(|(c, n)| (c, n as u64)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The identity of the data loads read: the declared market's when one is declared, else the
+/// whole database, with what its records say about where each part came from.
+pub async fn identify(db: &Db, spec: &DataSpec, universe: Option<&[String]>) -> Result<DataIdentity, MarketError> {
+    let ext = extent(db, universe).await?;
+    let records = catalog::import_records(db).await?;
+    let mut sources = Vec::new();
+    let synth_source = |o: &SynthOptions| DataSource::Synth {
+        symbols: o.symbols as u64,
+        days: o.days as u64,
+        start: o.start,
+        seed: o.seed,
+        style: catalog::style_name(o.style),
+    };
+    let import_source = |r: &ImportRecord, file: &str| DataSource::Import {
+        file: file.to_owned(),
+        sha256: r.sha256.clone(),
+        symbols: r.codes.len() as u64,
+        rows: r.bar_rows,
+    };
+    if universe.is_some() {
+        if let Some(decl) = &spec.synth {
+            sources.push(synth_source(&decl.options));
+        }
+        for decl in &spec.imports {
+            if let Some(r) = records.iter().find(|r| r.sha256 == decl.sha256) {
+                sources.push(import_source(r, &decl.file));
+            }
+        }
+    } else {
+        // The whole database: what the records describe, and the rest as unknown.
+        let (mut symbols, mut rows) = (0u64, 0u64);
+        let held = catalog::synth_symbols(db).await?;
+        if let Some(r) = catalog::synth_record(db).await? {
+            if held.len() == r.options.symbols {
+                symbols += held.len() as u64;
+                rows += r.bar_rows;
+                sources.push(synth_source(&r.options));
+            }
+        }
+        let mut described: BTreeSet<&String> = BTreeSet::new();
+        for r in &records {
+            let present = existing_codes(db, &r.codes)
+                .await
+                .map_err(|e| MarketError::Db(e.to_string()))?;
+            if present.len() == r.codes.len() && !r.codes.is_empty() {
+                let fresh = r.codes.iter().filter(|c| described.insert(*c)).count() as u64;
+                symbols += fresh;
+                rows += r.bar_rows;
+                sources.push(import_source(r, &r.file));
+            }
+        }
+        if ext.symbols > symbols {
+            sources.push(DataSource::Unknown {
+                symbols: ext.symbols - symbols,
+                rows: ext.rows.saturating_sub(rows),
+            });
+        }
+    }
+    Ok(DataIdentity {
+        symbols: ext.symbols,
+        rows: ext.rows,
+        first_date: ext.first_date,
+        last_date: ext.last_date,
+        sources,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(symbols: u64, seed: u64, files: &[(&str, &str)]) -> DataIdentity {
+        let mut sources = vec![DataSource::Synth {
+            symbols,
+            days: 750,
+            start: NaiveDate::from_ymd_opt(2021, 1, 4).unwrap(),
+            seed,
+            style: "mixed".into(),
+        }];
+        for (file, sha) in files {
+            sources.push(DataSource::Import {
+                file: (*file).into(),
+                sha256: (*sha).into(),
+                symbols: 1,
+                rows: 4,
+            });
+        }
+        DataIdentity {
+            symbols,
+            rows: symbols * 700,
+            first_date: NaiveDate::from_ymd_opt(2021, 1, 4),
+            last_date: NaiveDate::from_ymd_opt(2023, 12, 1),
+            sources,
+        }
+    }
+
+    #[test]
+    fn differences_are_named_in_the_terms_people_check() {
+        let a = identity(50, 7, &[]);
+        let b = identity(500, 42, &[("prices.csv", "ab12cd34ef56aa")]);
+        let d = a.differences(&b);
+        assert!(d.contains(&"50 vs 500 symbols".to_owned()), "{d:?}");
+        assert!(d.contains(&"seed 7 vs 42".to_owned()), "{d:?}");
+        assert!(
+            d.contains(&"files no files vs prices.csv (sha256 ab12cd34ef56)".to_owned()),
+            "{d:?}"
+        );
+        assert!(a.differences(&a.clone()).is_empty());
+    }
+
+    #[test]
+    fn identities_read_back_and_unknown_stays_unknown() {
+        let a = identity(50, 7, &[("x.csv", "ff")]);
+        assert_eq!(DataIdentity::from_json(Some(&a.to_json())), Some(a.clone()));
+        assert_eq!(DataIdentity::from_json(None), None);
+        assert_eq!(DataIdentity::from_json(Some("not json")), None);
+        assert_eq!(
+            a.to_string(),
+            "50 symbols, 35,000 rows, 2021-01-04 to 2023-12-01 (synthetic market of 50 symbols x 750 days \
+             from 2021-01-04, seed 7, style mixed; imported x.csv (sha256 ff, 1 symbol, 4 rows))"
+        );
+        assert_eq!(thousands(1_142_718), "1,142,718");
+        assert_eq!(thousands(999), "999");
+    }
+}

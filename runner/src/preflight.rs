@@ -1,0 +1,459 @@
+//! Before the first trial (commands `run`/`plan` -> **preflight** -> exec): the stock database
+//! is made to hold the data the manifest declares (`[data]`), then every `load` stage's static
+//! needs are checked against it, so a run that cannot get its data stops with one located
+//! message and the fix before anything is stored, instead of failing every trial.
+
+use crate::commands::Globals;
+use crate::error::CommandError;
+use crate::manifest::{self, Experiment, ManifestError};
+use crate::market::{self, DataIdentity, DataSpec, LoadError, LoadParams, StockPlace};
+use crate::paths::Root;
+use crate::store::{self, Db};
+use indexmap::IndexMap;
+
+/// The stock database, ready for the run.
+pub struct Prepared {
+    pub db: Db,
+    /// The codes loads choose from (the declared market's), `None`: every symbol.
+    pub universe: Option<Vec<String>>,
+    /// What the loads read, stored with the run; `None` when no stage loads bars.
+    pub identity: Option<DataIdentity>,
+}
+
+/// Whether a stage of `exp` reads the stock database.
+pub fn reads_stock(exp: &Experiment) -> bool {
+    exp.stages.iter().any(|s| s.kind == "load")
+}
+
+/// The stock database of these options, as the data policy sees it.
+pub fn place(g: &Globals) -> StockPlace {
+    let url = g.stock_url();
+    let shown = store::redact_url(&url);
+    let named = g.stock_database.is_some();
+    let mut words = vec!["measured".to_owned()];
+    if named {
+        words.extend(["--stock-database".to_owned(), shown.clone()]);
+    } else if g.database != Root::of_cwd().database(None) {
+        words.extend(["--database".to_owned(), shown.clone()]);
+    }
+    StockPlace {
+        embedded: !named && store::is_sqlite_url(&url),
+        named,
+        // Quoting fails only on a NUL byte, which no URL given on a command line holds.
+        command: shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" ")),
+        shown,
+    }
+}
+
+fn runtime_error(e: impl std::fmt::Display, url: &str) -> CommandError {
+    CommandError::Runtime(anyhow::anyhow!(store::redact_text(&e.to_string(), url)))
+}
+
+fn refusal(exp: &Experiment, r: market::Refusal) -> CommandError {
+    // A table (`data.synth`) is pointed at by its key, a value in it (`sha256`) by the value.
+    let span = manifest::span_of(exp, &r.at, r.at.len() <= 2);
+    CommandError::Data(manifest::located(
+        exp,
+        vec![ManifestError::new(r.message, span).label(r.label).hint(r.hint)],
+    ))
+}
+
+/// Prepares the declared data and, with `check`, checks every load stage against it (exit 1
+/// before anything is stored when unmet). `None` when nothing reads or declares stock data.
+pub fn prepare(
+    g: &Globals,
+    exp: &Experiment,
+    rt: &tokio::runtime::Runtime,
+    check: bool,
+) -> Result<Option<Prepared>, CommandError> {
+    if !reads_stock(exp) && !exp.data.restricts() {
+        return Ok(None);
+    }
+    let url = g.stock_url();
+    let place = place(g);
+    if place.named {
+        if let Some(missing) = crate::exec::missing_named_stock(&url) {
+            return Err(CommandError::BadInput(missing));
+        }
+    }
+    let db = rt.block_on(Db::connect_with(&url, 8))?;
+    let steps = rt
+        .block_on(market::decide_data(&db, &exp.data, &place))
+        .map_err(|e| runtime_error(e, &url))?
+        .map_err(|r| refusal(exp, r))?;
+    let done = rt
+        .block_on(market::apply_data(&db, steps, g.quiet))
+        .map_err(|e| runtime_error(e, &url))?;
+    if !g.quiet {
+        for line in &done {
+            eprintln!("stock data: {}: {line}", place.shown);
+        }
+    }
+    let universe = rt
+        .block_on(market::universe(&db, &exp.data))
+        .map_err(|e| runtime_error(e, &url))?;
+    if !reads_stock(exp) {
+        return Ok(Some(Prepared {
+            db,
+            universe,
+            identity: None,
+        }));
+    }
+    let identity = rt
+        .block_on(market::identify(&db, &exp.data, universe.as_deref()))
+        .map_err(|e| runtime_error(e, &url))?;
+    if check {
+        let problems = rt
+            .block_on(problems(exp, &db, universe.as_deref(), &identity, &place))
+            .map_err(|e| runtime_error(e, &url))?;
+        if !problems.is_empty() {
+            return Err(CommandError::Data(manifest::located(exp, problems)));
+        }
+    }
+    if !g.quiet {
+        eprintln!("stock data: {}: {identity}", place.shown);
+    }
+    Ok(Some(Prepared {
+        db,
+        universe,
+        identity: Some(identity),
+    }))
+}
+
+/// What `measured plan` says about the data: what a run would prepare, or, when the declared
+/// data is there, the preflight's verdict (an error when unmet). Reads only.
+pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -> Result<Vec<String>, CommandError> {
+    if !reads_stock(exp) && !exp.data.restricts() {
+        return Ok(Vec::new());
+    }
+    let url = g.stock_url();
+    let place = place(g);
+    let later = "preflight: checked once the data is there (`measured run --preflight-only` prepares and \
+                 checks it without running a trial)"
+        .to_owned();
+    if store::is_sqlite_url(&url) && store::sqlite_file_id(&url).is_none() {
+        if let Some(missing) = place.named.then(|| crate::exec::missing_named_stock(&url)).flatten() {
+            return Err(CommandError::BadInput(missing));
+        }
+        return Ok(vec![
+            format!(
+                "stock data: {} does not exist yet; `measured run` creates it with {}",
+                place.shown,
+                declared_words(&exp.data)
+            ),
+            later,
+        ]);
+    }
+    let db = rt.block_on(Db::connect_with(&url, 4))?;
+    let result = (|| {
+        let steps = rt
+            .block_on(market::decide_data(&db, &exp.data, &place))
+            .map_err(|e| runtime_error(e, &url))?
+            .map_err(|r| refusal(exp, r))?;
+        if !steps.is_empty() {
+            let mut lines = vec![format!("stock data: {}: `measured run` will first:", place.shown)];
+            lines.extend(steps.iter().map(|s| format!("  {s}")));
+            lines.push(later);
+            return Ok(lines);
+        }
+        let universe = rt
+            .block_on(market::universe(&db, &exp.data))
+            .map_err(|e| runtime_error(e, &url))?;
+        let identity = rt
+            .block_on(market::identify(&db, &exp.data, universe.as_deref()))
+            .map_err(|e| runtime_error(e, &url))?;
+        let problems = rt
+            .block_on(problems(exp, &db, universe.as_deref(), &identity, &place))
+            .map_err(|e| runtime_error(e, &url))?;
+        if !problems.is_empty() {
+            return Err(CommandError::Data(manifest::located(exp, problems)));
+        }
+        Ok(vec![
+            format!("stock data: {}: {identity}", place.shown),
+            "preflight: every load stage's needs are met".to_owned(),
+        ])
+    })();
+    rt.block_on(db.close());
+    result
+}
+
+/// The declared data in words, for a database that does not exist yet.
+fn declared_words(spec: &DataSpec) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = &spec.synth {
+        parts.push(format!(
+            "the synthetic market {}",
+            market::catalog::describe_synth(&s.options)
+        ));
+    }
+    for i in &spec.imports {
+        parts.push(format!("{} imported", i.file));
+    }
+    if parts.is_empty() {
+        parts.push(format!(
+            "the demo market ({})",
+            market::catalog::describe_synth(&market::demo_options())
+        ));
+    }
+    parts.join(" and ")
+}
+
+/// Every unmet static need of the load stages of `exp` and of `[data] require`, located.
+async fn problems(
+    exp: &Experiment,
+    db: &Db,
+    universe: Option<&[String]>,
+    identity: &DataIdentity,
+    place: &StockPlace,
+) -> Result<Vec<ManifestError>, market::MarketError> {
+    let mut out = requirement_problems(exp, db, universe, identity).await?;
+    let holds = format!("{} holds {identity}", place.shown);
+    let holds = holds.as_str();
+    for (si, def) in exp.stages.iter().enumerate().filter(|(_, s)| s.kind == "load") {
+        // Configs that load with the same parameters are checked once.
+        let mut groups: IndexMap<String, Vec<usize>> = IndexMap::new();
+        for (ci, c) in exp.configs.iter().enumerate() {
+            let Some(r) = c.stages.get(si) else { continue };
+            groups
+                .entry(toml::Value::Table(r.params.clone()).to_string())
+                .or_default()
+                .push(ci);
+        }
+        for configs in groups.values() {
+            let first = configs[0];
+            let Ok(params) = crate::stage::params_from_table::<LoadParams>(&exp.configs[first].stages[si].params)
+            else {
+                continue; // validation built this stage; a table it accepted always parses
+            };
+            let which = which_configs(exp, configs);
+            let codes = match market::resolve_selection(db, &params.symbols, universe).await {
+                Ok(codes) => codes,
+                Err(e @ (LoadError::TooFew { .. } | LoadError::NotFound { .. } | LoadError::Undeclared(_))) => {
+                    let (message, hint) = split_hint(&e.to_string());
+                    let fix = selection_fix(exp, &e, place).or(hint).unwrap_or_default();
+                    out.push(
+                        ManifestError::new(
+                            format!("stage `{}`{which}: {message} ({holds})", def.name),
+                            manifest::param_span(exp, first, &def.name, "symbols"),
+                        )
+                        .label("not in the stock data")
+                        .hint(fix),
+                    );
+                    continue;
+                }
+                Err(LoadError::Db(e)) => return Err(market::MarketError::Db(e)),
+                Err(_) => continue, // the load itself reports anything else, with its cause
+            };
+            let counts = market::bars_per_symbol(db, &codes, params.start, params.end).await?;
+            let longest = counts
+                .values()
+                .copied()
+                .filter(|&n| n as usize >= params.min_history)
+                .max();
+            let Some(longest) = longest else {
+                let param = if params.start.is_some() || params.end.is_some() {
+                    if params.end.is_some() {
+                        "end"
+                    } else {
+                        "start"
+                    }
+                } else {
+                    "min_history"
+                };
+                out.push(
+                    ManifestError::new(
+                        format!(
+                            "stage `{}`{which}: none of the {} symbols of symbols = {} has {} or more bars in {} ({holds})",
+                            def.name,
+                            codes.len(),
+                            market::describe_selection(&params.symbols),
+                            params.min_history,
+                            range_words(&params)
+                        ),
+                        manifest::param_span(exp, first, &def.name, param),
+                    )
+                    .label("no bars here")
+                    .hint("widen `start`/`end` to the dates the data holds, or lower `min_history`"),
+                );
+                continue;
+            };
+            out.extend(history_problems(exp, si, configs, longest));
+        }
+    }
+    Ok(out)
+}
+
+/// Normalize stages fed by load stage `si`: one training window needs warm-up + `seq_len` +
+/// `horizon` bars of one symbol, which the longest loaded history must hold.
+fn history_problems(exp: &Experiment, si: usize, configs: &[usize], longest: u64) -> Vec<ManifestError> {
+    let mut out = Vec::new();
+    for (ni, def) in exp.stages.iter().enumerate() {
+        if def.kind != "normalize" || !def.needs.contains(&si) {
+            continue;
+        }
+        let mut reported: Vec<usize> = Vec::new();
+        for &ci in configs {
+            let Some(r) = exp.configs[ci].stages.get(ni) else {
+                continue;
+            };
+            let Ok(p) = crate::stage::params_from_table::<crate::features::NormalizeParams>(&r.params) else {
+                continue;
+            };
+            let warm = p
+                .feature_list()
+                .map(|f| f.iter().map(|x| x.warmup()).max().unwrap_or(0))
+                .unwrap_or(0);
+            let needed = warm + p.seq_len + p.horizon;
+            if (needed as u64) <= longest || reported.contains(&needed) {
+                continue;
+            }
+            reported.push(needed);
+            out.push(
+                ManifestError::new(
+                    format!(
+                        "stage `{}` (config `{}`): one training window needs {needed} bars of a symbol ({warm} \
+                         warm-up + seq_len {} + horizon {}), but the longest history stage `{}` loads has {longest}",
+                        def.name, exp.configs[ci].name, p.seq_len, p.horizon, exp.stages[si].name
+                    ),
+                    manifest::param_span(exp, ci, &def.name, "seq_len"),
+                )
+                .label("longer than the data")
+                .hint(
+                    "declare a market with more days ([data] synth = { days = ... }), widen the load's \
+                     `start`/`end`, or lower `seq_len`",
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// `[data] require` against the data loads choose from.
+async fn requirement_problems(
+    exp: &Experiment,
+    db: &Db,
+    universe: Option<&[String]>,
+    identity: &DataIdentity,
+) -> Result<Vec<ManifestError>, market::MarketError> {
+    let req = &exp.data.require;
+    let at = |key: &str| {
+        let mut at = req.at.clone();
+        at.push(key.to_owned());
+        manifest::span_of(exp, &at, false)
+    };
+    let scope = if universe.is_some() {
+        "the data declared in [data]"
+    } else {
+        "the stock database"
+    };
+    let mut out = Vec::new();
+    if let Some(min) = req.min_symbols.filter(|&m| identity.symbols < m as u64) {
+        out.push(
+            ManifestError::new(
+                format!("[data] requires at least {min} symbols, but {scope} has {identity}"),
+                at("min_symbols"),
+            )
+            .label("too few symbols")
+            .hint(format!(
+                "declare a market that has them, e.g. synth = {{ symbols = {min} }} in [data], or fill the stock \
+                 database with `measured data synth --symbols {min}`"
+            )),
+        );
+    }
+    if let Some(min) = req.min_days {
+        let days = market::trading_days_held(db, universe).await?;
+        if days < min as u64 {
+            out.push(
+                ManifestError::new(
+                    format!("[data] requires at least {min} trading days, but {scope} has {days} ({identity})"),
+                    at("min_days"),
+                )
+                .label("too few days")
+                .hint(format!(
+                    "declare a longer market, e.g. synth = {{ days = {min} }} in [data], or fill the stock \
+                     database with `measured data synth --days {min}`"
+                )),
+            );
+        }
+    }
+    if !req.codes.is_empty() {
+        let found = market::existing_codes(db, &req.codes)
+            .await
+            .map_err(|e| market::MarketError::Db(e.to_string()))?;
+        let missing: Vec<String> = req
+            .codes
+            .iter()
+            .filter(|c| !found.contains(*c) || universe.is_some_and(|u| u.binary_search(c).is_err()))
+            .map(|c| format!("`{c}`"))
+            .collect();
+        if !missing.is_empty() {
+            out.push(
+                ManifestError::new(
+                    format!("[data] requires {}, which {scope} lacks ({identity})", missing.join(", ")),
+                    at("codes"),
+                )
+                .label("missing symbols")
+                .hint("declare the CSV files that hold them under [data] import, or import them with `measured data import`"),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// ` (configs `a`, `b`)` when only some configs have these parameters, else nothing.
+fn which_configs(exp: &Experiment, configs: &[usize]) -> String {
+    if configs.len() == exp.configs.len() {
+        return String::new();
+    }
+    let names: Vec<String> = configs.iter().map(|&c| format!("`{}`", exp.configs[c].name)).collect();
+    format!(
+        " ({} {})",
+        if names.len() == 1 { "config" } else { "configs" },
+        names.join(", ")
+    )
+}
+
+fn range_words(p: &LoadParams) -> String {
+    match (p.start, p.end) {
+        (None, None) => "the whole history".into(),
+        (Some(s), None) => format!("{s} onwards"),
+        (None, Some(e)) => format!("the history up to {e}"),
+        (Some(s), Some(e)) => format!("{s}..={e}"),
+    }
+}
+
+/// An error text's first part and its `hint:` line, if any.
+fn split_hint(text: &str) -> (String, Option<String>) {
+    match text.split_once("\nhint: ") {
+        Some((m, h)) => (m.replace('\n', " "), Some(h.replace("\nhint: ", "; "))),
+        None => (text.replace('\n', " "), None),
+    }
+}
+
+/// The fix for a selection the data cannot satisfy: the `[data]` table to add, or what to
+/// change in the one declared.
+fn selection_fix(exp: &Experiment, e: &LoadError, place: &StockPlace) -> Option<String> {
+    let LoadError::TooFew { wanted, available, .. } = e else {
+        return None;
+    };
+    let spec = &exp.data;
+    if let Some(s) = &spec.synth {
+        return Some(format!(
+            "raise `symbols` of the market in [data] to {wanted} (it declares {}), or select at most {available} symbols",
+            s.options.symbols
+        ));
+    }
+    if !spec.imports.is_empty() {
+        return Some(format!(
+            "the files declared in [data] hold {available} symbols: select at most {available}, or declare files \
+             that hold more"
+        ));
+    }
+    let days = 2500;
+    Some(format!(
+        "declare the market this experiment needs, so `measured run` prepares it:\n\n[data]\nsynth = {{ symbols = \
+         {wanted}, days = {days}, seed = 42, style = \"mixed\" }}\n\nor fill the stock database yourself: {} data \
+         synth --symbols {wanted} --days {days}",
+        place.command
+    ))
+}
