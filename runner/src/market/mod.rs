@@ -14,11 +14,14 @@ mod pgbinary;
 mod select;
 mod synth;
 mod write;
+mod write_sqlite;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_import;
+#[cfg(test)]
+mod tests_write;
 
 pub use args::{ImportArgs, SynthArgs};
 pub use import::{import, prepare, BadRow, ImportError, ImportOptions, ImportPlan, ImportReport, Layout};
