@@ -17,11 +17,14 @@ mod prepare;
 mod select;
 mod synth;
 mod write;
+mod write_sqlite;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_import;
+#[cfg(test)]
+mod tests_write;
 
 pub use args::{ImportArgs, SynthArgs};
 pub use identity::{

@@ -118,7 +118,7 @@ pub(super) async fn count_rows(db: &Db) -> i64 {
 }
 
 /// Every stored row, ordered, as the load stage should see it unadjusted.
-async fn stored_rows(db: &Db) -> Vec<(String, NaiveDate, [f64; 7])> {
+pub(super) async fn stored_rows(db: &Db) -> Vec<(String, NaiveDate, [f64; 7])> {
     let sql = "SELECT symbol, trade_date, open, high, low, close, volume, amount, adj_factor \
                FROM daily_bars ORDER BY symbol, trade_date";
     type Row = (String, NaiveDate, f64, f64, f64, f64, f64, f64, f64);

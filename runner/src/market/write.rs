@@ -1,24 +1,20 @@
 //! Bulk writers of the stock tables (synth / import -> `symbols`, `daily_bars`).
 //!
 //! Postgres gets binary COPY for generated data and array-parameter upserts for imports;
-//! SQLite gets multi-row prepared INSERTs. Each write is one transaction, so a failure leaves
-//! the tables as they were.
+//! SQLite gets multi-row prepared INSERTs with deferred indexes (see [`super::write_sqlite`]).
+//! Each write is one transaction, so a failure leaves the tables as they were.
 
-use super::{db_message, pgbinary, MarketError, SymbolInfo, SymbolRows};
+use super::{db_message, pgbinary, write_sqlite, MarketError, SymbolInfo, SymbolRows};
 use crate::store::Db;
 use sqlx::postgres::PgConnection;
-use sqlx::sqlite::SqliteConnection;
 use tokio::sync::mpsc::Receiver;
 
-/// Rows per SQLite INSERT: 9 parameters each stays far below SQLite's variable limit, and a
-/// fixed size lets every full chunk reuse one prepared statement.
-const SQLITE_ROWS_PER_INSERT: usize = 200;
 /// Rows per Postgres array upsert.
 const PG_ROWS_PER_UPSERT: usize = 10_000;
 /// Bytes buffered before a COPY chunk is sent.
 const COPY_CHUNK: usize = 1 << 20;
 
-const BAR_COLUMNS: &str = "symbol, trade_date, open, high, low, close, volume, amount, adj_factor";
+pub(super) const BAR_COLUMNS: &str = "symbol, trade_date, open, high, low, close, volume, amount, adj_factor";
 
 /// A synthetic market on its way to the database: symbols up front, bars as generated.
 pub(crate) struct SynthPlan<'a> {
@@ -30,9 +26,9 @@ pub(crate) struct SynthPlan<'a> {
 /// Replaces the synthetic market in `db` with `plan` in one transaction; returns the rows
 /// written. Refuses when a generated code belongs to an imported symbol.
 pub(crate) async fn write_synth(db: &Db, plan: SynthPlan<'_>) -> Result<u64, MarketError> {
-    let codes: Vec<String> = plan.symbols.iter().map(|s| s.code.clone()).collect();
     match db {
         Db::Postgres(pool) => {
+            let codes: Vec<String> = plan.symbols.iter().map(|s| s.code.clone()).collect();
             let mut tx = pool.begin().await?;
             let clash: Vec<String> = sqlx::query_scalar(
                 "SELECT code FROM symbols WHERE source <> 'synth' AND code = ANY($1) \
@@ -48,57 +44,11 @@ pub(crate) async fn write_synth(db: &Db, plan: SynthPlan<'_>) -> Result<u64, Mar
             tx.commit().await?;
             Ok(rows)
         }
-        Db::Sqlite(pool) => {
-            let mut tx = pool.begin().await?;
-            let mut clash = Vec::new();
-            for chunk in codes.chunks(500) {
-                let sql = format!(
-                    "SELECT code FROM symbols WHERE source <> 'synth' AND code IN ({}) LIMIT 5",
-                    placeholders(chunk.len())
-                );
-                let mut q = sqlx::query_scalar::<_, String>(&sql);
-                for c in chunk {
-                    q = q.bind(c);
-                }
-                clash.extend(q.fetch_all(&mut *tx).await?);
-            }
-            refuse_clash(clash)?;
-            let only_synth: bool =
-                sqlx::query_scalar::<_, i64>("SELECT NOT EXISTS (SELECT 1 FROM symbols WHERE source <> 'synth')")
-                    .fetch_one(&mut *tx)
-                    .await?
-                    != 0;
-            if only_synth {
-                // An unqualified DELETE is SQLite's fast truncate.
-                sqlx::query("DELETE FROM daily_bars").execute(&mut *tx).await?;
-            } else {
-                sqlx::query(
-                    "DELETE FROM daily_bars WHERE symbol IN \
-                     (SELECT code FROM symbols WHERE source = 'synth')",
-                )
-                .execute(&mut *tx)
-                .await?;
-            }
-            sqlx::query("DELETE FROM symbols WHERE source = 'synth'")
-                .execute(&mut *tx)
-                .await?;
-            insert_symbols_sqlite(&mut tx, plan.symbols, "synth", false).await?;
-            let mut rows_in = plan.rows;
-            let mut written = 0u64;
-            let mut received = 0usize;
-            while let Some(group) = rows_in.recv().await {
-                written += insert_bars_sqlite(&mut tx, std::slice::from_ref(&group), false).await?;
-                received += 1;
-                plan.progress.inc(1);
-            }
-            check_complete(received, plan.symbols.len())?;
-            tx.commit().await?;
-            Ok(written)
-        }
+        Db::Sqlite(pool) => write_sqlite::write_synth(pool, plan).await,
     }
 }
 
-fn refuse_clash(clash: Vec<String>) -> Result<(), MarketError> {
+pub(super) fn refuse_clash(clash: Vec<String>) -> Result<(), MarketError> {
     if clash.is_empty() {
         Ok(())
     } else {
@@ -108,7 +58,7 @@ fn refuse_clash(clash: Vec<String>) -> Result<(), MarketError> {
     }
 }
 
-fn check_complete(received: usize, expected: usize) -> Result<(), MarketError> {
+pub(super) fn check_complete(received: usize, expected: usize) -> Result<(), MarketError> {
     if received == expected {
         Ok(())
     } else {
@@ -204,80 +154,6 @@ async fn insert_symbols_pg(conn: &mut PgConnection, symbols: &[SymbolInfo], sour
     Ok(())
 }
 
-async fn insert_symbols_sqlite(
-    conn: &mut SqliteConnection,
-    symbols: &[SymbolInfo],
-    source: &str,
-    upsert: bool,
-) -> Result<(), sqlx::Error> {
-    for chunk in symbols.chunks(SQLITE_ROWS_PER_INSERT) {
-        let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
-        let conflict = if upsert {
-            " ON CONFLICT (code) DO UPDATE SET source = excluded.source"
-        } else {
-            ""
-        };
-        let sql = format!(
-            "INSERT INTO symbols (code, name, exchange, currency, listed, delisted, sector, \
-             source) VALUES {values}{conflict}"
-        );
-        let mut q = sqlx::query(&sql);
-        for s in chunk {
-            q = q
-                .bind(&s.code)
-                .bind(&s.name)
-                .bind(&s.exchange)
-                .bind(&s.currency)
-                .bind(s.listed)
-                .bind(s.delisted)
-                .bind(&s.sector)
-                .bind(source);
-        }
-        q.execute(&mut *conn).await?;
-    }
-    Ok(())
-}
-
-/// Inserts (or with `upsert`, inserts or replaces) bars in fixed-size multi-row statements.
-async fn insert_bars_sqlite(
-    conn: &mut SqliteConnection,
-    groups: &[SymbolRows],
-    upsert: bool,
-) -> Result<u64, sqlx::Error> {
-    let flat: Vec<(&str, &super::Bar)> = groups
-        .iter()
-        .flat_map(|g| g.bars.iter().map(move |b| (g.code.as_str(), b)))
-        .collect();
-    let mut written = 0;
-    for chunk in flat.chunks(SQLITE_ROWS_PER_INSERT) {
-        let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
-        let conflict = if upsert {
-            " ON CONFLICT (symbol, trade_date) DO UPDATE SET open = excluded.open, \
-             high = excluded.high, low = excluded.low, close = excluded.close, \
-             volume = excluded.volume, amount = excluded.amount, \
-             adj_factor = excluded.adj_factor"
-        } else {
-            ""
-        };
-        let sql = format!("INSERT INTO daily_bars ({BAR_COLUMNS}) VALUES {values}{conflict}");
-        let mut q = sqlx::query(&sql);
-        for (code, b) in chunk {
-            q = q
-                .bind(*code)
-                .bind(b.date)
-                .bind(b.open)
-                .bind(b.high)
-                .bind(b.low)
-                .bind(b.close)
-                .bind(b.volume)
-                .bind(b.amount)
-                .bind(b.adj_factor);
-        }
-        written += q.execute(&mut *conn).await?.rows_affected();
-    }
-    Ok(written)
-}
-
 /// Inserts or replaces imported bars (and registers their symbols) in one transaction;
 /// returns the number of rows written.
 pub(crate) async fn upsert_import(db: &Db, symbols: &[SymbolInfo], groups: &[SymbolRows]) -> Result<u64, String> {
@@ -318,13 +194,7 @@ pub(crate) async fn upsert_import(db: &Db, symbols: &[SymbolInfo], groups: &[Sym
                 tx.commit().await?;
                 Ok(written)
             }
-            Db::Sqlite(pool) => {
-                let mut tx = pool.begin().await?;
-                insert_symbols_sqlite(&mut tx, symbols, "import", true).await?;
-                let written = insert_bars_sqlite(&mut tx, groups, true).await?;
-                tx.commit().await?;
-                Ok(written)
-            }
+            Db::Sqlite(pool) => write_sqlite::upsert_import(pool, symbols, groups).await,
         }
     }
     .await;
