@@ -1181,11 +1181,17 @@ fn flatten_into(table: &toml::Table, prefix: &str, at: &[String], out: &mut Vec<
         let mut here = at.to_vec();
         here.push(k.clone());
         // Recurse into a table only while the path has not yet reached a parameter
-        // (stages.<stage>.<param>): a table-valued parameter is a value of its own.
+        // (stages.<stage>.<param>): a table-valued parameter is a value of its own. A command
+        // stage's `vars` and `env` are the exception: each entry is a parameter of its own, so
+        // `stages.x.vars.n = 2` written as a nested table sets `n` alone, exactly as the quoted
+        // key "stages.x.vars.n" does, instead of replacing every other variable.
         let depth = path.split('.').count();
+        let named_entries =
+            depth == 3 && path.starts_with("stages.") && (path.ends_with(".vars") || path.ends_with(".env"));
         match v {
             toml::Value::Table(t)
                 if depth < 3
+                    || named_entries
                     || !path.starts_with("stages.")
                         && !path.starts_with("sweep.")
                         && !path.starts_with("schedule.") =>

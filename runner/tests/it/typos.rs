@@ -309,3 +309,27 @@ argv = ["printf", '{"metric": "a", "value": 1}\n{"metrc": "b", "value": 2}\nplai
     assert!(t.contains("line 2:") && t.contains("line 4:"), "{t}");
     assert!(!t.contains("line 3:"), "plain text is not JSON: {t}");
 }
+
+#[test]
+fn a_nested_vars_override_sets_one_variable_like_the_quoted_key() {
+    let text = r#"
+[experiment]
+name = "nested"
+[stages.work]
+kind = "command"
+argv = ["echo", "{{ a }}", "{{ b }}"]
+vars = { a = 1, b = 2 }
+[variants.base]
+[variants.quoted]
+"stages.work.vars.a" = 5
+[variants.nested]
+stages.work.vars.a = 6
+[compare]
+allow_identical = true
+"#;
+    let exp = measured::manifest::parse_str(std::path::Path::new("nested.toml"), text, false).unwrap();
+    let vars = |i: usize| exp.configs[i].stages[0].params["vars"].clone();
+    assert_eq!(vars(1).to_string(), "{ a = 5, b = 2 }");
+    // Before, the nested form replaced the whole table and dropped `b`.
+    assert_eq!(vars(2).to_string(), "{ a = 6, b = 2 }");
+}
