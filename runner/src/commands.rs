@@ -983,12 +983,18 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
     let mut runs = Vec::with_capacity(rows.len());
     let mut notes = Vec::new();
     let mut latest = None;
+    // Runs of one machine share a fingerprint: read each once.
+    let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
     for row in rows {
         let trials = rt.block_on(store::load_trials(&db, &row.id))?;
-        let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
+        if !envs.contains_key(&row.environment_hash) {
+            let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
+            envs.insert(row.environment_hash.clone(), env);
+        }
+        let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
         let stored = StoredRun::new(row, trials)?;
         notes.extend(stored.notes.iter().cloned());
-        let mut data = stored.data(env.as_ref(), &g.database);
+        let mut data = stored.data(env, &g.database);
         data.notes.clear();
         runs.push(data);
         latest = Some(stored.spec.compare);
@@ -1026,16 +1032,7 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
     h.notes.extend(notes);
     let dir = o.results_dir.join(&o.experiment).join("history");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let stem: String = metric
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let stem = crate::paths::file_safe(&metric);
     let svg_name = format!("{stem}.svg");
     let svg = crate::report::history_svg(&h).context("cannot draw the history chart")?;
     std::fs::write(dir.join(&svg_name), svg)

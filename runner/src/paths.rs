@@ -10,6 +10,20 @@
 
 use std::path::{Path, PathBuf};
 
+/// `s` with every character other than ASCII letters, digits, `-` and `_` replaced by `_`: safe
+/// as a file name or a job name, whatever a manifest or a command stage named things.
+pub fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// The folder under the project root that holds reports, journals and the default database.
 pub const RESULTS_DIR: &str = "results";
 

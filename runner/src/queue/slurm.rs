@@ -60,17 +60,7 @@ pub fn script(o: &SlurmOptions, s: &ScriptSpec<'_>) -> Result<String, QueueError
         "# measured: worker array for run {} (experiment {})",
         s.run_id, s.experiment
     );
-    let name: String = s
-        .experiment
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let name = crate::paths::file_safe(s.experiment);
     let _ = writeln!(out, "#SBATCH --job-name=measured-{name}");
     let _ = writeln!(out, "#SBATCH --array=0-{}", o.workers - 1);
     let _ = writeln!(out, "#SBATCH --output={}", s.log_dir.join("slurm-%A_%a.out").display());

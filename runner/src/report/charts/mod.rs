@@ -15,6 +15,7 @@ use super::model::ChartRef;
 use super::samples::metric_samples;
 use super::scaling::AxisKind;
 use super::{ReportError, RunData};
+use crate::paths::file_safe;
 use crate::stats::median;
 
 type DrawResult<T> = Result<T, Box<dyn Error>>;
@@ -51,18 +52,6 @@ struct ChartSpec {
     kind: ChartKind,
     file: String,
     title: String,
-}
-
-fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Stage metrics recorded as series whose name ends in `loss`, in order of first appearance.
