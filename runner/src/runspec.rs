@@ -163,8 +163,13 @@ impl StoredSpec {
                             variant: cl.variant.clone(),
                             claim,
                             text: cl.speedup.clone(),
-                            source: cl.source.clone(),
+                            source: Some(format!("{}, section \"{}\"", cl.document, cl.section)),
                             requires: cl.requires.clone(),
+                            quote: Some(cl.quote.clone()),
+                            change: Some(cl.change.clone()),
+                            variant_change: cl.variant_change.clone(),
+                            source_metric: cl.source_metric.clone(),
+                            untestable: cl.untestable.clone(),
                         })
                     })
                     .collect(),
@@ -306,8 +311,23 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
                 variant: v.to_owned(),
                 claim,
                 text: get("speedup").unwrap_or_default().to_owned(),
-                source: get("source").map(str::to_owned),
+                source: get("source").map(str::to_owned).or_else(|| {
+                    let s = c.get("source").and_then(toml::Value::as_table);
+                    Some(format!(
+                        "{}, section \"{}\"",
+                        string(s, "document")?,
+                        string(s, "section")?
+                    ))
+                }),
                 requires: Default::default(),
+                quote: get("quote").map(str::to_owned),
+                change: get("change").map(str::to_owned),
+                variant_change: table("variants")
+                    .and_then(|t| t.get(v))
+                    .and_then(|t| string(t.as_table(), "change"))
+                    .map(str::to_owned),
+                source_metric: get("source_metric").map(str::to_owned),
+                untestable: get("untestable").map(str::to_owned),
             }),
             _ => notes.push(format!(
                 "A claim ({}) could not be read by this version and is not judged.",

@@ -3,13 +3,134 @@
 //! stock database cannot do. Each is located in the file like every other manifest error.
 
 use super::diag::{did_you_mean, ManifestError, ManifestErrors};
-use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule};
+use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource};
 use super::spans::{Seg, SpanIndex};
 use super::validate::{in_file_order, Override, Validator};
-use super::{CompareDef, Config, Experiment, Schedule, StageDef};
+use super::{ClaimDef, CompareDef, Config, Experiment, Schedule, StageDef};
 use std::ops::Range;
+use std::path::Path;
 
 impl Validator {
+    /// One `[compare]` claim: its keys, its variant, its speedup, its conditions, and its
+    /// provenance: the quote must occur verbatim in `sources/<document>.md` next to the
+    /// manifest, under the named section.
+    pub(super) fn claim(
+        &mut self,
+        c: &RawClaim,
+        idx: &str,
+        baseline: &str,
+        stages: &[StageDef],
+        variants: &[String],
+        dir: &Path,
+    ) -> Option<ClaimDef> {
+        let (document, section) = match &c.source {
+            Some(RawSource { document, section }) => (document.as_ref(), section.as_ref()),
+            None => (None, None),
+        };
+        let (Some(metric), Some(variant), Some(speedup), Some(quote), Some(document), Some(section), Some(change)) = (
+            &c.metric, &c.variant, &c.speedup, &c.quote, document, section, &c.change,
+        ) else {
+            self.missing_keys(
+                "claim",
+                idx,
+                &[
+                    ("metric", c.metric.is_some()),
+                    ("variant", c.variant.is_some()),
+                    ("speedup", c.speedup.is_some()),
+                    ("quote", c.quote.is_some()),
+                    ("source", c.source.is_some()),
+                    ("source.document", c.source.is_none() || document.is_some()),
+                    ("source.section", c.source.is_none() || section.is_some()),
+                    ("change", c.change.is_some()),
+                ],
+            );
+            return None;
+        };
+        self.metric_ref(metric, &["compare", "claims", idx, "metric"], stages);
+        if !variants.contains(variant) {
+            let span = self.value_span(&["compare", "claims", idx, "variant"]);
+            let hint = did_you_mean(variant, variants.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("variants: {}", variants.join(", ")));
+            self.err(
+                ManifestError::new(format!("claim names variant `{variant}`, which is not defined"), span)
+                    .label("no such variant")
+                    .hint(hint),
+            );
+        } else if variant == baseline {
+            let span = self.value_span(&["compare", "claims", idx, "variant"]);
+            self.err(
+                ManifestError::new(format!("claim is about `{variant}`, the baseline itself"), span)
+                    .hint("a claim compares a variant against the baseline; name the optimized variant"),
+            );
+        } else if !self.variant_changes.contains_key(variant) {
+            let span = self.value_span(&["compare", "claims", idx, "variant"]);
+            self.err(
+                ManifestError::new(
+                    format!("claim is about variant `{variant}`, which does not say what it changes"),
+                    span,
+                )
+                .label("variant has no `change`")
+                .hint(format!(
+                    "add change = \"...\" to [variants.{variant}]: a claim is judged only when its `change` reads \
+                     the same as its variant's"
+                )),
+            );
+        }
+        if let Err((msg, hint)) = super::validate::check_claim(speedup) {
+            let span = self.value_span(&["compare", "claims", idx, "speedup"]);
+            self.err(ManifestError::new(msg, span).maybe_hint(hint));
+        }
+        for (key, text) in [
+            ("change", Some(change)),
+            ("untestable", c.untestable.as_ref()),
+            ("source_metric", c.source_metric.as_ref()),
+        ] {
+            if text.is_some_and(|t| t.trim().is_empty()) {
+                let span = self.value_span(&["compare", "claims", idx, key]);
+                self.err(
+                    ManifestError::new(format!("claim `{key}` is empty"), span)
+                        .hint("say it in words, or leave the key out where it is optional"),
+                );
+            }
+        }
+        let requires = self.claim_conditions(c.requires.as_ref(), idx, stages);
+        if !super::validate::is_valid_name(document) {
+            let span = self.value_span(&["compare", "claims", idx, "source", "document"]);
+            self.err(
+                ManifestError::new(format!("claim source document `{document}` is not a valid name"), span)
+                    .hint("name the file sources/<document>.md with 1-64 letters, digits, `_` or `-`"),
+            );
+        } else if let Err(e) = super::sources::find_quote(dir, document, section, quote) {
+            use super::sources::SourceError;
+            let (at, label) = match &e {
+                SourceError::NoDocument { .. } | SourceError::Unreadable { .. } => ("document", "no such source"),
+                SourceError::NoSection { .. } => ("section", "no such section"),
+                SourceError::NoQuote { .. } => ("quote", "not in the source"),
+            };
+            let path: Vec<&str> = if at == "quote" {
+                vec!["compare", "claims", idx, "quote"]
+            } else {
+                vec!["compare", "claims", idx, "source", at]
+            };
+            let span = self.value_span(&path);
+            let hint = e.hint();
+            self.err(ManifestError::new(e.to_string(), span).label(label).hint(hint));
+        }
+        Some(ClaimDef {
+            metric: metric.clone(),
+            variant: variant.clone(),
+            speedup: speedup.clone(),
+            quote: quote.clone(),
+            document: document.clone(),
+            section: section.clone(),
+            change: change.clone(),
+            variant_change: self.variant_changes.get(variant).cloned(),
+            source_metric: c.source_metric.clone(),
+            untestable: c.untestable.clone(),
+            requires,
+        })
+    }
+
     /// A claim's `requires`: the device it names must be one measured knows, and every
     /// parameter it names must exist (a misspelled one would make the claim unjudgeable).
     pub(super) fn claim_conditions(
@@ -65,7 +186,8 @@ impl Validator {
         let example = if what == "guard" {
             "{ metric = \"check.mse\", within = \"1%\" }"
         } else {
-            "{ metric = \"train.seconds\", variant = \"fast\", speedup = \"2x\" }"
+            "{ metric = \"train.seconds\", variant = \"fast\", speedup = \"2x\", quote = \"...\", source = { \
+             document = \"...\", section = \"...\" }, change = \"...\" }"
         };
         self.err(
             ManifestError::new(format!("{what} {n} has no {}", missing.join(" or ")), span)
@@ -87,6 +209,7 @@ impl Validator {
             ["compare", "guards", _] => crate::stage::field_names::<RawGuard>(),
             ["compare", "claims", _] => crate::stage::field_names::<RawClaim>(),
             ["compare", "claims", _, "requires"] => crate::stage::field_names::<RawRequires>(),
+            ["compare", "claims", _, "source"] => crate::stage::field_names::<RawSource>(),
             ["data", ..] => super::data::known_keys(parent).unwrap_or(&[]),
             _ => &[],
         };

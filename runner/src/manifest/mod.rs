@@ -8,6 +8,7 @@ mod located;
 mod raw;
 mod revisions;
 mod schema;
+mod sources;
 mod spans;
 mod validate;
 
@@ -18,6 +19,7 @@ pub use located::{located, param_span, span_of};
 pub use raw::Order;
 pub use revisions::{same_code_twice, with_revisions, Resolved, Revision, WORKTREE};
 pub use schema::{manifest_schema, manifest_schema_text};
+pub use sources::{find_quote, sources_dir, SourceError};
 pub(crate) use validate::serde_hint;
 pub use validate::{hex_sha256, is_valid_name, parse_file, parse_str};
 
@@ -138,7 +140,18 @@ pub struct ClaimDef {
     pub metric: String,
     pub variant: String,
     pub speedup: String,
-    pub source: Option<String>,
+    /// The claim word for word (found in `sources/<document>.md` under `section`).
+    pub quote: String,
+    pub document: String,
+    pub section: String,
+    /// The change the claim is about, and the change its variant makes (`change` of the
+    /// variant; `None` when the variant does not say).
+    pub change: String,
+    pub variant_change: Option<String>,
+    /// What the source measured, when it differs from `metric`.
+    pub source_metric: Option<String>,
+    /// Why this experiment cannot test the claim.
+    pub untestable: Option<String>,
     /// What the claim was made under; a run that does not meet it cannot judge it.
     pub requires: crate::stats::ClaimConditions,
 }

@@ -155,7 +155,8 @@ pub(crate) struct RawCompare {
     #[serde(default)]
     pub guards: Vec<RawGuard>,
     /// Claims checked against the measurement, e.g.
-    /// `{ metric = "train.seconds", variant = "reuse", speedup = "1.2x..1.5x", source = "PR #12" }`.
+    /// `{ metric = "train.seconds", variant = "reuse", speedup = "1.2x..1.5x", quote = "...",
+    /// source = { document = "...", section = "..." }, change = "..." }`.
     #[serde(default)]
     pub claims: Vec<RawClaim>,
     /// The configs may be identical on purpose: an A/A run that measures the noise floor.
@@ -177,7 +178,11 @@ pub(crate) struct RawGuard {
     pub within: Option<String>,
 }
 
-/// A claim from a report or a pull request, checked against the measured speedup.
+/// A claim from a report or a pull request, checked against the measured speedup. It names
+/// where it comes from (`quote` and `source`, checked against `sources/<document>.md` next to
+/// the manifest) and what it is about (`change`, `source_metric`, `requires`): a claim about
+/// another change or another measurement than the experiment's is reported as "not this
+/// experiment's claim", never judged.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields, rename = "Claim")]
 pub(crate) struct RawClaim {
@@ -191,11 +196,38 @@ pub(crate) struct RawClaim {
     /// `"20%"`, `">= 20%"`, `"5%..15%"`.
     #[schemars(required)]
     pub speedup: Option<String>,
-    /// Where the claim comes from (a paper, a pull request, a previous report).
-    pub source: Option<String>,
+    /// The claim word for word, as its source states it: it must occur, byte for byte, in a
+    /// `> ` line under the source's section in `sources/<document>.md`.
+    #[schemars(required)]
+    pub quote: Option<String>,
+    /// Where the claim is made: `{ document = "stock-trainer", section = "Performance Expectations" }`.
+    #[schemars(required)]
+    pub source: Option<RawSource>,
+    /// The change the claim is about, in words. The claimed variant's `change` must read the
+    /// same for the claim to be judged; otherwise it is not this experiment's claim.
+    #[schemars(required)]
+    pub change: Option<String>,
+    /// What the source measured, when it is not what `metric` measures (e.g. "validation
+    /// time"): the claim is then not this experiment's claim.
+    pub source_metric: Option<String>,
+    /// Why this experiment cannot test the claim: reported as "not testable here: <reason>",
+    /// never judged.
+    pub untestable: Option<String>,
     /// What the claim was made under; a run that does not meet it reports "not reproduced
     /// here" instead of judging the claim.
     pub requires: Option<RawRequires>,
+}
+
+/// Where a claim is made: a document in `sources/` next to the manifest and a section of it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "ClaimSource")]
+pub(crate) struct RawSource {
+    /// The file `sources/<document>.md` next to the manifest (letters, digits, `_`, `-`).
+    #[schemars(required, pattern(r"^[A-Za-z0-9_-]{1,64}$"))]
+    pub document: Option<String>,
+    /// A `## ` heading of that file: the source's own heading the claim sits under.
+    #[schemars(required)]
+    pub section: Option<String>,
 }
 
 /// `requires = { device = "cuda", min_cores = 30, params = { "stages.load.symbols" = { first = 500 } } }`

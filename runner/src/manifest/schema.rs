@@ -166,13 +166,18 @@ pub(super) fn variants(generator: &mut SchemaGenerator) -> Schema {
                 "type": "string",
                 "minLength": 1,
             },
+            "change": {
+                "description": "What the variant changes, in words; a claim about the variant is judged only when its `change` reads the same.",
+                "type": "string",
+                "minLength": 1,
+            },
             "stages": nested_overrides("Overrides written as nested tables (`stages.<stage>.<parameter> = value` without quotes)."),
         },
         "patternProperties": {
             OVERRIDE_KEY: { "description": "The new value of a stage parameter; any TOML value of the parameter's type." },
         },
         "propertyNames": {
-            "anyOf": [{ "pattern": r"^stages\." }, { "enum": ["git", "build", "stages"] }],
+            "anyOf": [{ "pattern": r"^stages\." }, { "enum": ["git", "build", "change", "stages"] }],
         },
         "additionalProperties": false,
     });
@@ -245,6 +250,11 @@ pub(super) fn smoke(_: &mut SchemaGenerator) -> Schema {
                 "additionalProperties": false,
             },
             "sweep": axes,
+            "change": {
+                "description": "What the variant changes, in words; a claim about the variant is judged only when its `change` reads the same.",
+                "type": "string",
+                "minLength": 1,
+            },
             "stages": nested_overrides("Overrides written as nested tables (`stages.<stage>.<parameter> = value` without quotes)."),
         },
         "patternProperties": {

@@ -7,7 +7,7 @@
 use super::diag::{did_you_mean, ManifestError, ManifestErrors};
 use super::raw::{RawCompare, RawManifest};
 use super::spans::{Located, Seg, SpanIndex};
-use super::{ClaimDef, CompareDef, Config, Experiment, GuardDef, ResolvedStage, Schedule, StageDef, SweepAxis};
+use super::{CompareDef, Config, Experiment, GuardDef, ResolvedStage, Schedule, StageDef, SweepAxis};
 use crate::artifact::ArtifactKind;
 use crate::stage::{find_kind, registry};
 use indexmap::IndexMap;
@@ -51,6 +51,7 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
         smoke_origin: Vec::new(),
         revisions: IndexMap::new(),
         smoke_data: Vec::new(),
+        variant_changes: IndexMap::new(),
     };
     for key in &ignored {
         v.unknown_key(key);
@@ -162,6 +163,8 @@ pub(super) struct Validator {
     pub(super) revisions: IndexMap<String, super::Revision>,
     /// `[smoke]` overrides of `data.*`, applied to `[data]` for a smoke run (and checked always).
     pub(super) smoke_data: Vec<Override>,
+    /// Variant -> the change it makes, in words (`change = ...`), for the variants that say.
+    pub(super) variant_changes: IndexMap<String, String>,
 }
 
 /// A name that may become part of a path: an experiment, stage or variant name.
@@ -277,7 +280,7 @@ impl Validator {
         let variants = self.variants(raw.variants.as_ref(), &stages);
         let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants);
         let variant_names: Vec<String> = variants.iter().map(|(n, _)| n.clone()).collect();
-        let compare = self.compare(raw.compare.as_ref(), &stages, &variant_names);
+        let compare = self.compare(raw.compare.as_ref(), &stages, &variant_names, dir);
         let smoke_origin = std::mem::take(&mut self.smoke_origin);
         let configs = if smoke {
             self.configs(&stages, &base, &variants, &sweep, &smoke_origin)
@@ -701,9 +704,33 @@ impl Validator {
             if let Some(rev) = self.revision(name, table) {
                 self.revisions.insert(name.clone(), rev);
             }
+            // `change` says in words what the variant changes (what a claim about it is about).
+            match table.get("change") {
+                None => {}
+                Some(toml::Value::String(c)) if !c.trim().is_empty() => {
+                    self.variant_changes.insert(name.clone(), c.clone());
+                }
+                Some(other) => {
+                    let span = self.value_span(&["variants", name, "change"]);
+                    self.err(
+                        ManifestError::new("a variant's `change` must be a non-empty string", span)
+                            .label(format!(
+                                "found {}",
+                                if other.is_str() {
+                                    "an empty string"
+                                } else {
+                                    other.type_str()
+                                }
+                            ))
+                            .hint(
+                                "describe the change in words, e.g. change = \"reuse the batch buffers across steps\"",
+                            ),
+                    );
+                }
+            }
             let overrides: toml::Table = table
                 .iter()
-                .filter(|(k, _)| !super::revisions::RESERVED.contains(&k.as_str()))
+                .filter(|(k, _)| !super::revisions::RESERVED.contains(&k.as_str()) && k.as_str() != "change")
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             let mut ovs = Vec::new();
@@ -801,7 +828,7 @@ impl Validator {
         out
     }
 
-    fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[StageDef]) -> bool {
+    pub(super) fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[StageDef]) -> bool {
         let span = self.value_span(at);
         let Some((stage, name)) = metric.split_once('.').filter(|(s, n)| !s.is_empty() && !n.is_empty()) else {
             self.err(
@@ -856,7 +883,13 @@ impl Validator {
         true
     }
 
-    fn compare(&mut self, raw: Option<&RawCompare>, stages: &[StageDef], variants: &[String]) -> Option<CompareDef> {
+    fn compare(
+        &mut self,
+        raw: Option<&RawCompare>,
+        stages: &[StageDef],
+        variants: &[String],
+        dir: &Path,
+    ) -> Option<CompareDef> {
         let first = variants.first().cloned().unwrap_or_else(|| "baseline".into());
         let Some(raw) = raw else {
             return Some(CompareDef {
@@ -954,47 +987,9 @@ impl Validator {
         let mut claims = Vec::new();
         for (i, c) in raw.claims.iter().enumerate() {
             let idx = i.to_string();
-            let (Some(metric), Some(variant), Some(speedup)) = (&c.metric, &c.variant, &c.speedup) else {
-                self.missing_keys(
-                    "claim",
-                    &idx,
-                    &[
-                        ("metric", c.metric.is_some()),
-                        ("variant", c.variant.is_some()),
-                        ("speedup", c.speedup.is_some()),
-                    ],
-                );
-                continue;
-            };
-            self.metric_ref(metric, &["compare", "claims", &idx, "metric"], stages);
-            if !variants.contains(variant) {
-                let span = self.value_span(&["compare", "claims", &idx, "variant"]);
-                let hint = did_you_mean(variant, variants.iter().map(String::as_str))
-                    .unwrap_or_else(|| format!("variants: {}", variants.join(", ")));
-                self.err(
-                    ManifestError::new(format!("claim names variant `{variant}`, which is not defined"), span)
-                        .label("no such variant")
-                        .hint(hint),
-                );
-            } else if *variant == baseline {
-                let span = self.value_span(&["compare", "claims", &idx, "variant"]);
-                self.err(
-                    ManifestError::new(format!("claim is about `{variant}`, the baseline itself"), span)
-                        .hint("a claim compares a variant against the baseline; name the optimized variant"),
-                );
+            if let Some(claim) = self.claim(c, &idx, &baseline, stages, variants, dir) {
+                claims.push(claim);
             }
-            if let Err((msg, hint)) = check_claim(speedup) {
-                let span = self.value_span(&["compare", "claims", &idx, "speedup"]);
-                self.err(ManifestError::new(msg, span).maybe_hint(hint));
-            }
-            let requires = self.claim_conditions(c.requires.as_ref(), &idx, stages);
-            claims.push(ClaimDef {
-                metric: metric.clone(),
-                variant: variant.clone(),
-                speedup: speedup.clone(),
-                source: c.source.clone(),
-                requires,
-            });
         }
         Some(CompareDef {
             baseline,
@@ -1246,7 +1241,7 @@ fn check_tolerance(s: &str) -> Result<(), (String, Option<String>)> {
     })
 }
 
-fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
+pub(super) fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
     crate::stats::Claim::parse(s).map(|_| ()).map_err(|e| {
         (
             format!("claimed speedup `{s}`: {}", e.message),

@@ -126,7 +126,9 @@ pub fn build_report(run: &RunData) -> Report {
         .collect();
 
     let (stage_columns, stages) = stage_table(run);
+    let (claims, claim_notes) = claim_rows(run, &plan, &settings);
     let mut notes = run.notes.clone();
+    notes.extend(claim_notes);
     if run.status != "finished" {
         notes.insert(
             0,
@@ -154,7 +156,7 @@ pub fn build_report(run: &RunData) -> Report {
         summary: Vec::new(),
         results,
         guards,
-        claims: claim_rows(run, &plan, &settings),
+        claims,
         stage_columns,
         stages,
         sweeps: sweep_tables(run, &unit),

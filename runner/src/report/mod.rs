@@ -168,11 +168,54 @@ pub struct ClaimSpec {
     pub claim: Claim,
     /// The claim as written in the manifest.
     pub text: String,
-    /// Where the claim comes from (a paper, a PR, a previous report).
+    /// Where the claim comes from: `<document>, section "<section>"` (runs stored before
+    /// claims named their sources hold the manifest's free text).
     pub source: Option<String>,
     /// What the claim was made under (empty: anywhere).
     #[serde(default)]
     pub requires: crate::stats::ClaimConditions,
+    /// The claim word for word, as its source states it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// The change the claim is about, and the change its variant makes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_change: Option<String>,
+    /// What the source measured, when it is not `metric`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_metric: Option<String>,
+    /// Why the experiment cannot test the claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untestable: Option<String>,
+}
+
+impl ClaimSpec {
+    /// Why this experiment does not judge the claim whatever it measures: it says it cannot
+    /// test it (`untestable`), or the claim is about another change or another measurement
+    /// than the one its variant makes.
+    pub fn not_judged(&self) -> Option<(crate::stats::ClaimVerdict, String)> {
+        use crate::stats::ClaimVerdict;
+        if let Some(why) = &self.untestable {
+            return Some((ClaimVerdict::Untestable, format!("not testable here: {why}")));
+        }
+        let mut differs = Vec::new();
+        if let (Some(claim), Some(ours)) = (&self.change, &self.variant_change) {
+            if claim != ours {
+                differs.push(format!(
+                    "the claim is about {claim}; variant `{}` changes {ours}",
+                    self.variant
+                ));
+            }
+        }
+        if let Some(theirs) = &self.source_metric {
+            differs.push(format!(
+                "the source measured {theirs}; this experiment measures `{}`",
+                self.metric
+            ));
+        }
+        (!differs.is_empty()).then(|| (ClaimVerdict::NotThisExperiment, differs.join("; ")))
+    }
 }
 
 /// The SVG chart of a history.

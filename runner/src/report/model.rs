@@ -194,15 +194,20 @@ pub struct GuardRow {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ClaimRow {
-    /// The claim as written in the manifest.
+    /// The claimed speedup as written in the manifest.
     pub claim: String,
+    /// The claim word for word, as its source states it (`null` for runs stored before claims
+    /// quoted their sources).
+    pub quote: Option<String>,
     pub source: Option<String>,
+    /// The change the claim is about.
+    pub change: Option<String>,
     /// The config measured (the claimed variant's name when it has no comparison).
     pub config: String,
     /// The config it was measured against; `null` when the variant has no comparison.
     pub against: Option<String>,
     pub metric: String,
-    /// `supported`, `refuted` or `untestable`.
+    /// `supported`, `refuted`, `untestable`, `not_reproduced` or `not_this_experiments_claim`.
     pub verdict: ClaimVerdict,
     /// The claim as a speedup interval.
     pub claimed: Option<Interval>,

@@ -2,6 +2,7 @@
 
 use super::format;
 use super::model::{ClaimRow, ComparisonRecord, GuardRow, Method, PAdjustment, Report};
+use crate::stats::ClaimVerdict;
 use crate::stats::{Comparison, Design, GuardVerdict, Tolerance, Verdict};
 
 /// Larger repetition estimates are shown as "more than" this.
@@ -175,8 +176,10 @@ pub(crate) fn no_comparison_reason(variant: &str, style: Style) -> String {
 /// A claim's reason in `style` (the stored reason is plain text).
 pub(crate) fn claim_reason(row: &ClaimRow, style: Style) -> String {
     match row.against {
-        None => no_comparison_reason(&row.config, style),
-        Some(_) => row.reason.clone(),
+        None if row.verdict == ClaimVerdict::Untestable && row.quote.is_none() => {
+            no_comparison_reason(&row.config, style)
+        }
+        _ => row.reason.clone(),
     }
 }
 
@@ -207,8 +210,35 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
         ));
     }
     for row in &r.claims {
-        let source = row.source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
+        // `"<quote>" (<source>; claimed <speedup>)`, or for runs stored before claims quoted
+        // their sources, `"<speedup>" (<source>)`.
+        let (claim, source) = match &row.quote {
+            Some(q) => (
+                q.clone(),
+                match &row.source {
+                    Some(s) => format!(" ({s}; claimed {})", row.claim),
+                    None => format!(" (claimed {})", row.claim),
+                },
+            ),
+            None => (
+                row.claim.clone(),
+                row.source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default(),
+            ),
+        };
         let detail = match (&row.against, row.speedup_ci) {
+            // The claim is not judged: why, then the measurement as context.
+            (Some(_), Some(_))
+                if matches!(
+                    row.verdict,
+                    ClaimVerdict::NotThisExperiment | ClaimVerdict::NotReproduced
+                ) =>
+            {
+                format!(
+                    "{}; measured {}",
+                    row.reason,
+                    measured_speedup(row.speedup, row.speedup_ci)
+                )
+            }
             (Some(_), Some(_)) => format!(
                 "measured {} against claimed {}",
                 measured_speedup(row.speedup, row.speedup_ci),
@@ -217,8 +247,7 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
             _ => claim_reason(row, style),
         };
         lines.push(format!(
-            "Claim \"{}\"{source} for {} on {}: {}, {detail}.",
-            row.claim,
+            "Claim \"{claim}\"{source} for {} on {}: {}, {detail}.",
             row.config,
             row.metric,
             style.strong(row.verdict.as_str())

@@ -138,57 +138,108 @@ pub(crate) fn failed_trials(run: &RunData) -> Vec<FailedTrialRow> {
         .collect()
 }
 
+/// The claim rows of a report, and notes on the configs a claim does not cover.
+///
+/// A claim made at given parameter values (`requires.params`, e.g. 500 symbols) is judged only
+/// at the configs that have them; the variant's other sweep points get no row (their speedups
+/// are in the report's other tables) and one note says so. When no config has them, one row
+/// says the claim was not reproduced here.
 pub(crate) fn claim_rows(
     run: &RunData,
     plan: &[(usize, usize)],
     settings: &crate::stats::CompareSettings,
-) -> Vec<ClaimRow> {
+) -> (Vec<ClaimRow>, Vec<String>) {
     let mut rows = Vec::new();
+    let mut notes = Vec::new();
     for spec in &run.compare.claims {
+        let row = |config: String, verdict: ClaimVerdict, reason: String| ClaimRow {
+            claim: spec.text.clone(),
+            quote: spec.quote.clone(),
+            source: spec.source.clone(),
+            change: spec.change.clone(),
+            config,
+            against: None,
+            metric: spec.metric.clone(),
+            verdict,
+            claimed: None,
+            speedup: None,
+            speedup_ci: None,
+            reason,
+        };
         let matching: Vec<&(usize, usize)> = plan
             .iter()
             .filter(|(i, _)| run.configs[*i].variant == spec.variant)
             .collect();
         if matching.is_empty() {
-            rows.push(ClaimRow {
-                claim: spec.text.clone(),
-                source: spec.source.clone(),
-                config: spec.variant.clone(),
-                against: None,
-                metric: spec.metric.clone(),
-                verdict: ClaimVerdict::Untestable,
-                claimed: None,
-                speedup: None,
-                speedup_ci: None,
-                reason: no_comparison_reason(&spec.variant, Style::Plain),
-            });
+            rows.push(row(
+                spec.variant.clone(),
+                ClaimVerdict::Untestable,
+                no_comparison_reason(&spec.variant, Style::Plain),
+            ));
             continue;
         }
-        for &&(i, j) in &matching {
+        // (candidate, baseline) config pairs the claim covers, and the others.
+        type Pairs = Vec<(usize, usize)>;
+        let (covered, context): (Pairs, Pairs) = matching
+            .iter()
+            .map(|&&p| p)
+            .partition(|(i, _)| crate::stats::params_unmet(&spec.requires, &run.configs[*i].params).is_empty());
+        if !context.is_empty() {
+            let names: Vec<String> = context
+                .iter()
+                .map(|(i, _)| format!("`{}`", run.configs[*i].name))
+                .collect();
+            notes.push(format!(
+                "Claim \"{}\" on `{}` is for {}: {} {} not judged against it (measured, as context only).",
+                spec.text,
+                spec.variant,
+                spec.requires.describe_params(),
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" },
+            ));
+        }
+        if covered.is_empty() {
+            let had: Vec<String> = context
+                .iter()
+                .flat_map(|(i, _)| crate::stats::params_unmet(&spec.requires, &run.configs[*i].params))
+                .collect();
+            let (verdict, reason) = spec.not_judged().unwrap_or_else(|| {
+                (
+                    ClaimVerdict::NotReproduced,
+                    format!(
+                        "not reproduced here: the claim is for {}; this run measured {}",
+                        spec.requires.describe_params(),
+                        had.join(", ")
+                    ),
+                )
+            });
+            rows.push(row(spec.variant.clone(), verdict, reason));
+            continue;
+        }
+        for &(i, j) in &covered {
             let (cand, base) = (&run.configs[i], &run.configs[j]);
             let unit = metric_samples(base, &spec.metric).unit;
             let direction: Direction = direction_of(run, &spec.metric, unit.as_deref());
             let c = compare_configs(base, cand, &spec.metric, direction, settings);
             let mut e = assess(&spec.claim, &c);
-            // A run that did not recreate what the claim is about cannot refute (or support)
-            // it: the measurement stays as context, the verdict says why.
-            if let Some(why) = crate::stats::unmet(&spec.requires, &run.environment, &cand.params) {
+            // A claim this experiment does not test (another change, another measurement), or
+            // a run that did not recreate what the claim is about, can neither refute nor
+            // support it: the measurement stays as context, the verdict says why.
+            if let Some((verdict, why)) = spec.not_judged() {
+                e.verdict = verdict;
+                e.reason = why;
+            } else if let Some(why) = crate::stats::unmet(&spec.requires, &run.environment, &cand.params) {
                 e.verdict = ClaimVerdict::NotReproduced;
                 e.reason = why;
             }
             rows.push(ClaimRow {
-                claim: spec.text.clone(),
-                source: spec.source.clone(),
-                config: cand.name.clone(),
                 against: Some(base.name.clone()),
-                metric: spec.metric.clone(),
-                verdict: e.verdict,
                 claimed: Some(e.claimed),
                 speedup: finite(c.speedup),
                 speedup_ci: c.speedup_ci,
-                reason: e.reason,
+                ..row(cand.name.clone(), e.verdict, e.reason)
             });
         }
     }
-    rows
+    (rows, notes)
 }

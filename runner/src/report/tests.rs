@@ -166,6 +166,11 @@ fn claim(metric: &str, variant: &str, text: &str, source: Option<&str>) -> Claim
         text: text.to_owned(),
         source: source.map(str::to_owned),
         requires: Default::default(),
+        quote: None,
+        change: None,
+        variant_change: None,
+        source_metric: None,
+        untestable: None,
     }
 }
 

@@ -258,7 +258,7 @@ pub fn view(r: &Report) -> ReportView<'_> {
             .claims
             .iter()
             .map(|c| ClaimRowView {
-                claim: format::cell(&c.claim),
+                claim: format::cell(c.quote.as_deref().unwrap_or(&c.claim)),
                 source: format::cell(c.source.as_deref().unwrap_or(DASH)),
                 config: c.config.clone(),
                 metric: c.metric.clone(),

@@ -207,6 +207,10 @@ pub enum ClaimVerdict {
     /// The run did not meet the conditions the claim was made under (device, cores, the
     /// parameters it names): it can neither support nor refute it.
     NotReproduced,
+    /// The claim is about another change, or another measurement, than the experiment's: the
+    /// measurement is context for it, never evidence for or against it.
+    #[serde(rename = "not_this_experiments_claim")]
+    NotThisExperiment,
 }
 
 impl ClaimVerdict {
@@ -216,6 +220,7 @@ impl ClaimVerdict {
             ClaimVerdict::Refuted => "refuted",
             ClaimVerdict::Untestable => "untestable",
             ClaimVerdict::NotReproduced => "not reproduced here",
+            ClaimVerdict::NotThisExperiment => "not this experiment's claim",
         }
     }
 }

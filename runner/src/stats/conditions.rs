@@ -31,6 +31,16 @@ impl ClaimConditions {
         self.device.is_none() && self.min_cores.is_none() && self.params.is_empty()
     }
 
+    /// The parameter values alone, in words: `stages.load.symbols = { first = 500 }`.
+    pub fn describe_params(&self) -> String {
+        let parts: Vec<String> = self
+            .params
+            .iter()
+            .map(|(path, v)| format!("{path} = {}", show(v)))
+            .collect();
+        parts.join(", ")
+    }
+
     /// The conditions in words, for reports: `a CUDA device, 30 cores or more`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
@@ -77,12 +87,7 @@ pub fn unmet(
             missing.push(format!("{have} cores"));
         }
     }
-    for (path, want) in &conditions.params {
-        let got = param_at(params, path);
-        if !got.is_some_and(|g| same(g, want)) {
-            missing.push(format!("{path} = {}", got.map_or_else(|| "not set".to_owned(), show)));
-        }
-    }
+    missing.extend(params_unmet(conditions, params));
     // A claim about N threads or workers is not about a config that asks for more of them than
     // the machine has: the extra ones only time-share cores.
     if let Some(have) = cores {
@@ -108,6 +113,22 @@ pub fn unmet(
             missing.join(", ")
         )
     })
+}
+
+/// The parameters of `conditions` a config does not have, as `path = <its value>`; empty when
+/// the config is one the claim was made for.
+pub fn params_unmet(
+    conditions: &ClaimConditions,
+    params: &indexmap::IndexMap<String, serde_json::Value>,
+) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (path, want) in &conditions.params {
+        let got = param_at(params, path);
+        if !got.is_some_and(|g| same(g, want)) {
+            missing.push(format!("{path} = {}", got.map_or_else(|| "not set".to_owned(), show)));
+        }
+    }
+    missing
 }
 
 fn param_at<'a>(

@@ -17,14 +17,15 @@ argv = ["echo '{\"metric\": \"latency\", \"value\": {{ secs * (1 + 0.01 * (repet
 vars = { secs = 0.2 }
 [variants.slow]
 [variants.fast]
+change = "half the work"
 "stages.work.vars.secs" = 0.1
 [compare]
 primary = "work.latency"
 claims = [
-  { metric = "work.latency", variant = "fast", speedup = "10x", source = "made on a GPU", requires = { device = "cuda" } },
-  { metric = "work.latency", variant = "fast", speedup = "10x", source = "made with 30 workers", requires = { min_cores = 100000 } },
-  { metric = "work.latency", variant = "fast", speedup = "10x", source = "made on one core or more", requires = { min_cores = 1 } },
-  { metric = "work.latency", variant = "fast", speedup = "10x", source = "made at this size", requires = { params = { "stages.work.vars.secs" = 0.1 } } },
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work", requires = { device = "cuda" } },
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work", requires = { min_cores = 100000 } },
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work", requires = { min_cores = 1 } },
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work", requires = { params = { "stages.work.vars.secs" = 0.1 } } },
 ]
 "#;
 
@@ -72,4 +73,199 @@ fn a_claim_with_unmet_conditions_is_never_refuted_and_a_met_one_is_judged() {
     );
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("not reproduced here"), "{md}");
+}
+
+/// Runs `manifest` (written into a fresh folder with the test sources) and returns its
+/// report.json and report.md.
+fn run_report(name: &str, manifest: &str) -> (serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "c.toml", manifest);
+    let out = run(bin()
+        .arg("--database")
+        .arg(dir.path().join("r.sqlite"))
+        .args(["run", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = std::fs::read_dir(dir.path().join(name))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let json = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    (json, std::fs::read_to_string(report.join("report.md")).unwrap())
+}
+
+/// `fast` halves the latency at every size; the claim is made for size 500 only.
+const SIZES: &str = r#"
+[experiment]
+name = "sizes"
+[schedule]
+warmup = 0
+repetitions = 5
+seed = 3
+[stages.work]
+kind = "command"
+shell = true
+argv = ["echo '{\"metric\": \"latency\", \"value\": {{ size * secs * (1 + 0.01 * (repetition % 5)) }}, \"unit\": \"s\"}'"]
+vars = { secs = 0.2, size = 1 }
+[variants.slow]
+[variants.fast]
+change = "half the work"
+"stages.work.vars.secs" = 0.1
+[sweep]
+"stages.work.vars.size" = [1, 10, 500]
+[compare]
+primary = "work.latency"
+claims = [
+  { metric = "work.latency", variant = "fast", speedup = "2x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work", requires = { params = { "stages.work.vars.size" = 500 } } },
+]
+"#;
+
+#[test]
+fn a_claim_bound_to_500_gets_a_verdict_at_500_only() {
+    let (json, md) = run_report("sizes", SIZES);
+    let claims = json["claims"].as_array().unwrap();
+    // One row, at the size the claim was made for; 1 and 10 are context, never judged.
+    assert_eq!(claims.len(), 1, "{json}");
+    assert!(claims[0]["config"].as_str().unwrap().contains("500"), "{json}");
+    assert_eq!(claims[0]["verdict"], "supported", "{json}");
+    let notes: Vec<&str> = json["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let note = notes
+        .iter()
+        .find(|n| n.starts_with("Claim \"2x\""))
+        .expect("a note on the other sizes");
+    assert!(
+        note.contains("is for stages.work.vars.size = 500") && note.contains("not judged against it"),
+        "{note}"
+    );
+    assert!(note.contains("`fast[size=1]`, `fast[size=10]` are"), "{note}");
+    assert!(!note.contains("size=500"), "{note}");
+    assert!(md.contains("not judged against it"), "{md}");
+
+    // A run that measures none of the claim's sizes reproduces nothing, and judges nothing.
+    let small = SIZES.replace("[1, 10, 500]", "[1, 10]");
+    let (json, _) = run_report("sizes", &small);
+    let claims = json["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 1, "{json}");
+    assert_eq!(claims[0]["verdict"], "not_reproduced", "{json}");
+    assert_eq!(
+        claims[0]["reason"],
+        "not reproduced here: the claim is for stages.work.vars.size = 500; this run measured \
+         stages.work.vars.size = 1, stages.work.vars.size = 10",
+        "{json}"
+    );
+    assert!(claims[0]["speedup"].is_null(), "{json}");
+}
+
+/// The same measured 2x, held against claims about another change, another measurement, and
+/// one the experiment says it cannot test.
+const OTHERS: &str = r#"
+[experiment]
+name = "others"
+[schedule]
+warmup = 0
+repetitions = 5
+seed = 3
+[stages.work]
+kind = "command"
+shell = true
+argv = ["echo '{\"metric\": \"latency\", \"value\": {{ secs * (1 + 0.01 * (repetition % 5)) }}, \"unit\": \"s\"}'"]
+vars = { secs = 0.2 }
+[variants.slow]
+[variants.fast]
+change = "half the work"
+"stages.work.vars.secs" = 0.1
+[compare]
+primary = "work.latency"
+claims = [
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "batching and caching combined" },
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work", source_metric = "validation time" },
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work", untestable = "the source's setup has no counterpart here" },
+  { metric = "work.latency", variant = "fast", speedup = "10x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work" },
+]
+"#;
+
+#[test]
+fn a_claim_about_another_change_or_measurement_is_not_this_experiments_claim() {
+    let (json, md) = run_report("others", OTHERS);
+    let claims = json["claims"].as_array().unwrap();
+    let verdicts: Vec<&str> = claims.iter().map(|c| c["verdict"].as_str().unwrap()).collect();
+    // The data refute 10x (they show 2x): only the claim that is this experiment's may say so.
+    assert_eq!(
+        verdicts,
+        [
+            "not_this_experiments_claim",
+            "not_this_experiments_claim",
+            "untestable",
+            "refuted"
+        ],
+        "{json}"
+    );
+    assert_eq!(
+        claims[0]["reason"],
+        "the claim is about batching and caching combined; variant `fast` changes half the work"
+    );
+    assert_eq!(
+        claims[1]["reason"],
+        "the source measured validation time; this experiment measures `work.latency`"
+    );
+    assert_eq!(
+        claims[2]["reason"],
+        "not testable here: the source's setup has no counterpart here"
+    );
+    assert_eq!(claims[0]["quote"], "halves the latency");
+    assert_eq!(claims[0]["source"], "test-report, section \"Results\"");
+    // The measurement stays, as context.
+    assert!(
+        claims[0]["speedup"].as_f64().is_some_and(|s| (s - 2.0).abs() < 0.05),
+        "{json}"
+    );
+    let table: Vec<&str> = md
+        .lines()
+        .skip_while(|l| *l != "## Claims")
+        .take_while(|l| l.is_empty() || l.starts_with('|') || l.starts_with('#'))
+        .filter(|l| l.starts_with('|'))
+        .collect();
+    insta::assert_snapshot!("not_this_experiments_claim_table", table.join("\n"));
+}
+
+/// Every committed experiment's claims quote their sources verbatim, under the document and
+/// section they name, through the check `measured check` runs.
+#[test]
+fn every_committed_claim_quotes_its_source_verbatim() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+    let mut manifests: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    manifests.sort();
+    assert!(manifests.len() >= 8, "{manifests:?}");
+    let mut quoted = 0;
+    for path in &manifests {
+        let exp = measured::manifest::parse_file(path, false).unwrap_or_else(|e| panic!("{}", e.render()));
+        for c in &exp.compare.claims {
+            assert!(
+                !c.quote.trim().is_empty(),
+                "{}: a claim without a quote",
+                path.display()
+            );
+            assert_eq!(
+                measured::manifest::find_quote(exp.dir(), &c.document, &c.section, &c.quote),
+                Ok(()),
+                "{}: {:?}",
+                path.display(),
+                c.quote
+            );
+            quoted += 1;
+        }
+    }
+    assert!(quoted >= 7, "only {quoted} claims");
 }

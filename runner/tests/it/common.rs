@@ -104,7 +104,21 @@ pub fn strings(url: &str, sql: &str) -> Vec<String> {
 pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, body).unwrap();
+    if name.ends_with(".toml") {
+        write_sources(dir);
+    }
     p
+}
+
+/// The quotes test manifests' claims cite: `sources/test-report.md` next to them.
+pub const TEST_SOURCE: &str =
+    "# test-report: the report the tests quote\n\n## Results\n\n> Batching halves the latency (~2x).\n";
+
+/// Writes `sources/test-report.md` into `dir` (every manifest `write` writes gets it).
+pub fn write_sources(dir: &Path) {
+    let sources = dir.join("sources");
+    std::fs::create_dir_all(&sources).unwrap();
+    std::fs::write(sources.join("test-report.md"), TEST_SOURCE).unwrap();
 }
 
 /// A PostgreSQL server of one test's own (started with `scripts/pg-start.sh`), which the test

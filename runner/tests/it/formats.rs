@@ -24,11 +24,12 @@ argv = ["echo '{\"metric\": \"latency\", \"value\": '$BASE'{{ secs }}{{ repetiti
 vars = { secs = 2 }
 [variants.a]
 [variants.b]
+change = "half the work"
 "stages.work.vars.secs" = 1
 [compare]
 primary = "work.latency"
 guards = [{ metric = "work.score", within = "1%" }]
-claims = [{ metric = "work.latency", variant = "b", speedup = "1.5x..3x", source = "a note" }]
+claims = [{ metric = "work.latency", variant = "b", speedup = "1.5x..3x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work" }]
 "#;
 
 /// `measured` in `dir` with the database `r.sqlite` and reports under `out/`, both relative,

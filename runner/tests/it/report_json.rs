@@ -22,12 +22,13 @@ argv = ["echo '{\"metric\": \"latency\", \"value\": {{ secs * (1 + 0.01 * (repet
 vars = { secs = 0.2, items = 40 }
 [variants.a]
 [variants.b]
+change = "half the work"
 "stages.work.vars.secs" = 0.1
 "stages.work.vars.items" = 50
 [compare]
 primary = "work.latency"
 guards = [{ metric = "work.score", within = "1%" }]
-claims = [{ metric = "work.latency", variant = "b", speedup = "1.5x..3x", source = "a note" }]
+claims = [{ metric = "work.latency", variant = "b", speedup = "1.5x..3x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work" }]
 "#;
 
 /// The folder `measured run` printed its report into.
@@ -124,7 +125,7 @@ fn report_json_holds_numbers_units_and_plain_verdicts() {
     assert!(["supported", "refuted", "untestable"].contains(&claim["verdict"].as_str().unwrap()));
     assert_eq!(
         (claim["source"].as_str(), claim["against"].as_str()),
-        (Some("a note"), Some("a"))
+        (Some("test-report, section \"Results\""), Some("a"))
     );
     assert!(
         is_number_pair(&claim["claimed"]) && claim["speedup"].is_f64(),

@@ -19,11 +19,12 @@ argv = ["echo '{\"metric\": \"latency\", \"value\": {{ secs * (1 + 0.01 * (repet
 vars = { secs = 0.10 }
 [variants.before]
 [variants.after]
+change = "half the work"
 "stages.work.vars.secs" = 0.12
 [compare]
 primary = "work.latency"
 guards = [{ metric = "work.latency", within = "50%" }]
-claims = [{ metric = "work.latency", variant = "after", speedup = "~2x", source = "a test" }]
+claims = [{ metric = "work.latency", variant = "after", speedup = "~2x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "half the work" }]
 "#;
 
 /// Runs statements on a SQLite file directly, without the migrations a `Db` would apply.
