@@ -20,6 +20,7 @@ mod model;
 mod others;
 mod output;
 mod prose;
+pub mod provenance;
 mod samples;
 mod scaling;
 mod scaling_view;
@@ -28,6 +29,8 @@ mod view;
 
 #[cfg(test)]
 mod bandwidth_tests;
+#[cfg(test)]
+mod honest_tests;
 #[cfg(test)]
 mod json_tests;
 #[cfg(test)]
@@ -53,7 +56,7 @@ pub use markdown::{render_compare_github, render_compare_markdown, render_github
 pub use model::{
     BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
     FailedTrialRow, FrequencyFigures, GuardRow, Interval, LoadFigures, Method, OtherMetricRow, PAdjustment, Primary,
-    Report, ResultRow, StageNoteRow, StageRow, SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
+    RankTest, RankTestKind, Report, ResultRow, StageNoteRow, StageRow, SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
 };
 pub use output::{compare_output, report_output, OutputFormat};
 pub use scaling::{

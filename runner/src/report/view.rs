@@ -46,6 +46,10 @@ pub struct ReportView<'a> {
     pub manifest_path: &'a str,
     pub manifest_hash: &'a str,
     pub reproduce: &'a str,
+    /// Build commit, experiment commit, data and database kinds, one line each.
+    pub reproduction: Vec<String>,
+    /// The dirty-tree warning under the title; `None` for a run from committed code.
+    pub dirty: Option<String>,
     pub notes: &'a [String],
     pub stage_notes: Vec<StageNoteView>,
     pub charts: &'a [ChartRef],
@@ -355,6 +359,8 @@ pub fn view(r: &Report) -> ReportView<'_> {
         manifest_path: &r.manifest_path,
         manifest_hash: &r.manifest_hash,
         reproduce: &r.reproduce,
+        reproduction: r.reproduction.lines(),
+        dirty: r.reproduction.dirty_warning(),
         notes: &r.notes,
         stage_notes: r
             .stage_notes
