@@ -29,6 +29,11 @@ pub struct ReportView<'a> {
     pub results: Vec<ResultRowView>,
     pub stage_columns: &'a [String],
     pub stages: Vec<StageRowView>,
+    /// The peak-RSS column's header: `Peak RSS`, or `Process peak RSS` where the kernel did not
+    /// allow resetting the high-water mark per stage.
+    pub peak_rss_header: &'static str,
+    /// What that column holds, in a sentence.
+    pub peak_rss_meaning: &'static str,
     pub guards: Vec<GuardRowView>,
     pub claims: Vec<ClaimRowView>,
     pub sweeps: Vec<TableView>,
@@ -209,6 +214,10 @@ pub(crate) fn key_values(map: &std::collections::BTreeMap<String, String>) -> Ve
 /// The Markdown view of `r`.
 pub fn view(r: &Report) -> ReportView<'_> {
     let unit = r.primary.unit.as_str();
+    let process_peak = r
+        .stage_notes
+        .iter()
+        .any(|n| n.note == crate::measure::PROCESS_PEAK_NOTE);
     ReportView {
         experiment: &r.experiment,
         description: &r.description,
@@ -359,6 +368,12 @@ pub fn view(r: &Report) -> ReportView<'_> {
         manifest_path: &r.manifest_path,
         manifest_hash: &r.manifest_hash,
         reproduce: &r.reproduce,
+        peak_rss_header: if process_peak { "Process peak RSS" } else { "Peak RSS" },
+        peak_rss_meaning: if process_peak {
+            "Peak RSS is the process's peak since it started, not per stage: the kernel did not allow resetting it."
+        } else {
+            "Peak RSS is the largest per-stage peak over the config's trials (the kernel's high-water mark, reset before each stage), which includes what the process holds between trials."
+        },
         reproduction: r.reproduction.lines(),
         dirty: r.reproduction.dirty_warning(),
         notes: &r.notes,
