@@ -214,6 +214,7 @@ pub fn build_report(run: &RunData) -> Report {
         stage_columns,
         stages,
         sweeps: sweep_tables(run, &unit),
+        sweep_neighbours: super::neighbours::neighbour_table(run, &unit),
         bandwidth: bandwidth_tables(run, charts::bandwidth_file),
         other_metrics: other_metric_rows(run, &plan, &settings),
         scaling: super::scaling::scaling(run),

@@ -1,7 +1,7 @@
 //! What a report says about itself: the tests that ran and why, a dirty tree, what a rerun
 //! needs.
 
-use super::tests::simple_run;
+use super::tests::{base_run, config, simple_run, trials};
 use super::*;
 
 /// The method sentence of a report on `run`.
@@ -60,4 +60,37 @@ fn a_dirty_tree_is_flagged_under_the_title_and_in_json() {
         "dirty_head_and_reproduce",
         format!("{}\n[...]\n{}", head.join("\n"), &md[start..end])
     );
+}
+
+#[test]
+fn neighbouring_sweep_points_are_compared_when_asked() {
+    // One variant swept over four batch sizes, as experiments/batch-size.toml does.
+    let points = [("64", 8.0), ("256", 6.0), ("1024", 5.9), ("4096", 7.0)];
+    let configs = points
+        .iter()
+        .enumerate()
+        .map(|(k, &(b, secs))| {
+            config(
+                &format!("baseline[batch_size={b}]"),
+                "baseline",
+                Some(b),
+                trials(secs, 0.5, 1.0, false, 3 + k as u32),
+            )
+        })
+        .collect();
+    let mut run = base_run(configs);
+    run.compare.claims.clear();
+    assert!(build_report(&run).sweep_neighbours.is_none());
+    run.compare.sweep_neighbours = true;
+    let report = build_report(&run);
+    let table = report.sweep_neighbours.as_ref().unwrap();
+    let steps: Vec<(&str, &str)> = table.rows.iter().map(|r| (r.from.as_str(), r.to.as_str())).collect();
+    assert_eq!(steps, [("64", "256"), ("256", "1024"), ("1024", "4096")]);
+    // 8 s -> 6 s per epoch is faster; 5.9 s -> 7 s slower.
+    assert_eq!(table.rows[0].verdict, crate::stats::Verdict::Faster);
+    assert_eq!(table.rows[2].verdict, crate::stats::Verdict::Slower);
+    let md = render_markdown(&report, None).unwrap();
+    let start = md.find("## Neighbouring sweep points").unwrap();
+    let end = md[start + 3..].find("\n## ").map_or(md.len(), |e| e + start + 4);
+    insta::assert_snapshot!("sweep_neighbours", &md[start..end]);
 }

@@ -17,6 +17,7 @@ mod format;
 mod history;
 mod markdown;
 mod model;
+pub mod neighbours;
 mod others;
 mod output;
 mod prose;
@@ -156,6 +157,9 @@ pub struct CompareSpec {
     pub seed: u64,
     pub guards: Vec<GuardSpec>,
     pub claims: Vec<ClaimSpec>,
+    /// `[compare] sweep = "neighbours"`: the report also compares neighbouring sweep points.
+    #[serde(default)]
+    pub sweep_neighbours: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

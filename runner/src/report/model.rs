@@ -53,6 +53,9 @@ pub struct Report {
     pub stage_columns: Vec<String>,
     pub stages: Vec<StageRow>,
     pub sweeps: Vec<SweepTable>,
+    /// `[compare] sweep = "neighbours"`: each sweep point against the previous one, per
+    /// variant; `null` otherwise.
+    pub sweep_neighbours: Option<super::neighbours::NeighbourTable>,
     /// One table per stage that recorded `GB/s` series over copy sizes.
     pub bandwidth: Vec<BandwidthTable>,
     /// Every recorded metric that is neither the primary metric, a guard, nor in a bandwidth

@@ -37,6 +37,7 @@ pub struct ReportView<'a> {
     pub guards: Vec<GuardRowView>,
     pub claims: Vec<ClaimRowView>,
     pub sweeps: Vec<TableView>,
+    pub sweep_neighbours: Option<super::neighbours::NeighbourView>,
     pub bandwidth: Vec<BandwidthView>,
     pub other_metrics: Vec<OtherMetricView>,
     /// Some row of `other_metrics` is a series summarized by its mean over steps.
@@ -284,6 +285,7 @@ pub fn view(r: &Report) -> ReportView<'_> {
                 reason: prose::claim_reason(c, Style::Markdown),
             })
             .collect(),
+        sweep_neighbours: r.sweep_neighbours.as_ref().map(super::neighbours::neighbour_view),
         sweeps: r
             .sweeps
             .iter()
