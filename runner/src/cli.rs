@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(
     name = "measured",
-    version,
+    version = crate::build_info::version(),
     about = "Turns performance claims into measurements: A/B experiments as TOML files, run with warm-up and interleaved repetitions, stored, and reported with confidence intervals.",
     after_help = "Examples:\n  measured run experiments/quickstart.toml\n  measured check experiments/*.toml\n  measured runs"
 )]

@@ -4,6 +4,7 @@
 //! timing, events) -> reporters (console, store, JSON) -> stats -> report. See README.md.
 
 pub mod artifact;
+pub mod build_info;
 pub mod cli;
 pub mod commands;
 pub mod error;

@@ -69,6 +69,10 @@ pub fn run_data(
         environment.insert("gpu".into(), e.gpu.clone());
         environment.insert("rustc".into(), e.rustc.clone());
         environment.insert("measured_version".into(), e.measured_version.clone());
+        if !e.build_commit.is_empty() {
+            environment.insert("build_commit".into(), e.build_commit.clone());
+            environment.insert("build_dirty".into(), e.build_dirty.to_string());
+        }
     }
     environment.insert("seed".into(), row.seed.to_string());
     environment.insert("manifest_sha256".into(), row.manifest_hash.clone());
@@ -302,6 +306,8 @@ mod tests {
             rustc: "rustc".into(),
             git_commit: "abc".into(),
             git_dirty: false,
+            build_commit: "def".into(),
+            build_dirty: false,
         }
     }
 

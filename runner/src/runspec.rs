@@ -142,6 +142,7 @@ impl StoredSpec {
                 band: c.band,
                 resamples: c.resamples,
                 seed,
+                sweep_neighbours: c.sweep_neighbours,
                 // Validation parsed every guard and claim; they are stored parsed, so a later
                 // version never has to read their text again.
                 guards: c
@@ -389,6 +390,7 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
             seed,
             guards,
             claims,
+            sweep_neighbours: string(compare, "sweep") == Some("neighbours"),
         },
         variants,
         configs,

@@ -16,7 +16,7 @@ pub use services::{missing_named_stock, Services};
 
 use crate::artifact::Artifact;
 use crate::manifest::Experiment;
-use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint, LoadProbe};
+use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint, LoadProbe, PeakScope, PROCESS_PEAK_NOTE};
 use crate::plan::{stage_seed, ScheduledTrial};
 use crate::stage::{Inputs, StageCtx, TrialInfo};
 use chrono::Utc;
@@ -347,7 +347,7 @@ pub fn run_trial(
                 peak_rss_child: None,
                 content_hash: None,
             };
-            reset_peak_rss();
+            let peak_scope = reset_peak_rss();
             let start = Instant::now();
             let result = resolved.stage.run(&mut ctx, &inputs);
             record.seconds = start.elapsed().as_secs_f64();
@@ -357,6 +357,9 @@ pub fn run_trial(
             };
             record.content_hash = ctx.content_hash.take();
             (record.metrics, record.notes) = ctx.rec.into_parts();
+            if peak_scope == PeakScope::Process && record.peak_rss_bytes.is_some() {
+                record.notes.push(PROCESS_PEAK_NOTE.to_owned());
+            }
             match result {
                 Ok(artifact) => {
                     if def.cache {

@@ -127,6 +127,8 @@ pub struct CompareDef {
     pub claims: Vec<ClaimDef>,
     /// Configs may be identical (an A/A run that measures noise); otherwise that is an error.
     pub allow_identical: bool,
+    /// `[compare] sweep = "neighbours"`: also compare each sweep point with the previous one.
+    pub sweep_neighbours: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

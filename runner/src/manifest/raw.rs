@@ -162,6 +162,11 @@ pub(crate) struct RawCompare {
     /// The configs may be identical on purpose: an A/A run that measures the noise floor.
     #[serde(default)]
     pub allow_identical: bool,
+    /// With a sweep: `"neighbours"` adds a table comparing each sweep point with the one
+    /// before it (64 -> 256 -> 1024), ratio and CI, per variant; `"first"` (default) compares
+    /// only as the baseline rules say.
+    #[schemars(extend("enum" = ["first", "neighbours"]))]
+    pub sweep: Option<String>,
 }
 
 /// A correctness guard: an equivalence test that the metric stays within a tolerance.

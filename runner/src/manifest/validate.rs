@@ -902,6 +902,7 @@ impl Validator {
                 guards: Vec::new(),
                 claims: Vec::new(),
                 allow_identical: false,
+                sweep_neighbours: false,
             });
         };
         let baseline = raw.baseline.clone().unwrap_or(first);
@@ -931,6 +932,21 @@ impl Validator {
                     .hint("\"lower\" for times, \"higher\" for throughput and accuracy"),
                 );
                 None
+            }
+        };
+        let sweep_neighbours = match raw.sweep.as_deref() {
+            None | Some("first") => false,
+            Some("neighbours") => true,
+            Some(other) => {
+                let span = self.value_span(&["compare", "sweep"]);
+                self.err(
+                    ManifestError::new(
+                        format!("sweep must be \"first\" or \"neighbours\", got \"{other}\""),
+                        span,
+                    )
+                    .hint("\"neighbours\" adds a table of each sweep point against the previous one"),
+                );
+                false
             }
         };
         let alpha = raw.alpha.unwrap_or(0.01);
@@ -1001,6 +1017,7 @@ impl Validator {
             guards,
             claims,
             allow_identical: raw.allow_identical,
+            sweep_neighbours,
         })
     }
 

@@ -18,6 +18,13 @@ pub struct Fingerprint {
     pub rustc: String,
     pub git_commit: String,
     pub git_dirty: bool,
+    /// The commit this binary was built from (`unknown` outside a git checkout; empty for
+    /// runs stored before it was recorded).
+    #[serde(default)]
+    pub build_commit: String,
+    /// The binary was built from a tree with uncommitted changes to tracked files.
+    #[serde(default)]
+    pub build_dirty: bool,
 }
 
 impl Fingerprint {
@@ -41,8 +48,17 @@ impl Fingerprint {
         let measured_version = env!("CARGO_PKG_VERSION").to_owned();
         let rustc = env!("MEASURED_RUSTC_VERSION").to_owned();
         let (git_commit, git_dirty) = git_state(dir);
+        let build = crate::build_info::BuildCommit::current();
+        let build_commit = build.commit.clone().unwrap_or_else(|| "unknown".into());
+        let build_dirty = build.dirty;
+        // The build is part of the identity: two binaries are two environments, each stored
+        // with its own commit.
         let hash = crate::manifest::hex_sha256(
-            format!("{host}\n{cpu}\n{cores}\n{os}\n{gpu}\n{measured_version}\n{rustc}").as_bytes(),
+            format!(
+                "{host}\n{cpu}\n{cores}\n{os}\n{gpu}\n{measured_version}\n{rustc}\n{}",
+                build.label()
+            )
+            .as_bytes(),
         )[..16]
             .to_owned();
         Self {
@@ -56,6 +72,8 @@ impl Fingerprint {
             rustc,
             git_commit,
             git_dirty,
+            build_commit,
+            build_dirty,
         }
     }
 }

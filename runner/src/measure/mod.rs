@@ -9,4 +9,4 @@ mod rss;
 pub use busy::{busy_warning, frequency_warning, FrequencyFigures, LoadFigures, MachineLoad};
 pub use env::Fingerprint;
 pub use load::{LoadProbe, TrialLoad};
-pub use rss::{peak_rss_bytes, reset_peak_rss};
+pub use rss::{peak_rss_bytes, reset_peak_rss, rss_bytes, PeakScope, PROCESS_PEAK_NOTE};

@@ -3,28 +3,84 @@
 
 use super::bandwidth::bandwidth_tables;
 use super::model::{
-    finite, ComparisonRecord, Databases, GuardRow, Method, PAdjustment, Primary, Report, ResultRow, SCHEMA_VERSION,
+    finite, ComparisonRecord, Databases, GuardRow, Method, PAdjustment, Primary, RankTest, RankTestKind, Report,
+    ResultRow, SCHEMA_VERSION,
 };
 use super::others::other_metric_rows;
 use super::prose::{summary, Style};
 use super::samples::{compare_configs, comparison_plan, direction_of, metric_samples, settings_of};
 use super::tables::{claim_rows, failed_trials, guard_row, stage_table, sweep_tables};
 use super::{charts, RunData};
-use crate::stats::{benjamini_hochberg, bootstrap_median_ci, median, Comparison, GuardVerdict, Verdict};
+use crate::stats::{benjamini_hochberg, bootstrap_median_ci, median, Comparison, Design, GuardVerdict, Verdict};
 
 /// Level of every interval the statistics module computes.
 const CONFIDENCE: f64 = 0.95;
 
-/// The statistical settings of `run` for a report of `comparisons` primary-metric comparisons.
-pub(crate) fn method(run: &RunData, comparisons: usize) -> Method {
+/// What the compared samples come from, for the reason a rank test was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Samples {
+    /// Configs of one run.
+    OneRun,
+    /// The same config in two runs (`measured compare`).
+    TwoRuns,
+}
+
+/// The statistical settings of `run` for a report of these primary-metric comparisons, with
+/// the tests that actually ran and why.
+pub(crate) fn method(run: &RunData, comparisons: &[Comparison], samples: Samples) -> Method {
+    let n = comparisons.len();
+    let hosts: std::collections::BTreeSet<&str> = run
+        .configs
+        .iter()
+        .flat_map(|c| &c.trials)
+        .map(|t| t.host.as_str())
+        .collect();
+    let mut tests = Vec::new();
+    for (design, test) in [
+        (Design::Independent, RankTestKind::MannWhitneyU),
+        (Design::Paired, RankTestKind::WilcoxonSignedRank),
+    ] {
+        let count = comparisons.iter().filter(|c| c.design == design).count();
+        if count == 0 {
+            continue;
+        }
+        let reason = match (design, samples) {
+            (Design::Independent, Samples::OneRun) if hosts.len() <= 1 => {
+                "all trials ran on one host, so repetitions are independent samples".to_owned()
+            }
+            (Design::Independent, Samples::OneRun) => format!(
+                "trials ran on {} hosts, but the blocks do not hold both sides of these comparisons",
+                hosts.len()
+            ),
+            (Design::Independent, Samples::TwoRuns) => {
+                "the two runs' trials are independent samples of each config".to_owned()
+            }
+            (Design::Paired, Samples::OneRun) if hosts.len() > 1 => format!(
+                "trials blocked by host: each block ran both sides on one of {} hosts",
+                hosts.len()
+            ),
+            (Design::Paired, Samples::OneRun) => {
+                "trials are blocked: each block ran both sides back to back".to_owned()
+            }
+            (Design::Paired, Samples::TwoRuns) => {
+                "both runs were blocked by host, and blocks with the same number are paired".to_owned()
+            }
+        };
+        tests.push(RankTest {
+            test,
+            comparisons: count,
+            reason,
+        });
+    }
     Method {
         confidence: CONFIDENCE,
         resamples: run.compare.resamples,
         seed: run.compare.seed,
         alpha: run.compare.alpha,
         band: run.compare.band,
-        comparisons,
-        p_adjustment: (comparisons > 1).then_some(PAdjustment::BenjaminiHochberg),
+        comparisons: n,
+        p_adjustment: (n > 1).then_some(PAdjustment::BenjaminiHochberg),
+        tests,
     }
 }
 
@@ -152,7 +208,7 @@ pub fn build_report(run: &RunData) -> Report {
             unit: unit.clone(),
             direction,
         },
-        method: method(run, comparisons.len()),
+        method: method(run, &comparisons, Samples::OneRun),
         summary: Vec::new(),
         results,
         guards,
@@ -160,6 +216,7 @@ pub fn build_report(run: &RunData) -> Report {
         stage_columns,
         stages,
         sweeps: sweep_tables(run, &unit),
+        sweep_neighbours: super::neighbours::neighbour_table(run, &unit),
         bandwidth: bandwidth_tables(run, charts::bandwidth_file),
         other_metrics: other_metric_rows(run, &plan, &settings),
         scaling: super::scaling::scaling(run),
@@ -174,6 +231,8 @@ pub fn build_report(run: &RunData) -> Report {
         manifest_path: run.manifest_path.clone(),
         manifest_hash: run.manifest_hash.clone(),
         reproduce: run.reproduce.clone(),
+        reproduction: super::provenance::Reproduction::of(run),
+        dirty: super::provenance::Reproduction::of(run).dirty(),
         notes,
         load: run.machine.load.clone(),
         cpu_frequency: run.machine.frequency.clone(),

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::build::method;
+use super::build::{method, Samples};
 use super::model::{finite, ComparisonRecord, Interval, Method, Primary};
 use super::prose::{compare_summary_line, Style};
 use super::samples::{compare_configs, direction_of, metric_samples, settings_of};
@@ -345,7 +345,7 @@ pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Res
             unit,
             direction,
         },
-        method: method(a, comparisons.len()),
+        method: method(a, &comparisons, Samples::TwoRuns),
         summary: Vec::new(),
         results,
         guards,

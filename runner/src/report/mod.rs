@@ -17,9 +17,11 @@ mod format;
 mod history;
 mod markdown;
 mod model;
+pub mod neighbours;
 mod others;
 mod output;
 mod prose;
+pub mod provenance;
 mod samples;
 mod scaling;
 mod scaling_view;
@@ -28,6 +30,8 @@ mod view;
 
 #[cfg(test)]
 mod bandwidth_tests;
+#[cfg(test)]
+mod honest_tests;
 #[cfg(test)]
 mod json_tests;
 #[cfg(test)]
@@ -53,7 +57,7 @@ pub use markdown::{render_compare_github, render_compare_markdown, render_github
 pub use model::{
     BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
     FailedTrialRow, FrequencyFigures, GuardRow, Interval, LoadFigures, Method, OtherMetricRow, PAdjustment, Primary,
-    Report, ResultRow, StageNoteRow, StageRow, SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
+    RankTest, RankTestKind, Report, ResultRow, StageNoteRow, StageRow, SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
 };
 pub use output::{compare_output, report_output, OutputFormat};
 pub use scaling::{
@@ -153,6 +157,9 @@ pub struct CompareSpec {
     pub seed: u64,
     pub guards: Vec<GuardSpec>,
     pub claims: Vec<ClaimSpec>,
+    /// `[compare] sweep = "neighbours"`: the report also compares neighbouring sweep points.
+    #[serde(default)]
+    pub sweep_neighbours: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

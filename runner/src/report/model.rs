@@ -53,6 +53,9 @@ pub struct Report {
     pub stage_columns: Vec<String>,
     pub stages: Vec<StageRow>,
     pub sweeps: Vec<SweepTable>,
+    /// `[compare] sweep = "neighbours"`: each sweep point against the previous one, per
+    /// variant; `null` otherwise.
+    pub sweep_neighbours: Option<super::neighbours::NeighbourTable>,
     /// One table per stage that recorded `GB/s` series over copy sizes.
     pub bandwidth: Vec<BandwidthTable>,
     /// Every recorded metric that is neither the primary metric, a guard, nor in a bandwidth
@@ -76,6 +79,12 @@ pub struct Report {
     pub manifest_hash: String,
     /// The command that runs the experiment again with the same seed (passwords redacted).
     pub reproduce: String,
+    /// What else a rerun needs: the binary's build commit, the experiment's commit, how the
+    /// data is made, the databases' kinds.
+    pub reproduction: super::provenance::Reproduction,
+    /// The experiment's repository or the binary's build had uncommitted changes when the
+    /// run started (`reproduction` says which): its commits alone do not reproduce it.
+    pub dirty: bool,
     /// Plain-text remarks: run status, CPU-only or smoke runs, hosts, a busy machine, a
     /// dropping CPU clock.
     pub notes: Vec<String>,
@@ -119,6 +128,27 @@ pub struct Method {
     pub comparisons: usize,
     /// How p-values are adjusted across the comparisons; `null` for a single comparison.
     pub p_adjustment: Option<PAdjustment>,
+    /// The rank tests that ran, each with how many comparisons used it and why; empty when
+    /// there was no comparison.
+    pub tests: Vec<RankTest>,
+}
+
+/// One rank test a report's comparisons used.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankTest {
+    pub test: RankTestKind,
+    pub comparisons: usize,
+    /// Why this design: `all trials ran on one host, so repetitions are independent samples`.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankTestKind {
+    /// Unpaired: repetitions of each side are independent samples; ratio of medians.
+    MannWhitneyU,
+    /// Paired over blocks; geometric mean of per-block ratios.
+    WilcoxonSignedRank,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

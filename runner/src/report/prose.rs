@@ -1,7 +1,7 @@
 //! Plain-English verdict sentences and cells (comparisons -> the words at the top of reports).
 
 use super::format;
-use super::model::{ClaimRow, ComparisonRecord, GuardRow, Method, PAdjustment, Report};
+use super::model::{ClaimRow, ComparisonRecord, GuardRow, Method, PAdjustment, RankTestKind, Report};
 use crate::stats::ClaimVerdict;
 use crate::stats::{Comparison, Design, GuardVerdict, Tolerance, Verdict};
 
@@ -276,7 +276,7 @@ pub(crate) fn compare_summary_line(rec: &ComparisonRecord, unit: &str, style: St
     }
 }
 
-/// The statistical settings in one sentence.
+/// The statistical settings in one sentence, naming the tests that ran and why.
 pub(crate) fn method_sentence(m: &Method) -> String {
     let adjust = match m.p_adjustment {
         Some(PAdjustment::BenjaminiHochberg) => {
@@ -284,11 +284,42 @@ pub(crate) fn method_sentence(m: &Method) -> String {
         }
         None => String::new(),
     };
+    let level = format::trimmed(m.confidence * 100.0);
+    let bootstrap = format!("{} resamples, seed {}", format::thousands(m.resamples), m.seed);
+    let several = m.tests.len() > 1;
+    let mut parts = Vec::new();
+    for t in &m.tests {
+        let count = if several {
+            format!(
+                " ({} comparison{})",
+                t.comparisons,
+                if t.comparisons == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
+        parts.push(match t.test {
+            RankTestKind::MannWhitneyU => format!(
+                "unpaired Mann-Whitney U{count}, ratio of medians with a {level}% percentile-bootstrap CI \
+                 ({bootstrap}); unpaired because {}",
+                t.reason
+            ),
+            RankTestKind::WilcoxonSignedRank => format!(
+                "paired Wilcoxon signed-rank over blocks{count}, geometric mean of per-block ratios with a \
+                 {level}% percentile-bootstrap CI over blocks ({bootstrap}); paired because {}",
+                t.reason
+            ),
+        });
+    }
+    let tests = if parts.is_empty() {
+        format!("No comparison ran ({level}% percentile-bootstrap CIs of medians, {bootstrap})")
+    } else {
+        let mut first = parts.join("; ");
+        first[..1].make_ascii_uppercase();
+        first
+    };
     format!(
-        "Ratio of medians with a {}% percentile-bootstrap CI ({} resamples, seed {}); Mann-Whitney U (Wilcoxon signed-rank for blocked pairs); alpha {}{adjust}; noise band ±{}%.",
-        format::trimmed(m.confidence * 100.0),
-        format::thousands(m.resamples),
-        m.seed,
+        "{tests}; alpha {}{adjust}; noise band ±{}%.",
         m.alpha,
         format::trimmed(m.band * 100.0)
     )

@@ -78,7 +78,7 @@ pub(super) fn config(name: &str, variant: &str, batch: Option<&str>, trials: Vec
     }
 }
 
-fn trials(train_s: f64, val_loss: f64, loss_scale: f64, blocked: bool, seed: u32) -> Vec<TrialData> {
+pub(super) fn trials(train_s: f64, val_loss: f64, loss_scale: f64, blocked: bool, seed: u32) -> Vec<TrialData> {
     (0..8)
         .map(|r| {
             trial(
@@ -148,6 +148,7 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
                 claim("train.epoch_seconds", "reuse", "3-4x", Some("vendor blog")),
                 claim("train.epoch_seconds", "fused", "~2x", None),
             ],
+            sweep_neighbours: false,
         },
         reproduce: "measured run experiments/buffer-reuse.toml --seed 42".to_owned(),
         results_database: "results/measured.sqlite".to_owned(),

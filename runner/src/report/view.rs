@@ -29,9 +29,15 @@ pub struct ReportView<'a> {
     pub results: Vec<ResultRowView>,
     pub stage_columns: &'a [String],
     pub stages: Vec<StageRowView>,
+    /// The peak-RSS column's header: `Peak RSS`, or `Process peak RSS` where the kernel did not
+    /// allow resetting the high-water mark per stage.
+    pub peak_rss_header: &'static str,
+    /// What that column holds, in a sentence.
+    pub peak_rss_meaning: &'static str,
     pub guards: Vec<GuardRowView>,
     pub claims: Vec<ClaimRowView>,
     pub sweeps: Vec<TableView>,
+    pub sweep_neighbours: Option<super::neighbours::NeighbourView>,
     pub bandwidth: Vec<BandwidthView>,
     pub other_metrics: Vec<OtherMetricView>,
     /// Some row of `other_metrics` is a series summarized by its mean over steps.
@@ -46,6 +52,10 @@ pub struct ReportView<'a> {
     pub manifest_path: &'a str,
     pub manifest_hash: &'a str,
     pub reproduce: &'a str,
+    /// Build commit, experiment commit, data and database kinds, one line each.
+    pub reproduction: Vec<String>,
+    /// The dirty-tree warning under the title; `None` for a run from committed code.
+    pub dirty: Option<String>,
     pub notes: &'a [String],
     pub stage_notes: Vec<StageNoteView>,
     pub charts: &'a [ChartRef],
@@ -205,6 +215,10 @@ pub(crate) fn key_values(map: &std::collections::BTreeMap<String, String>) -> Ve
 /// The Markdown view of `r`.
 pub fn view(r: &Report) -> ReportView<'_> {
     let unit = r.primary.unit.as_str();
+    let process_peak = r
+        .stage_notes
+        .iter()
+        .any(|n| n.note == crate::measure::PROCESS_PEAK_NOTE);
     ReportView {
         experiment: &r.experiment,
         description: &r.description,
@@ -271,6 +285,7 @@ pub fn view(r: &Report) -> ReportView<'_> {
                 reason: prose::claim_reason(c, Style::Markdown),
             })
             .collect(),
+        sweep_neighbours: r.sweep_neighbours.as_ref().map(super::neighbours::neighbour_view),
         sweeps: r
             .sweeps
             .iter()
@@ -355,6 +370,14 @@ pub fn view(r: &Report) -> ReportView<'_> {
         manifest_path: &r.manifest_path,
         manifest_hash: &r.manifest_hash,
         reproduce: &r.reproduce,
+        peak_rss_header: if process_peak { "Process peak RSS" } else { "Peak RSS" },
+        peak_rss_meaning: if process_peak {
+            "Peak RSS is the process's peak since it started, not per stage: the kernel did not allow resetting it."
+        } else {
+            "Peak RSS is the largest per-stage peak over the config's trials (the kernel's high-water mark, reset before each stage), which includes what the process holds between trials."
+        },
+        reproduction: r.reproduction.lines(),
+        dirty: r.reproduction.dirty_warning(),
         notes: &r.notes,
         stage_notes: r
             .stage_notes

@@ -39,7 +39,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         for mode in &plan.modes {
             let samples = copy_samples(size, *mode, sampler, cancel)?;
             all_locked &= samples.page_locked;
-            record_mode(rec, mode, size, median(&samples.seconds), peak);
+            record_mode(rec, mode, size, median(&samples.seconds));
         }
         if any_pinned {
             rec.record_step("pinned_locked", step, f64::from(u8::from(all_locked)), "count");

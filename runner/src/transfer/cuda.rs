@@ -53,7 +53,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         rec.record_step("peak_gbps", step_of(size), peak, "GB/s");
         for mode in &plan.modes {
             let seconds = copy_samples(len, *mode, &stream, sampler, cancel)?;
-            record_mode(rec, mode, size, median(&seconds), peak);
+            record_mode(rec, mode, size, median(&seconds));
         }
     }
     drop(stream);

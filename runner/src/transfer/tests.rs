@@ -121,13 +121,13 @@ fn a_run_records_every_metric_for_every_size_and_mode() {
     let metrics = rec.metrics();
     let plan = p.plan().unwrap();
     assert_eq!(plan.modes.len(), 8);
-    // Per size: 3 metrics per mode, `peak_gbps` and `pinned_locked`.
-    assert_eq!(metrics.len(), 2 * (8 * 3 + 2));
+    // Per size: 2 metrics per mode, `peak_gbps` and `pinned_locked`.
+    assert_eq!(metrics.len(), 2 * (8 * 2 + 2));
     let keys: HashSet<(String, i64)> = metrics.iter().map(|m| (m.name.clone(), m.step.unwrap())).collect();
     assert_eq!(keys.len(), metrics.len(), "no metric recorded twice");
     for size in [4096i64, 65536] {
         for mode in &plan.modes {
-            for (suffix, unit) in [("seconds", "s"), ("gbps", "GB/s"), ("pct_peak", "%")] {
+            for (suffix, unit) in [("seconds", "s"), ("gbps", "GB/s")] {
                 let name = format!("{}_{suffix}", mode.name());
                 let m = metrics
                     .iter()
@@ -166,7 +166,7 @@ fn pageable_only_runs_record_no_lock_status() {
     let mut rec = Recorder::new();
     run_transfer(&p, &mut rec, &AtomicBool::new(false)).unwrap();
     assert!(rec.metrics().iter().all(|m| m.name != "pinned_locked"));
-    assert_eq!(rec.metrics().len(), 1 + 2 * 3);
+    assert_eq!(rec.metrics().len(), 1 + 2 * 2);
 }
 
 #[test]

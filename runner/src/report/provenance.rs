@@ -1,0 +1,159 @@
+//! What a rerun needs besides the command line, and whether the run's code was committed
+//! (run data -> `Reproduction` in `report.json` -> the Reproduce section and the dirty-tree
+//! warning under the report's title).
+
+use serde::Serialize;
+
+use super::RunData;
+use crate::market::DataSource;
+
+/// The pieces of a reproduction: the binary, the experiment's code, the data and the
+/// databases' kinds (never their passwords).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reproduction {
+    /// Commit the `measured` binary was built from; `null` when the run did not record it
+    /// (stored before it was) or the binary was built outside a git checkout.
+    pub build_commit: Option<String>,
+    /// The binary was built from a tree with uncommitted changes.
+    pub build_dirty: bool,
+    /// Commit of the repository holding the manifest (`unknown` outside one).
+    pub code_commit: String,
+    /// That repository had uncommitted changes to tracked files when the run started.
+    pub code_dirty: bool,
+    /// How the stock data the run read is made again, one entry per source: the `measured
+    /// data synth` command of a synthetic market, an imported file by sha256. Empty when the
+    /// run read none or did not record it.
+    pub data: Vec<String>,
+    /// `sqlite` or `postgres`: where the results are stored.
+    pub results_database: DatabaseKind,
+    /// Kind of the stock database, when it was recorded.
+    pub stock_database: Option<DatabaseKind>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatabaseKind {
+    Sqlite,
+    Postgres,
+}
+
+impl DatabaseKind {
+    /// The kind of a database given as on the command line (a URL or a SQLite path).
+    pub fn of(url: &str) -> Self {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            DatabaseKind::Postgres
+        } else {
+            DatabaseKind::Sqlite
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DatabaseKind::Sqlite => "SQLite",
+            DatabaseKind::Postgres => "Postgres",
+        }
+    }
+}
+
+impl Reproduction {
+    pub fn of(run: &RunData) -> Self {
+        let env = |k: &str| run.environment.get(k).map(String::as_str);
+        let build_commit = env("build_commit")
+            .filter(|c| !c.is_empty() && *c != "unknown")
+            .map(str::to_owned);
+        Reproduction {
+            build_dirty: env("build_dirty") == Some("true"),
+            build_commit,
+            code_commit: env("git_commit").unwrap_or("unknown").to_owned(),
+            code_dirty: env("git_dirty") == Some("true"),
+            data: run
+                .stock_data
+                .as_ref()
+                .map(|d| d.sources.iter().map(how_made).collect())
+                .unwrap_or_default(),
+            results_database: DatabaseKind::of(&run.results_database),
+            stock_database: run.stock_database.as_deref().map(DatabaseKind::of),
+        }
+    }
+
+    /// The experiment's repository or the binary's build had uncommitted changes: the report
+    /// cannot be reproduced from commits alone.
+    pub fn dirty(&self) -> bool {
+        self.code_dirty || self.build_dirty
+    }
+
+    /// The warning shown under a dirty run's title; `None` for a clean one.
+    pub fn dirty_warning(&self) -> Option<String> {
+        let what = match (self.code_dirty, self.build_dirty) {
+            (false, false) => return None,
+            (true, false) => "the experiment's repository had uncommitted changes",
+            (false, true) => "the measured binary was built from a tree with uncommitted changes",
+            (true, true) => {
+                "the experiment's repository had uncommitted changes, and the measured binary was built \
+                 from a tree with uncommitted changes"
+            }
+        };
+        Some(format!(
+            "Dirty tree: {what} when this run started, so its commits alone do not reproduce it."
+        ))
+    }
+
+    /// The Reproduce section's lines after the command.
+    pub fn lines(&self) -> Vec<String> {
+        let dirty = |d: bool| if d { " (uncommitted changes)" } else { "" };
+        let build = match &self.build_commit {
+            Some(c) => format!("Binary: measured built from commit `{c}`{}.", dirty(self.build_dirty)),
+            None => "Binary: build commit not recorded.".to_owned(),
+        };
+        let code = format!(
+            "Experiment code: commit `{}`{}.",
+            self.code_commit,
+            dirty(self.code_dirty)
+        );
+        let data = if self.data.is_empty() {
+            "Data: no stock data recorded with the run.".to_owned()
+        } else {
+            let shown: Vec<String> = self
+                .data
+                .iter()
+                .map(|d| {
+                    if d.starts_with(SYNTH) {
+                        format!("`{d}`")
+                    } else {
+                        d.clone()
+                    }
+                })
+                .collect();
+            format!("Data: {}.", shown.join("; "))
+        };
+        let databases = match self.stock_database {
+            Some(s) if s != self.results_database => format!(
+                "Databases: results in {}, stock data in {}.",
+                self.results_database.as_str(),
+                s.as_str()
+            ),
+            _ => format!("Database: {}.", self.results_database.as_str()),
+        };
+        vec![build, code, data, databases]
+    }
+}
+
+/// The command that makes a synthetic market.
+const SYNTH: &str = "measured data synth";
+
+/// How one source of stock data is made again (plain text: `report.json` holds no Markdown).
+fn how_made(s: &DataSource) -> String {
+    match s {
+        DataSource::Synth {
+            symbols,
+            days,
+            start,
+            seed,
+            style,
+        } => format!("{SYNTH} --symbols {symbols} --days {days} --start {start} --seed {seed} --style {style}"),
+        DataSource::Import { file, sha256, .. } => {
+            format!("{file} (sha256 {sha256}) imported with measured data import")
+        }
+        DataSource::Unknown { .. } => s.to_string(),
+    }
+}
