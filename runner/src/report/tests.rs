@@ -128,6 +128,7 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
                 start: chrono::NaiveDate::from_ymd_opt(2021, 1, 4).unwrap(),
                 seed: 20_240_601,
                 style: "mixed".to_owned(),
+                generator: 2,
             }],
         }),
         configs,

@@ -26,12 +26,16 @@ fn learnable_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> 
                 0.8 * last[0] - 0.5 * last[1] + 0.3 * last[2] + rng.gen_range(-0.02..0.02)
             })
             .collect();
+        // Four windows per date, so each date has a cross-section to rank; the last return is
+        // the last row's first feature.
+        let day0 = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
         WindowSet {
+            last_return: (0..n).map(|i| features[(i + SEQ - 1) * FEAT]).collect(),
             features,
             starts: (0..n as u32).collect(),
             targets,
             symbol_idx: vec![0; n],
-            dates: Vec::new(),
+            dates: (0..n).map(|i| day0 + chrono::Duration::days((i / 4) as i64)).collect(),
         }
     };
     let train = split(n_train);
@@ -177,10 +181,17 @@ fn training_beats_the_naive_baseline() {
     assert!(mse < 0.1 * naive, "validation mse {mse} vs predict-zero {naive}");
     assert!(single(&vrec, "direction_accuracy").unwrap() > 0.9);
     assert!(single(&vrec, "ic").unwrap() > 0.9);
-    // `ret_1` is a feature, so the last-return baseline is reported (sign and rank only).
+    assert_eq!(single(&vrec, "mse_vs_zero"), Some(mse / naive));
+    let mean_mse = single(&vrec, "naive_mean_mse").unwrap();
+    assert_eq!(single(&vrec, "mse_vs_mean"), Some(mse / mean_mse));
+    // 128 windows, four per date: 32 cross-sections, each ranked well.
+    assert_eq!(single(&vrec, "ic_dates"), Some(32.0));
+    assert!(single(&vrec, "ic_per_date").unwrap() > 0.8);
+    assert!(single(&vrec, "ic_t").unwrap() > 5.0);
+    // The last-return baseline is in target units: MSE, sign and rank.
+    assert!(single(&vrec, "naive_last_mse").is_some_and(|m| m > mse));
     assert!(single(&vrec, "naive_last_direction_accuracy").is_some());
     assert!(single(&vrec, "naive_last_ic").is_some());
-    assert!(single(&vrec, "naive_last_mse").is_none());
     assert_eq!(single(&vrec, "valid_windows"), Some(128.0));
 }
 
@@ -208,6 +219,7 @@ fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: Cpu
     };
     let (reference, rec) = run_train(windows, &base, 9);
     let reference_losses = series(&rec, "train_loss");
+    let reference_batch_losses = series(&rec, "mean_batch_loss");
     let knobs = [
         (true, 0, 1, 1, true),
         (false, 1, 1, 1, false),
@@ -227,6 +239,7 @@ fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: Cpu
         };
         let (model, rec) = run_train(windows, &params, 9);
         assert_eq!(series(&rec, "train_loss"), reference_losses, "{params:?}");
+        assert_eq!(series(&rec, "mean_batch_loss"), reference_batch_losses, "{params:?}");
         assert_eq!(model.layers, reference.layers, "{params:?}");
         assert_eq!(single(&rec, "compute_seconds").is_some(), phase_timing);
     }
