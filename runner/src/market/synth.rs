@@ -35,7 +35,7 @@ pub const GENERATOR_VERSION: u32 = 2;
 
 /// The planted signal: today's log return includes this times yesterday's log return of the
 /// same symbol (its whole return, factors and jumps included).
-pub const SIGNAL_COEFFICIENT: f64 = -0.35;
+pub const SIGNAL_COEFFICIENT: f64 = -0.4;
 
 const SECTORS: usize = 10;
 const SECTOR_NAMES: [&str; SECTORS] = [

@@ -45,7 +45,7 @@ pub struct Mlp<D: Device<f32>> {
 /// The output layer's initial weights are Glorot-uniform scaled by this, so a fresh model
 /// predicts close to the (standardized) targets' mean instead of noise as large as the
 /// targets themselves, which the first epochs would otherwise spend unlearning.
-pub const OUTPUT_INIT_SCALE: f64 = 0.1;
+pub const OUTPUT_INIT_SCALE: f64 = 0.01;
 
 impl<D: Device<f32>> Mlp<D>
 where

@@ -17,6 +17,8 @@ mod train_loop;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_signal;
 
 pub use config::{Activation, CpuEngine, DeviceKind, Precision, TrainParams, TrainTarget, ValidateParams};
 pub use eval::{direction_accuracy, ic_per_date, mae, mse, spearman, DateIc};
