@@ -168,6 +168,7 @@ impl StoredSpec {
                         })
                     })
                     .collect(),
+                quality_under_test: c.quality_under_test,
             },
         }
     }
@@ -369,6 +370,7 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
             seed,
             guards,
             claims,
+            quality_under_test: string(compare, "quality") != Some("not_under_test"),
         },
         variants,
         configs,

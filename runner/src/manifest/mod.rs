@@ -125,6 +125,9 @@ pub struct CompareDef {
     pub claims: Vec<ClaimDef>,
     /// Configs may be identical (an A/A run that measures noise); otherwise that is an error.
     pub allow_identical: bool,
+    /// `quality = "under_test"` (default): a trained model no better than predicting zero is a
+    /// failed guard; `"not_under_test"`: shown, not judged.
+    pub quality_under_test: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

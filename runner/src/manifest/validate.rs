@@ -869,6 +869,7 @@ impl Validator {
                 guards: Vec::new(),
                 claims: Vec::new(),
                 allow_identical: false,
+                quality_under_test: true,
             });
         };
         let baseline = raw.baseline.clone().unwrap_or(first);
@@ -898,6 +899,25 @@ impl Validator {
                     .hint("\"lower\" for times, \"higher\" for throughput and accuracy"),
                 );
                 None
+            }
+        };
+        let quality_under_test = match raw.quality.as_deref() {
+            None | Some("under_test") => true,
+            Some("not_under_test") => false,
+            Some(other) => {
+                let span = self.value_span(&["compare", "quality"]);
+                self.err(
+                    ManifestError::new(
+                        format!("quality must be \"under_test\" or \"not_under_test\", got \"{other}\""),
+                        span,
+                    )
+                    .label("unknown value")
+                    .hint(
+                        "\"under_test\" (the default) fails a guard when a trained model is no better than \
+                         predicting zero; \"not_under_test\" for experiments about speed alone",
+                    ),
+                );
+                true
             }
         };
         let alpha = raw.alpha.unwrap_or(0.01);
@@ -1006,6 +1026,7 @@ impl Validator {
             guards,
             claims,
             allow_identical: raw.allow_identical,
+            quality_under_test,
         })
     }
 

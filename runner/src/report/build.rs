@@ -54,7 +54,8 @@ pub fn build_report(run: &RunData) -> Report {
         raw
     };
 
-    let guards: Vec<GuardRow> = plan
+    let quality = super::quality::quality_rows(run);
+    let mut guards: Vec<GuardRow> = plan
         .iter()
         .flat_map(|&(i, j)| {
             run.compare.guards.iter().map(move |g| {
@@ -68,6 +69,9 @@ pub fn build_report(run: &RunData) -> Report {
             })
         })
         .collect();
+    if run.compare.quality_under_test {
+        guards.extend(super::quality::quality_guards(run, &quality, run.compare.alpha));
+    }
 
     let records: Vec<ComparisonRecord> = plan
         .iter()
@@ -154,6 +158,8 @@ pub fn build_report(run: &RunData) -> Report {
         summary: Vec::new(),
         results,
         guards,
+        quality,
+        quality_under_test: run.compare.quality_under_test,
         claims: claim_rows(run, &plan, &settings),
         stage_columns,
         stages,

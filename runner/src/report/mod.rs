@@ -20,6 +20,7 @@ mod model;
 mod others;
 mod output;
 mod prose;
+mod quality;
 mod samples;
 mod scaling;
 mod scaling_view;
@@ -153,6 +154,15 @@ pub struct CompareSpec {
     pub seed: u64,
     pub guards: Vec<GuardSpec>,
     pub claims: Vec<ClaimSpec>,
+    /// Whether the trained model's quality is under test (`[compare] quality`, default
+    /// `"under_test"`): a model no better than predicting zero is then a failed guard. Runs
+    /// stored before the key existed read as under test.
+    #[serde(default = "under_test")]
+    pub quality_under_test: bool,
+}
+
+fn under_test() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
