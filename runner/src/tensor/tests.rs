@@ -517,3 +517,68 @@ fn cuda_without_the_feature_says_how_to_build_it() {
         );
     }
 }
+
+#[test]
+fn targets_are_standardized_with_training_statistics_and_predictions_come_back_in_target_units() {
+    // Targets far from mean 0 and sd 1: the model must still predict them in their own units.
+    let base = learnable_windows(512, 128, 5);
+    let mut shifted = (*base).clone();
+    for set in [&mut shifted.train, &mut shifted.valid] {
+        set.targets.iter_mut().for_each(|t| *t = 0.01 * *t + 0.002);
+    }
+    let windows = Arc::new(shifted);
+    let params = TrainParams {
+        hidden: vec![16],
+        batch_size: 32,
+        epochs: 15,
+        lr: 1e-2,
+        ..TrainParams::default()
+    };
+    let (model, _) = run_train(&windows, &params, 42);
+    let want = crate::artifact::TargetScale::of(&windows.train.targets);
+    assert_eq!(model.target, want);
+    assert!((want.mean - 0.002).abs() < 0.003 && want.sd < 0.02, "{want:?}");
+    let mut vrec = Recorder::new();
+    validate(&model, &ValidateParams::default(), &mut vrec).unwrap();
+    assert!(single(&vrec, "mse_vs_zero").unwrap() < 0.1);
+    assert!(single(&vrec, "mse_vs_mean").unwrap() < 0.1);
+    // Restoring undoes standardizing.
+    for t in [-0.05f32, 0.0, 0.002, 0.03] {
+        assert!((want.restore(want.standardize(t)) - t).abs() < 1e-7);
+    }
+}
+
+#[test]
+fn a_train_target_records_time_and_epochs_to_reach_it_or_a_note_when_never_reached() {
+    let windows = learnable_windows(256, 64, 6);
+    let reachable = TrainParams {
+        hidden: vec![16],
+        batch_size: 32,
+        epochs: 6,
+        lr: 1e-2,
+        target: Some(TrainTarget { mse_vs_zero: 0.5 }),
+        ..TrainParams::default()
+    };
+    let (_, rec) = run_train(&windows, &reachable, 3);
+    let ratios = series(&rec, "valid_mse_vs_zero");
+    assert_eq!(ratios.len(), 6);
+    let first = ratios.iter().position(|&r| r <= 0.5).expect("reached");
+    assert_eq!(single(&rec, "epochs_to_target"), Some((first + 1) as f64));
+    let seconds: f64 = series(&rec, "epoch_seconds")[..=first].iter().sum();
+    assert_eq!(single(&rec, "seconds_to_target"), Some(seconds));
+    assert!(rec.notes().is_empty());
+
+    let unreachable = TrainParams {
+        epochs: 2,
+        target: Some(TrainTarget { mse_vs_zero: 1e-9 }),
+        ..reachable
+    };
+    let (_, rec) = run_train(&windows, &unreachable, 3);
+    assert_eq!(single(&rec, "seconds_to_target"), None);
+    assert_eq!(single(&rec, "epochs_to_target"), None);
+    assert!(
+        rec.notes()[0].contains("never reached 0.000000001 x the naive-zero MSE in 2 epochs"),
+        "{:?}",
+        rec.notes()
+    );
+}
