@@ -35,6 +35,7 @@ fn synthetic_windows(n: usize, seed: u64) -> Arc<Windows> {
         targets: (0..n).map(|_| rng.gen_range(-0.05..0.05)).collect(),
         symbol_idx: vec![0; n],
         dates: Vec::new(),
+        last_return: Vec::new(),
     };
     Arc::new(Windows {
         seq_len: SEQ_LEN,

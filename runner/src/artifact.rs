@@ -17,7 +17,9 @@ pub struct SymbolBars {
     pub close: Vec<f64>,
     pub volume: Vec<f64>,
     pub amount: Vec<f64>,
-    /// Cumulative adjustment factor; adjusted price = raw price * adj_factor / latest adj_factor.
+    /// Cumulative split-adjustment factor, as stored: prices above are raw. The `normalize`
+    /// stage computes adjusted price = raw price * adj_factor (and volume / adj_factor); it is
+    /// the only place prices are adjusted.
     pub adj_factor: Vec<f64>,
 }
 
@@ -76,6 +78,10 @@ pub struct WindowSet {
     pub symbol_idx: Vec<u32>,
     /// Date of the last day of each window (the day the prediction is made).
     pub dates: Vec<NaiveDate>,
+    /// The split-adjusted log return of each window's last day, `ln(c[t] / c[t-1])`, not
+    /// normalized (0 on a symbol's first row): the "repeat the last return" baseline in target
+    /// units.
+    pub last_return: Vec<f32>,
 }
 
 impl WindowSet {
@@ -114,6 +120,46 @@ impl Windows {
     }
 }
 
+/// How targets are standardized for training: the network learns `(target - mean) / sd` and
+/// its outputs are mapped back with `mean + sd * output`, so predictions are in target units
+/// (log returns). `mean` and `sd` are those of the training targets only.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TargetScale {
+    pub mean: f64,
+    pub sd: f64,
+}
+
+impl TargetScale {
+    /// No scaling: outputs are targets.
+    pub const IDENTITY: TargetScale = TargetScale { mean: 0.0, sd: 1.0 };
+
+    /// Mean and sample standard deviation of `targets`; an sd that is not a positive number
+    /// (fewer than two targets, all equal) becomes 1, so the targets are only centered.
+    pub fn of(targets: &[f32]) -> TargetScale {
+        let n = targets.len() as f64;
+        if targets.is_empty() {
+            return TargetScale::IDENTITY;
+        }
+        let mean = targets.iter().map(|&t| f64::from(t)).sum::<f64>() / n;
+        let m2: f64 = targets.iter().map(|&t| (f64::from(t) - mean).powi(2)).sum();
+        let sd = (m2 / (n - 1.0)).sqrt();
+        TargetScale {
+            mean,
+            sd: if sd.is_finite() && sd > 0.0 { sd } else { 1.0 },
+        }
+    }
+
+    /// A target in the network's units.
+    pub fn standardize(&self, target: f32) -> f32 {
+        ((f64::from(target) - self.mean) / self.sd) as f32
+    }
+
+    /// A network output in target units.
+    pub fn restore(&self, output: f32) -> f32 {
+        (self.mean + self.sd * f64::from(output)) as f32
+    }
+}
+
 /// A trained model: weights kept on the host so any stage (or device) can use them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainedModel {
@@ -122,6 +168,8 @@ pub struct TrainedModel {
     pub activation: String,
     /// Per layer: weight (row-major, `in x out`) and bias (`out`).
     pub layers: Vec<(Vec<f32>, Vec<f32>)>,
+    /// The training targets' standardization; predictions are `target.restore(output)`.
+    pub target: TargetScale,
     /// The windows the model was trained on (validation reads `valid` from here).
     pub windows: Arc<Windows>,
 }

@@ -174,6 +174,7 @@ impl StoredSpec {
                         })
                     })
                     .collect(),
+                quality_under_test: c.quality_under_test,
             },
         }
     }
@@ -391,6 +392,7 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
             guards,
             claims,
             sweep_neighbours: string(compare, "sweep") == Some("neighbours"),
+            quality_under_test: string(compare, "quality") != Some("not_under_test"),
         },
         variants,
         configs,

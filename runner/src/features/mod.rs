@@ -327,6 +327,8 @@ fn run(
     } else {
         (assemble(&train_pieces), assemble(&valid_pieces))
     };
+    let calendar = market_calendar(bars);
+    let spanning = [&train_pieces, &valid_pieces].map(|pieces| spanning_windows(pieces, &calendar, params.horizon));
     let mut has_windows = vec![false; bars.symbols.len()];
     for piece in train_pieces.iter().chain(&valid_pieces) {
         has_windows[piece.symbol] = true;
@@ -348,6 +350,18 @@ fn run(
     compute::recycle(computed);
 
     left_out.note(rec, params, split, warm);
+    if spanning.iter().any(|&n| n > 0) {
+        rec.note(format!(
+            "{} of {} training and {} of {} validation windows have a target spanning more than horizon {} \
+             trading days of the loaded calendar (the symbol did not trade in between, e.g. a suspension): \
+             they are kept, and their target is the log return over the whole span",
+            spanning[0],
+            out.train.len(),
+            spanning[1],
+            out.valid.len(),
+            params.horizon
+        ));
+    }
 
     let (n_train, n_valid) = (out.train.len(), out.valid.len());
     let total = (n_train + n_valid) as f64;
@@ -363,6 +377,31 @@ fn run(
     let seconds = features_seconds + normalize_seconds + windows_seconds;
     rec.record("windows_per_second", total / seconds.max(1e-9), "windows/s");
     Ok(out)
+}
+
+/// Every date on which at least one loaded symbol has a bar, sorted: the trading calendar as
+/// the bars show it.
+fn market_calendar(bars: &Bars) -> Vec<NaiveDate> {
+    let mut days: Vec<NaiveDate> = bars.symbols.iter().flat_map(|s| s.dates.iter().copied()).collect();
+    days.sort_unstable();
+    days.dedup();
+    days
+}
+
+/// Windows whose target row lies more than `horizon` calendar trading days after their last
+/// row: the horizon counts the symbol's rows, so a gap in its bars stretches the target.
+fn spanning_windows(pieces: &[Piece<'_>], calendar: &[NaiveDate], horizon: usize) -> usize {
+    let position = |d: &NaiveDate| calendar.binary_search(d).unwrap_or_default();
+    pieces
+        .iter()
+        .map(|p| {
+            p.span
+                .ends
+                .clone()
+                .filter(|&t| position(&p.bars.dates[t + horizon]) - position(&p.bars.dates[t]) > horizon)
+                .count()
+        })
+        .sum()
 }
 
 /// Symbols that gave no training window, by why (names in symbol order).

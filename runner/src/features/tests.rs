@@ -516,3 +516,43 @@ fn symbols_left_without_training_windows_are_named_in_notes() {
     let (_, rec) = try_build(&full, &p).unwrap();
     assert!(rec.notes().is_empty(), "{:?}", rec.notes());
 }
+
+#[test]
+fn windows_whose_target_spans_a_gap_in_the_bars_are_counted_in_a_note() {
+    let mut bars = market();
+    // Symbol 0 does not trade for five days: the window ending the day before the gap has a
+    // 1-row target that spans six trading days of the other symbols' calendar.
+    let s = &mut bars.symbols[0];
+    for col in [
+        &mut s.open,
+        &mut s.high,
+        &mut s.low,
+        &mut s.close,
+        &mut s.volume,
+        &mut s.amount,
+        &mut s.adj_factor,
+    ] {
+        col.drain(100..105);
+    }
+    s.dates.drain(100..105);
+    let (w, rec) = try_build(&bars, &base()).unwrap();
+    let note = rec
+        .notes()
+        .iter()
+        .find(|n| n.contains("spanning more than horizon 1"))
+        .expect("a note");
+    assert!(
+        note.starts_with(&format!(
+            "1 of {} training and 0 of {} validation windows",
+            w.train.len(),
+            w.valid.len()
+        )),
+        "{note}"
+    );
+    let (_, clean) = try_build(&market(), &base()).unwrap();
+    assert!(
+        !clean.notes().iter().any(|n| n.contains("spanning")),
+        "{:?}",
+        clean.notes()
+    );
+}

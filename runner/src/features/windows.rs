@@ -68,6 +68,7 @@ struct Slot<'a> {
     targets: &'a mut [f32],
     symbol_idx: &'a mut [u32],
     dates: &'a mut [chrono::NaiveDate],
+    last_return: &'a mut [f32],
 }
 
 /// A zeroed buffer of `len` f32. Large zeroed allocations come straight from the kernel as
@@ -109,16 +110,18 @@ pub(crate) fn assemble(
         targets: vec![0.0; total_windows],
         symbol_idx: vec![0; total_windows],
         dates: vec![chrono::NaiveDate::MIN; total_windows],
+        last_return: vec![0.0; total_windows],
     };
     let mut slots = Vec::with_capacity(pieces.len());
     let mut row_offsets = Vec::with_capacity(pieces.len());
     {
-        let (mut f, mut s, mut t, mut i, mut d) = (
+        let (mut f, mut s, mut t, mut i, mut d, mut r) = (
             set.features.as_mut_slice(),
             set.starts.as_mut_slice(),
             set.targets.as_mut_slice(),
             set.symbol_idx.as_mut_slice(),
             set.dates.as_mut_slice(),
+            set.last_return.as_mut_slice(),
         );
         let mut row = 0usize;
         for p in pieces {
@@ -128,16 +131,18 @@ pub(crate) fn assemble(
             let (t0, t1) = std::mem::take(&mut t).split_at_mut(wins);
             let (i0, i1) = std::mem::take(&mut i).split_at_mut(wins);
             let (d0, d1) = std::mem::take(&mut d).split_at_mut(wins);
+            let (r0, r1) = std::mem::take(&mut r).split_at_mut(wins);
             slots.push(Slot {
                 features: f0,
                 starts: s0,
                 targets: t0,
                 symbol_idx: i0,
                 dates: d0,
+                last_return: r0,
             });
             row_offsets.push(row);
             row += rows;
-            (f, s, t, i, d) = (f1, s1, t1, i1, d1);
+            (f, s, t, i, d, r) = (f1, s1, t1, i1, d1, r1);
         }
     }
     let fill = |(p, (slot, row_offset)): (&Piece<'_>, (Slot<'_>, usize))| {
@@ -149,6 +154,7 @@ pub(crate) fn assemble(
             slot.targets[k] = (lc[t + horizon] - lc[t]) as f32;
             slot.symbol_idx[k] = p.symbol as u32;
             slot.dates[k] = p.bars.dates[t];
+            slot.last_return[k] = if t > 0 { (lc[t] - lc[t - 1]) as f32 } else { 0.0 };
         }
     };
     let work = slots.into_iter().zip(row_offsets);
@@ -177,7 +183,7 @@ fn hash_words<T: Copy>(hasher: &mut Sha256, values: &[T], to_bytes: impl Fn(T) -
 const HASH_CHUNK: usize = 1 << 20;
 
 /// Digest of one split: lengths, then the digest of every feature chunk, then window starts,
-/// targets, symbols and dates. Chunk digests are computed in parallel when asked.
+/// targets, symbols, dates and last returns. Chunk digests are computed in parallel when asked.
 fn set_digest(set: &WindowSet, parallel: bool) -> [u8; 32] {
     let chunk_digest = |chunk: &[f32]| -> [u8; 32] {
         let mut h = Sha256::new();
@@ -206,10 +212,11 @@ fn set_digest(set: &WindowSet, parallel: bool) -> [u8; 32] {
     hash_words(&mut hasher, &set.symbol_idx, u32::to_le_bytes);
     let days: Vec<i32> = set.dates.iter().map(chrono::Datelike::num_days_from_ce).collect();
     hash_words(&mut hasher, &days, i32::to_le_bytes);
+    hash_words(&mut hasher, &set.last_return, f32::to_le_bytes);
     hasher.finalize().into()
 }
 
-/// SHA-256 (hex) of one split: rows, window starts, targets, symbols and dates.
+/// SHA-256 (hex) of one split: rows, window starts, targets, symbols, dates and last returns.
 pub fn window_set_hash(set: &WindowSet) -> String {
     hex(&set_digest(set, false))
 }

@@ -129,6 +129,9 @@ pub struct CompareDef {
     pub allow_identical: bool,
     /// `[compare] sweep = "neighbours"`: also compare each sweep point with the previous one.
     pub sweep_neighbours: bool,
+    /// `quality = "under_test"` (default): a trained model no better than predicting zero is a
+    /// failed guard; `"not_under_test"`: shown, not judged.
+    pub quality_under_test: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -167,6 +167,11 @@ pub(crate) struct RawCompare {
     /// only as the baseline rules say.
     #[schemars(extend("enum" = ["first", "neighbours"]))]
     pub sweep: Option<String>,
+    /// Whether the trained model's quality is under test: `"under_test"` (default), where a model
+    /// whose validation MSE is no better than predicting zero is a failed guard, or
+    /// `"not_under_test"`, where the report still shows its quality but judges nothing by it.
+    #[schemars(extend("enum" = ["under_test", "not_under_test"]))]
+    pub quality: Option<String>,
 }
 
 /// A correctness guard: an equivalence test that the metric stays within a tolerance.

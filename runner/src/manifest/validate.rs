@@ -903,6 +903,7 @@ impl Validator {
                 claims: Vec::new(),
                 allow_identical: false,
                 sweep_neighbours: false,
+                quality_under_test: true,
             });
         };
         let baseline = raw.baseline.clone().unwrap_or(first);
@@ -947,6 +948,25 @@ impl Validator {
                     .hint("\"neighbours\" adds a table of each sweep point against the previous one"),
                 );
                 false
+            }
+        };
+        let quality_under_test = match raw.quality.as_deref() {
+            None | Some("under_test") => true,
+            Some("not_under_test") => false,
+            Some(other) => {
+                let span = self.value_span(&["compare", "quality"]);
+                self.err(
+                    ManifestError::new(
+                        format!("quality must be \"under_test\" or \"not_under_test\", got \"{other}\""),
+                        span,
+                    )
+                    .label("unknown value")
+                    .hint(
+                        "\"under_test\" (the default) fails a guard when a trained model is no better than \
+                         predicting zero; \"not_under_test\" for experiments about speed alone",
+                    ),
+                );
+                true
             }
         };
         let alpha = raw.alpha.unwrap_or(0.01);
@@ -1018,6 +1038,7 @@ impl Validator {
             claims,
             allow_identical: raw.allow_identical,
             sweep_neighbours,
+            quality_under_test,
         })
     }
 

@@ -15,6 +15,8 @@ use sqlx::Row;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SynthRecord {
     pub options: SynthOptions,
+    /// The generator version that wrote it ([`super::GENERATOR_VERSION`] for this build's).
+    pub generator: u32,
     pub bar_rows: u64,
     pub first_date: NaiveDate,
     pub last_date: NaiveDate,
@@ -54,8 +56,8 @@ pub fn style_names() -> Vec<String> {
 pub async fn synth_record(db: &Db) -> Result<Option<SynthRecord>, MarketError> {
     let found = on_pool!(db, |pool| {
         let row = sqlx::query(
-            "SELECT symbols, days, start_date, seed, style, bar_rows, first_date, last_date FROM synth_market \
-             WHERE id = 1",
+            "SELECT symbols, days, start_date, seed, style, bar_rows, first_date, last_date, generator \
+             FROM synth_market WHERE id = 1",
         )
         .fetch_optional(pool)
         .await?;
@@ -70,10 +72,11 @@ pub async fn synth_record(db: &Db) -> Result<Option<SynthRecord>, MarketError> {
                 r.try_get::<i64, _>("bar_rows")?,
                 r.try_get::<NaiveDate, _>("first_date")?,
                 r.try_get::<NaiveDate, _>("last_date")?,
+                r.try_get::<i32, _>("generator")?,
             ))),
         }
     })?;
-    let Some((symbols, days, start, seed, style, bar_rows, first_date, last_date)) = found else {
+    let Some((symbols, days, start, seed, style, bar_rows, first_date, last_date, generator)) = found else {
         return Ok(None);
     };
     // A record this version cannot read describes nothing it could compare with.
@@ -88,6 +91,7 @@ pub async fn synth_record(db: &Db) -> Result<Option<SynthRecord>, MarketError> {
             seed,
             style,
         },
+        generator: generator.max(0) as u32,
         bar_rows: bar_rows as u64,
         first_date,
         last_date,
@@ -103,7 +107,7 @@ pub async fn set_synth_record(db: &Db, record: Option<&SynthRecord>) -> Result<(
             let o = &r.options;
             sqlx::query(
                 "INSERT INTO synth_market (id, symbols, days, start_date, seed, style, bar_rows, first_date, \
-                 last_date, created_at) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                 last_date, created_at, generator) VALUES (1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(o.symbols as i64)
             .bind(o.days as i64)
@@ -114,6 +118,7 @@ pub async fn set_synth_record(db: &Db, record: Option<&SynthRecord>) -> Result<(
             .bind(r.first_date)
             .bind(r.last_date)
             .bind(chrono::Utc::now())
+            .bind(r.generator as i32)
             .execute(&mut *tx)
             .await?;
         }
@@ -136,6 +141,7 @@ pub async fn synth_recorded(
     let report = super::synth(db, opts, progress).await?;
     let record = SynthRecord {
         options: opts.clone(),
+        generator: super::GENERATOR_VERSION,
         bar_rows: report.rows,
         first_date: report.first_date,
         last_date: report.last_date,
@@ -193,6 +199,27 @@ pub fn expected_symbols(opts: &SynthOptions) -> Vec<SymbolFacts> {
         .collect();
     out.sort();
     out
+}
+
+/// Whether the stored closes and adjustment factors of the first symbol (in code order) that
+/// `opts` generates are the ones this version's generator makes: how a market no record
+/// describes is told from one an older generator wrote, without reading every bar.
+pub async fn matches_generator(db: &Db, opts: &SynthOptions) -> Result<bool, MarketError> {
+    let Some(want) = super::synth::first_symbol_rows(opts) else {
+        return Ok(false);
+    };
+    let sql = "SELECT close, adj_factor FROM daily_bars WHERE symbol = $1 ORDER BY trade_date";
+    let stored: Vec<(f64, f64)> = on_pool!(db, |pool| {
+        sqlx::query_as::<_, (f64, f64)>(sql)
+            .bind(&want.code)
+            .fetch_all(pool)
+            .await
+    })?;
+    Ok(stored.len() == want.bars.len()
+        && stored
+            .iter()
+            .zip(&want.bars)
+            .all(|(s, b)| s.0 == b.close && s.1 == b.adj_factor))
 }
 
 /// Bars of the synthetic symbols in `db`.

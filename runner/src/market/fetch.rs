@@ -1,7 +1,7 @@
 //! One load worker (load -> fetch -> `SymbolBars`): fetches its share of the symbols with the
-//! chosen strategy, then drops short histories, adjusts and hashes each symbol.
+//! chosen strategy, then drops short histories and hashes each symbol.
 
-use super::load::{adjust, symbol_digest, LoadError};
+use super::load::{drop_adjustment, symbol_digest, LoadError};
 use super::select::{FetchStrategy, LoadParams};
 use super::{is_valid_code, pgbinary::CopyDecoder, write::placeholders, Bar};
 use crate::artifact::SymbolBars;
@@ -187,8 +187,8 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
             collected.dropped.push(s.symbol);
             continue;
         }
-        if params.adjust {
-            adjust(&mut s);
+        if !params.adjust {
+            drop_adjustment(&mut s);
         }
         let digest = symbol_digest(&s);
         collected.symbols.push((s, digest));

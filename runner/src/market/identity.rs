@@ -39,6 +39,10 @@ pub enum DataSource {
         start: NaiveDate,
         seed: u64,
         style: String,
+        /// The generator version that wrote it; identities stored before it was recorded
+        /// read as 1, the generator of that time.
+        #[serde(default = "first_generator")]
+        generator: u32,
     },
     /// An imported CSV file, by content.
     Import {
@@ -49,6 +53,10 @@ pub enum DataSource {
     },
     /// Bars no record describes (written by an older version, or by hand).
     Unknown { symbols: u64, rows: u64 },
+}
+
+fn first_generator() -> u32 {
+    1
 }
 
 impl DataIdentity {
@@ -124,6 +132,9 @@ impl DataIdentity {
                 if a.4 != b.4 {
                     out.push(format!("style {} vs {}", a.4, b.4));
                 }
+                if a.5 != b.5 {
+                    out.push(format!("generator {} vs {}", a.5, b.5));
+                }
             }
             (Some(_), None) => out.push("a synthetic market vs none".to_owned()),
             (None, Some(_)) => out.push("no synthetic market vs one".to_owned()),
@@ -168,8 +179,9 @@ impl DataIdentity {
         out
     }
 
-    /// The synthetic market's `(symbols, days, start, seed, style)`, if the data has one.
-    fn synth(&self) -> Option<(u64, u64, NaiveDate, u64, &str)> {
+    /// The synthetic market's `(symbols, days, start, seed, style, generator)`, if the data has
+    /// one.
+    fn synth(&self) -> Option<(u64, u64, NaiveDate, u64, &str, u32)> {
         self.sources.iter().find_map(|s| match s {
             DataSource::Synth {
                 symbols,
@@ -177,7 +189,8 @@ impl DataIdentity {
                 start,
                 seed,
                 style,
-            } => Some((*symbols, *days, *start, *seed, style.as_str())),
+                generator,
+            } => Some((*symbols, *days, *start, *seed, style.as_str(), *generator)),
             _ => None,
         })
     }
@@ -198,9 +211,11 @@ impl fmt::Display for DataSource {
                 start,
                 seed,
                 style,
+                generator,
             } => write!(
                 f,
-                "synthetic market of {symbols} symbols x {days} days from {start}, seed {seed}, style {style}"
+                "synthetic market of {symbols} symbols x {days} days from {start}, seed {seed}, style {style}, \
+                 generator {generator}"
             ),
             DataSource::Import {
                 file,
@@ -399,12 +414,13 @@ pub async fn identify(db: &Db, spec: &DataSpec, universe: Option<&[String]>) -> 
     let ext = extent(db, universe).await?;
     let records = catalog::import_records(db).await?;
     let mut sources = Vec::new();
-    let synth_source = |o: &SynthOptions| DataSource::Synth {
+    let synth_source = |o: &SynthOptions, generator: u32| DataSource::Synth {
         symbols: o.symbols as u64,
         days: o.days as u64,
         start: o.start,
         seed: o.seed,
         style: catalog::style_name(o.style),
+        generator,
     };
     let import_source = |r: &ImportRecord, file: &str| DataSource::Import {
         file: file.to_owned(),
@@ -414,7 +430,8 @@ pub async fn identify(db: &Db, spec: &DataSpec, universe: Option<&[String]>) -> 
     };
     if universe.is_some() {
         if let Some(decl) = &spec.synth {
-            sources.push(synth_source(&decl.options));
+            // Data preparation made the declared market this version's generator's.
+            sources.push(synth_source(&decl.options, super::GENERATOR_VERSION));
         }
         for decl in &spec.imports {
             if let Some(r) = records.iter().find(|r| r.sha256 == decl.sha256) {
@@ -429,7 +446,7 @@ pub async fn identify(db: &Db, spec: &DataSpec, universe: Option<&[String]>) -> 
             if held.len() == r.options.symbols {
                 symbols += held.len() as u64;
                 rows += r.bar_rows;
-                sources.push(synth_source(&r.options));
+                sources.push(synth_source(&r.options, r.generator));
             }
         }
         let mut described: BTreeSet<&String> = BTreeSet::new();
@@ -471,6 +488,7 @@ mod tests {
             start: NaiveDate::from_ymd_opt(2021, 1, 4).unwrap(),
             seed,
             style: "mixed".into(),
+            generator: 2,
         }];
         for (file, sha) in files {
             sources.push(DataSource::Import {
@@ -501,6 +519,15 @@ mod tests {
             "{d:?}"
         );
         assert!(a.differences(&a.clone()).is_empty());
+        // A market an older generator wrote is other data, whatever its options.
+        let mut old = a.clone();
+        if let DataSource::Synth { generator, .. } = &mut old.sources[0] {
+            *generator = 1;
+        }
+        assert_eq!(old.differences(&a), vec!["generator 1 vs 2".to_owned()]);
+        // Identities stored before the generator was recorded read as version 1.
+        let stored = a.to_json().replace(",\"generator\":2", "");
+        assert_eq!(DataIdentity::from_json(Some(&stored)), Some(old));
     }
 
     #[test]
@@ -512,7 +539,7 @@ mod tests {
         assert_eq!(
             a.to_string(),
             "50 symbols, 35,000 rows, 2021-01-04 to 2023-12-01 (synthetic market of 50 symbols x 750 days \
-             from 2021-01-04, seed 7, style mixed; imported x.csv (sha256 ff, 1 symbol, 4 rows))"
+             from 2021-01-04, seed 7, style mixed, generator 2; imported x.csv (sha256 ff, 1 symbol, 4 rows))"
         );
         assert_eq!(thousands(1_142_718), "1,142,718");
         assert_eq!(thousands(999), "999");

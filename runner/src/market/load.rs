@@ -1,8 +1,8 @@
 //! The `load` stage's computation (stock tables -> `Bars` artifact -> normalize).
 //!
 //! Resolves the symbol selection against the `symbols` table, splits the symbols across
-//! `connections` workers, fetches with the chosen strategy, then drops short histories,
-//! split-adjusts and hashes per symbol. Every manifest value reaches SQL as a bound parameter,
+//! `connections` workers, fetches with the chosen strategy, then drops short histories and
+//! hashes per symbol (prices stay as stored; `normalize` split-adjusts them). Every manifest value reaches SQL as a bound parameter,
 //! except in `COPY`, which takes no parameters: there only codes that exist in `symbols` *and*
 //! pass [`is_valid_code`] (no quote, backslash or whitespace can appear) and dates formatted by
 //! chrono are spliced in, so no manifest text can change the statement.
@@ -248,25 +248,14 @@ pub(crate) fn symbol_digest(s: &SymbolBars) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Split-adjusts prices and volumes to the units of the last loaded day, so a split shows
-/// up as neither a price gap nor a volume jump. `adj_factor` keeps its stored values.
-pub(crate) fn adjust(s: &mut SymbolBars) {
-    let Some(&latest) = s.adj_factor.last() else {
-        return;
-    };
-    if latest == 0.0 || s.adj_factor.iter().all(|&a| a == latest) {
-        return;
-    }
-    for i in 0..s.len() {
-        let f = s.adj_factor[i] / latest;
-        s.open[i] *= f;
-        s.high[i] *= f;
-        s.low[i] *= f;
-        s.close[i] *= f;
-        if f != 0.0 {
-            s.volume[i] /= f;
-        }
-    }
+/// Replaces every adjustment factor with 1 (`adjust = false`), so the features see raw prices
+/// and a split shows up as the price gap it is in the raw data.
+///
+/// Prices are never scaled here: they stay as stored, and the `normalize` stage multiplies them
+/// by `adj_factor` (and divides volumes by it), the one place in the pipeline where prices are
+/// split-adjusted, whichever way the bars arrived (database, CSV import, in-memory generator).
+pub(crate) fn drop_adjustment(s: &mut SymbolBars) {
+    s.adj_factor.iter_mut().for_each(|a| *a = 1.0);
 }
 
 /// The codes `sel` names, checked against `symbols` (and against `universe`, the declared

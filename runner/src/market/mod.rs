@@ -41,8 +41,8 @@ pub use prepare::{
 };
 pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
 pub use synth::{
-    demo_options, ensure_demo_market, synth, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED, DEMO_START,
-    DEMO_SYMBOLS,
+    demo_options, ensure_demo_market, synth, synth_bars, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED,
+    DEMO_START, DEMO_SYMBOLS, GENERATOR_VERSION, SIGNAL_COEFFICIENT,
 };
 
 use crate::store::Db;

@@ -14,7 +14,7 @@ use super::catalog::{self, ImportRecord, SynthRecord};
 use super::import::{self, FileSummary, ImportOptions, ImportPlan};
 use super::load::existing_codes;
 use super::write::placeholders;
-use super::{identity, MarketError, SynthOptions};
+use super::{identity, MarketError, SynthOptions, GENERATOR_VERSION};
 use crate::store::Db;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -209,18 +209,27 @@ async fn synth_step(
     if same_symbols && !have.is_empty() {
         let rows = catalog::synth_bar_rows(db).await?;
         match &record {
-            Some(r) if r.options == *want && r.bar_rows == rows => return Ok(Ok(None)),
-            Some(r) if r.options == *want => {} // bars lost or added since: regenerate below
-            _ => {
-                let codes: Vec<String> = have.iter().map(|s| s.0.clone()).collect();
-                let ext = identity::extent(db, Some(&codes)).await?;
-                if let (Some(first_date), Some(last_date)) = (ext.first_date, ext.last_date) {
-                    return Ok(Ok(Some(Step::Record(SynthRecord {
-                        options: want.clone(),
-                        bar_rows: rows,
-                        first_date,
-                        last_date,
-                    }))));
+            Some(r) if r.options == *want && r.generator == GENERATOR_VERSION && r.bar_rows == rows => {
+                return Ok(Ok(None))
+            }
+            // Bars lost or added since, another market, or one an older generator wrote (the
+            // same options now give other bars): regenerate below.
+            Some(_) => {}
+            // Unrecorded (an older version wrote it, or a write was interrupted): recorded as
+            // the declared market only when its bars are the ones this generator makes.
+            None => {
+                if catalog::matches_generator(db, want).await? {
+                    let codes: Vec<String> = have.iter().map(|s| s.0.clone()).collect();
+                    let ext = identity::extent(db, Some(&codes)).await?;
+                    if let (Some(first_date), Some(last_date)) = (ext.first_date, ext.last_date) {
+                        return Ok(Ok(Some(Step::Record(SynthRecord {
+                            options: want.clone(),
+                            generator: GENERATOR_VERSION,
+                            bar_rows: rows,
+                            first_date,
+                            last_date,
+                        }))));
+                    }
                 }
             }
         }
@@ -249,13 +258,23 @@ async fn synth_step(
         })));
     }
     let held = match &record {
+        Some(r) if r.generator != GENERATOR_VERSION => format!(
+            "the synthetic market {} written by generator version {} (this version's generator is {}, \
+             and its bars differ)",
+            catalog::describe_synth(&r.options),
+            r.generator,
+            GENERATOR_VERSION
+        ),
         Some(r) if r.options == *want => format!(
             "the declared market with {} of its {} bars",
             catalog::synth_bar_rows(db).await?,
             r.bar_rows
         ),
         Some(r) => format!("the synthetic market {}", catalog::describe_synth(&r.options)),
-        None => format!("{} synthetic symbols that no record describes", have.len()),
+        None => format!(
+            "{} synthetic symbols that no record describes and this version's generator did not make",
+            have.len()
+        ),
     };
     if place.embedded {
         return Ok(Ok(Some(Step::Generate {

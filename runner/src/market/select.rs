@@ -63,7 +63,9 @@ pub struct LoadParams {
     /// Symbols with fewer bars than this in the range are dropped (counted, and named in a note).
     #[schemars(range(min = 1))]
     pub min_history: usize,
-    /// Split-adjust prices (and volumes) to the units of the last loaded day.
+    /// Keep the stored split-adjustment factors, so `normalize` split-adjusts prices and
+    /// volumes with them (prices are adjusted there only); `false` sets every factor to 1, so
+    /// features see raw prices and a split is a price gap.
     pub adjust: bool,
     /// How rows travel from the database (`"copy"` needs PostgreSQL).
     pub strategy: FetchStrategy,

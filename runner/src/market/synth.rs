@@ -4,6 +4,11 @@
 //! GARCH(1,1) volatility with Student-t innovations plus rare jumps, so the data has the fat
 //! tails and volatility clustering that real daily bars have. Every symbol draws from its own
 //! ChaCha stream of the seed, so the output depends on the seed alone.
+//!
+//! One signal is planted, so a model has something known to learn: each day's log return
+//! carries [`SIGNAL_COEFFICIENT`] times the symbol's own previous-day log return (a short-term
+//! reversal), so `E[r(t+1) | r(t)] = drift + SIGNAL_COEFFICIENT * r(t)`. The best predictor
+//! uses it; docs/data.md states the validation MSE it reaches relative to predicting zero.
 
 use super::write::{write_synth, SynthPlan};
 use super::{Bar, MarketError, SymbolInfo, SymbolRows};
@@ -22,6 +27,15 @@ pub const DEMO_SYMBOLS: usize = 50;
 pub const DEMO_DAYS: usize = 750;
 /// First calendar day of the demo market.
 pub const DEMO_START: (i32, u32, u32) = (2021, 1, 4);
+
+/// The version of the generator: it changes whenever the same options would generate other
+/// bars, so a market recorded by an older generator is regenerated or refused, never reused.
+/// 1: no planted signal; 2: the reversal of [`SIGNAL_COEFFICIENT`].
+pub const GENERATOR_VERSION: u32 = 2;
+
+/// The planted signal: today's log return includes this times yesterday's log return of the
+/// same symbol (its whole return, factors and jumps included).
+pub const SIGNAL_COEFFICIENT: f64 = -0.4;
 
 const SECTORS: usize = 10;
 const SECTOR_NAMES: [&str; SECTORS] = [
@@ -165,6 +179,58 @@ pub async fn synth(
         seed: opts.seed,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The market `opts` describes, generated in memory: the bars `synth` writes, in code order
+/// (the order `load` returns `symbols = "all"` in), prices raw and adjustment factors as
+/// stored, exactly as a load with the defaults returns them.
+pub fn synth_bars(opts: &SynthOptions) -> Result<crate::artifact::Bars, MarketError> {
+    opts.check()?;
+    let calendar = trading_days(opts.start, opts.days);
+    let market = Market::new(opts, calendar.len());
+    let symbols: Vec<SymbolInfo> = (0..opts.symbols).map(|i| symbol_info(opts, i, &calendar)).collect();
+    let mut order: Vec<usize> = (0..symbols.len()).collect();
+    order.sort_by(|&a, &b| symbols[a].code.cmp(&symbols[b].code));
+    let mut out = crate::artifact::Bars {
+        symbols: Vec::with_capacity(symbols.len()),
+        content_hash: format!(
+            "synth:v{GENERATOR_VERSION}:{}x{}:{}:seed{}:{}",
+            opts.symbols,
+            opts.days,
+            opts.start,
+            opts.seed,
+            super::catalog::style_name(opts.style)
+        ),
+    };
+    for i in order {
+        let rows = market.symbol_rows(opts, i, &symbols[i], &calendar);
+        let mut b = crate::artifact::SymbolBars::new(rows.code);
+        for bar in rows.bars {
+            b.dates.push(bar.date);
+            b.open.push(bar.open);
+            b.high.push(bar.high);
+            b.low.push(bar.low);
+            b.close.push(bar.close);
+            b.volume.push(bar.volume);
+            b.amount.push(bar.amount);
+            b.adj_factor.push(bar.adj_factor);
+        }
+        if !b.is_empty() {
+            out.symbols.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// The rows of the first symbol, in code order, that `opts` generates; `None` for options
+/// `synth` refuses.
+pub(super) fn first_symbol_rows(opts: &SynthOptions) -> Option<SymbolRows> {
+    opts.check().ok()?;
+    let calendar = trading_days(opts.start, opts.days);
+    let (i, info) = (0..opts.symbols)
+        .map(|i| (i, symbol_info(opts, i, &calendar)))
+        .min_by(|a, b| a.1.code.cmp(&b.1.code))?;
+    Some(Market::new(opts, calendar.len()).symbol_rows(opts, i, &info, &calendar))
 }
 
 /// The options of the demo market.
@@ -345,6 +411,7 @@ impl Market {
         let mut adj_factor = 1.0;
         let mut shares_per_old_share = 1.0;
         let mut suspended_until = 0usize;
+        let mut previous_return = 0.0;
         let mut bars = Vec::with_capacity(life.end - life.first);
         for day in life.first..life.end {
             let idio = garch.step(&mut rng, &t);
@@ -353,7 +420,9 @@ impl Market {
             } else {
                 0.0
             };
-            let r = (drift + beta * self.market[day] + loading * sector[day] + idio + jump).clamp(-0.5, 0.5);
+            let signal = SIGNAL_COEFFICIENT * previous_return;
+            let r = (drift + beta * self.market[day] + loading * sector[day] + idio + jump + signal).clamp(-0.5, 0.5);
+            previous_return = r;
             // Splits: rare at random, likelier once the price is high; raw prices drop by the
             // ratio and adj_factor rises by it, so adjusted prices stay continuous.
             let split_p = if close > 200.0 { 0.01 } else { 0.0003 };

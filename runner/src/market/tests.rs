@@ -97,6 +97,7 @@ both_backends!(
     selections_and_errors_name_what_was_asked,
     demo_market_fills_only_an_empty_database,
     dropped_symbols_are_named_in_a_note,
+    a_market_of_another_generator_is_regenerated_never_reused,
 );
 
 pub(super) fn small_market(seed: u64) -> SynthOptions {
@@ -185,8 +186,8 @@ async fn synth_then_load_returns_exactly_the_rows_written(db: Db) {
     let mut hashes = Vec::new();
     for strategy in strategies(&db) {
         for (connections, fetch_size) in [(1, 7), (3, 10_000)] {
+            // The defaults keep the factors: load changes no stored value.
             let params = LoadParams {
-                adjust: false,
                 strategy,
                 connections,
                 fetch_size,
@@ -208,26 +209,35 @@ async fn synth_then_load_returns_exactly_the_rows_written(db: Db) {
         }
     }
     assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
-    // Adjusted loads agree across strategies too, and differ from raw ones when splits exist.
-    let mut adjusted = Vec::new();
+    // Prices are adjusted once, by `normalize`: across a split the return is the adjusted one.
+    // Without `adjust` every factor is 1.
     for strategy in strategies(&db) {
         let params = LoadParams {
             strategy,
             ..LoadParams::default()
         };
-        adjusted.push(load_with(&db, params).await.0.unwrap());
-    }
-    assert!(adjusted.windows(2).all(|w| w[0] == w[1]));
-    for s in &adjusted[0].symbols {
-        let last = *s.adj_factor.last().unwrap();
-        for i in 1..s.len() {
-            // Adjusted prices carry no split gap: the stored factors moved, the closes did not jump.
-            if s.adj_factor[i] != s.adj_factor[i - 1] {
-                let jump = s.close[i] / s.close[i - 1];
-                assert!(jump > 0.3 && jump < 3.0, "{} {jump}", s.symbol);
+        let kept = load_with(&db, params).await.0.unwrap();
+        let features = [crate::features::Feature::Ret(1)];
+        for s in &kept.symbols {
+            let ret = &crate::features::feature_columns(s, &features).unwrap()[0];
+            for (i, r) in ret.iter().enumerate().skip(1) {
+                if s.adj_factor[i] != s.adj_factor[i - 1] {
+                    // The raw close falls by the split ratio; the adjusted return does not.
+                    let raw = (s.close[i] / s.close[i - 1]).ln();
+                    let adjusted = (s.close[i] * s.adj_factor[i] / (s.close[i - 1] * s.adj_factor[i - 1])).ln();
+                    assert!((r - adjusted).abs() < 1e-12, "{} {r} vs {adjusted}", s.symbol);
+                    assert!(raw < -0.3, "{}: a split is a raw price gap, {raw}", s.symbol);
+                }
             }
-            assert!(s.adj_factor[i] <= last);
         }
+        let raw = LoadParams {
+            strategy,
+            adjust: false,
+            ..LoadParams::default()
+        };
+        let raw = load_with(&db, raw).await.0.unwrap();
+        assert!(raw.symbols.iter().all(|s| s.adj_factor.iter().all(|&a| a == 1.0)));
+        assert_eq!(raw.rows(), kept.rows());
     }
     if let Db::Sqlite(_) = db {
         let params = LoadParams {
@@ -438,4 +448,81 @@ fn copy_statement_refuses_unsafe_codes() {
         let err = fetch::copy_statement(&[evil.to_owned()], lo, hi);
         assert!(matches!(err, Err(LoadError::UnsafeCode(_))), "{evil:?}");
     }
+}
+
+/// What data preparation decides for the declared `market` on `db`, as the embedded database
+/// (`embedded`) or a shared one.
+async fn decide_for(db: &Db, market: &SynthOptions, embedded: bool) -> Result<Vec<Step>, Refusal> {
+    let spec = DataSpec {
+        declared: true,
+        synth: Some(SynthDecl {
+            options: market.clone(),
+            at: vec!["data".into(), "synth".into()],
+        }),
+        ..DataSpec::default()
+    };
+    let place = StockPlace {
+        shown: "test".into(),
+        embedded,
+        named: !embedded,
+        command: "measured".into(),
+    };
+    decide_data(db, &spec, &place).await.unwrap()
+}
+
+async fn set_generator(db: &Db, version: i64) {
+    let sql = "UPDATE synth_market SET generator = $1";
+    match db {
+        Db::Sqlite(p) => {
+            sqlx::query(sql).bind(version).execute(p).await.unwrap();
+        }
+        Db::Postgres(p) => {
+            sqlx::query(sql).bind(version as i32).execute(p).await.unwrap();
+        }
+    }
+}
+
+async fn a_market_of_another_generator_is_regenerated_never_reused(db: Db) {
+    let market = small_market(21);
+    let hidden = indicatif::ProgressBar::hidden();
+    catalog::synth_recorded(&db, &market, &hidden).await.unwrap();
+    let record = catalog::synth_record(&db).await.unwrap().unwrap();
+    assert_eq!(record.generator, GENERATOR_VERSION);
+    // The in-memory generator gives exactly the bars a load of the written market returns.
+    let loaded = load_with(&db, LoadParams::default()).await.0.unwrap();
+    assert_eq!(flatten(&synth_bars(&market).unwrap()), flatten(&loaded));
+    assert!(
+        decide_for(&db, &market, true).await.unwrap().is_empty(),
+        "this generator's market is reused"
+    );
+
+    // The same options, recorded by generator 1: other bars, so regenerated or refused.
+    set_generator(&db, 1).await;
+    let steps = decide_for(&db, &market, true).await.unwrap();
+    assert!(
+        matches!(&steps[..], [Step::Generate { replacing: Some(r), .. }] if r.contains("generator version 1")),
+        "{steps:?}"
+    );
+    let refusal = decide_for(&db, &market, false).await.unwrap_err();
+    assert!(refusal.message.contains("generator version 1"), "{}", refusal.message);
+
+    // Unrecorded bars are recorded only when they are this generator's.
+    catalog::set_synth_record(&db, None).await.unwrap();
+    let steps = decide_for(&db, &market, true).await.unwrap();
+    assert!(
+        matches!(&steps[..], [Step::Record(r)] if r.generator == GENERATOR_VERSION),
+        "{steps:?}"
+    );
+    let first = catalog::expected_symbols(&market)[0].0.clone();
+    let sql = "UPDATE daily_bars SET close = close + 0.01 WHERE symbol = $1";
+    match &db {
+        Db::Sqlite(p) => {
+            sqlx::query(sql).bind(&first).execute(p).await.unwrap();
+        }
+        Db::Postgres(p) => {
+            sqlx::query(sql).bind(&first).execute(p).await.unwrap();
+        }
+    }
+    let steps = decide_for(&db, &market, true).await.unwrap();
+    assert!(matches!(&steps[..], [Step::Generate { .. }]), "{steps:?}");
 }

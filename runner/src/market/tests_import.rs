@@ -51,7 +51,6 @@ fn opts(files: Vec<PathBuf>) -> ImportOptions {
 fn only(codes: &[&str]) -> LoadParams {
     LoadParams {
         symbols: SymbolSelection::List(codes.iter().map(|c| c.to_string()).collect()),
-        adjust: false,
         ..LoadParams::default()
     }
 }
@@ -429,4 +428,80 @@ fn dry_run_reads_everything_and_writes_nothing() {
         );
         assert_eq!(import(&db, &opts(files)).await.unwrap().rows_written, 7);
     });
+}
+
+both_backends!(a_split_is_no_return_after_import_load_and_normalize);
+
+/// A CSV file with a 2:1 split, imported, loaded with the defaults and normalized: the split
+/// day's `ret_1` and the target that crosses it are the hand-computed adjusted returns (prices
+/// are split-adjusted exactly once, by `normalize`), not a jump of ln 2.
+async fn a_split_is_no_return_after_import_load_and_normalize(db: Db) {
+    use crate::features::{build_windows, NormalizeParams};
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("symbol,date,open,high,low,close,volume,adj_factor\n");
+    let (mut date, mut closes) = (day(2), Vec::new());
+    for i in 0..90 {
+        while matches!(
+            chrono::Datelike::weekday(&date),
+            chrono::Weekday::Sat | chrono::Weekday::Sun
+        ) {
+            date = date.succ_opt().unwrap();
+        }
+        // Adjusted closes wander by +-1% a day; from row 60 on the raw close is half of it and
+        // the factor 2, as a data vendor stores a 2:1 split.
+        let adjusted = 20.0 * (1.0 + 0.005 * ((i * 7 % 5) as f64 - 2.0)) + 0.01 * i as f64;
+        let factor = if i >= 60 { 2.0 } else { 1.0 };
+        let close = ((adjusted / factor) * 100.0).round() / 100.0;
+        text.push_str(&format!(
+            "SPLT,{date},{close},{},{},{close},{},{factor}\n",
+            close * 1.01,
+            close * 0.99,
+            1000.0 * factor
+        ));
+        closes.push(close);
+        date = date.succ_opt().unwrap();
+    }
+    let file = write(dir.path(), "split.csv", &text);
+    import(&db, &opts(vec![file])).await.unwrap();
+    let params = LoadParams {
+        symbols: SymbolSelection::List(vec!["SPLT".into()]),
+        ..LoadParams::default()
+    };
+    let bars = load_with(&db, params).await.0.unwrap();
+    let norm = NormalizeParams {
+        seq_len: 5,
+        preset: Some("minimal".into()),
+        valid_fraction: Some(0.4),
+        gap: Some(0),
+        ..NormalizeParams::default()
+    };
+    let mut rec = crate::metrics::Recorder::new();
+    let windows = build_windows(&bars, &norm, &mut rec, &std::sync::atomic::AtomicBool::new(false)).unwrap();
+    let s = &bars.symbols[0];
+    let split = s.adj_factor.iter().position(|&a| a == 2.0).unwrap();
+    assert_eq!(split, 60);
+    let want = ((closes[60] * 2.0) / closes[59]).ln();
+    assert!(want.abs() < 0.03, "the adjusted move is an ordinary one: {want}");
+    let col = windows.feature_names.iter().position(|f| f == "ret_1").unwrap();
+    let mut seen = 0;
+    for set in [&windows.train, &windows.valid] {
+        for i in 0..set.len() {
+            if set.dates[i] == s.dates[split - 1] {
+                // The window ending the day before the split predicts across it.
+                assert!(
+                    (f64::from(set.targets[i]) - want).abs() < 1e-6,
+                    "{} vs {want}",
+                    set.targets[i]
+                );
+                seen += 1;
+            }
+            if set.dates[i] == s.dates[split] {
+                let row = set.starts[i] as usize + windows.seq_len - 1;
+                let z = set.features[row * windows.n_features + col];
+                assert!(z.abs() < 4.0, "the split day's normalized ret_1 is {z}, a jump");
+                seen += 1;
+            }
+        }
+    }
+    assert_eq!(seen, 2, "both windows exist");
 }

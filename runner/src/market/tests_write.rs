@@ -26,12 +26,11 @@ fn known_market() -> SynthOptions {
 }
 
 const KNOWN_ROWS: u64 = 7_276;
-/// [`rows_digest`] of [`known_market`] as the writer before the bulk-load changes stored it
-/// (row-by-row batches with the date index in place), so a faster writer must store exactly
-/// the same bars.
-const KNOWN_DIGEST: &str = "9f588cd5b8c589e11e3f78a6ea23c860c2c5b574737a8ea3f3aa16bf786ed645";
-/// The `load` stage's content hash of the same rows (`adjust = true`, all symbols).
-const KNOWN_CONTENT_HASH: &str = "118b64333ea73e449cdad860d2265c51a11e92c4b6ebfff1fa43f5cd25bc9dcb";
+/// [`rows_digest`] of [`known_market`] as generator version 2 makes it, the one every writer
+/// (row-by-row batches with the date index in place, or the bulk load) must store exactly.
+const KNOWN_DIGEST: &str = "cb9e08353b6bf410c74f80eac79a7f6bc203ebb8ee02de10ecbbb232acee8c89";
+/// The `load` stage's content hash of the same rows (all symbols).
+const KNOWN_CONTENT_HASH: &str = "ffe894637680530103108d81cf73910ce10cb0dc1b7c997510dff7471b383ab9";
 
 /// A digest of the stored bars of the symbols `keep` accepts, independent of the backend and of
 /// row order: symbol, ISO date and the exact bits of every value, sorted by (symbol, date).

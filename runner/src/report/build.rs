@@ -110,7 +110,8 @@ pub fn build_report(run: &RunData) -> Report {
         raw
     };
 
-    let guards: Vec<GuardRow> = plan
+    let quality = super::quality::quality_rows(run);
+    let mut guards: Vec<GuardRow> = plan
         .iter()
         .flat_map(|&(i, j)| {
             run.compare.guards.iter().map(move |g| {
@@ -124,6 +125,9 @@ pub fn build_report(run: &RunData) -> Report {
             })
         })
         .collect();
+    if run.compare.quality_under_test {
+        guards.extend(super::quality::quality_guards(run, &quality, run.compare.alpha));
+    }
 
     let records: Vec<ComparisonRecord> = plan
         .iter()
@@ -212,6 +216,8 @@ pub fn build_report(run: &RunData) -> Report {
         summary: Vec::new(),
         results,
         guards,
+        quality,
+        quality_under_test: run.compare.quality_under_test,
         claims,
         stage_columns,
         stages,

@@ -28,7 +28,7 @@ pub(crate) fn value(v: f64, unit: &str) -> String {
         "s" => seconds(v),
         "B" => bytes(v),
         // Dimensionless quantities: the metric name already says what they are.
-        "" | "count" | "loss" | "score" => sig(v, 4),
+        "" | "count" | "loss" | "score" | "ratio" => sig(v, 4),
         _ => format!("{} {unit}", sig(v, 4)),
     }
 }

@@ -22,6 +22,7 @@ mod others;
 mod output;
 mod prose;
 pub mod provenance;
+mod quality;
 mod samples;
 mod scaling;
 mod scaling_view;
@@ -160,6 +161,15 @@ pub struct CompareSpec {
     /// `[compare] sweep = "neighbours"`: the report also compares neighbouring sweep points.
     #[serde(default)]
     pub sweep_neighbours: bool,
+    /// Whether the trained model's quality is under test (`[compare] quality`, default
+    /// `"under_test"`): a model no better than predicting zero is then a failed guard. Runs
+    /// stored before the key existed read as under test.
+    #[serde(default = "under_test")]
+    pub quality_under_test: bool,
+}
+
+fn under_test() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -48,6 +48,10 @@ pub struct Report {
     /// One row per config, on the primary metric.
     pub results: Vec<ResultRow>,
     pub guards: Vec<GuardRow>,
+    /// Each config's model quality against naive baselines (configs that validated a model).
+    pub quality: Vec<super::quality::QualityRow>,
+    /// `[compare] quality`: whether a model no better than predicting zero fails a guard.
+    pub quality_under_test: bool,
     pub claims: Vec<ClaimRow>,
     /// Stage names, in order of first appearance; `stages[*].median_seconds` aligns with it.
     pub stage_columns: Vec<String>,

@@ -196,7 +196,11 @@ pub(crate) fn measured_speedup(speedup: Option<f64>, ci: Option<(f64, f64)>) -> 
 pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
     let mut lines = Vec::new();
     for rec in &r.comparisons {
-        let mine: Vec<&GuardRow> = r.guards.iter().filter(|g| g.config == rec.config).collect();
+        let mine: Vec<&GuardRow> = r
+            .guards
+            .iter()
+            .filter(|g| g.config == rec.config && g.against != super::quality::QUALITY_AGAINST)
+            .collect();
         lines.push(format!(
             "{}{}.",
             comparison_sentence(&rec.config, &rec.against, &rec.metric, &r.primary.unit, &rec.comparison),
@@ -207,6 +211,20 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
         lines.push(format!(
             "No comparison: the run has one config ({}), so there is nothing to compare it with.",
             style.code(&r.baseline)
+        ));
+    }
+    for q in r.quality.iter().filter(|q| q.worse_than_zero) {
+        lines.push(format!(
+            "Model quality of {}: validation MSE {} x that of predicting zero (median over {} seeds), no better \
+             than predicting zero: {}.",
+            style.code(&q.config),
+            q.mse_vs_zero.map_or_else(|| "—".to_owned(), |v| format::sig(v, 4)),
+            q.n,
+            if r.quality_under_test {
+                style.strong("guard failed")
+            } else {
+                "quality not under test ([compare] quality = \"not_under_test\")".to_owned()
+            }
         ));
     }
     for row in &r.claims {

@@ -128,6 +128,7 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
                 start: chrono::NaiveDate::from_ymd_opt(2021, 1, 4).unwrap(),
                 seed: 20_240_601,
                 style: "mixed".to_owned(),
+                generator: 2,
             }],
         }),
         configs,
@@ -149,6 +150,7 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
                 claim("train.epoch_seconds", "fused", "~2x", None),
             ],
             sweep_neighbours: false,
+            quality_under_test: true,
         },
         reproduce: "measured run experiments/buffer-reuse.toml --seed 42".to_owned(),
         results_database: "results/measured.sqlite".to_owned(),
@@ -550,4 +552,70 @@ fn svg_check_rejects_malformed_documents() {
         assert!(assert_well_formed_svg(bad).is_err(), "{bad}");
     }
     assert_well_formed_svg("<?xml version=\"1.0\"?>\n<svg x=\"&lt;1\"><g/>a &amp; b</svg>\n").unwrap();
+}
+
+/// `simple_run` whose `check` stage also records the model-quality metrics: `reuse` trains a
+/// model whose validation MSE is `reuse_ratio` x that of predicting zero, the baseline 0.9 x.
+fn quality_run(reuse_ratio: f64) -> RunData {
+    let mut run = simple_run("q", 1.0, 0.5);
+    for (c, ratio) in run.configs.iter_mut().zip([0.9, reuse_ratio]) {
+        for (k, t) in c.trials.iter_mut().enumerate() {
+            let check = t.stages.iter_mut().find(|s| s.name == "check").unwrap();
+            let r = ratio + 0.01 * noise(k as u32);
+            check.metrics.extend([
+                metric("mse_vs_zero", r, "ratio", None),
+                metric("mse_vs_mean", r + 0.001, "ratio", None),
+                metric("ic_per_date", 0.3, "score", None),
+                metric("ic_t", 15.0, "score", None),
+                metric("direction_accuracy", 0.61, "score", None),
+            ]);
+        }
+    }
+    run
+}
+
+#[test]
+fn a_model_no_better_than_predicting_zero_fails_a_guard_unless_quality_is_not_under_test() {
+    let good = build_report(&quality_run(0.92));
+    assert_eq!(good.quality.len(), 2);
+    assert_eq!(good.quality[0].stage, "check");
+    assert!(!good.quality.iter().any(|q| q.worse_than_zero));
+    let quality_guards: Vec<_> = good.guards.iter().filter(|g| g.against == "predicting zero").collect();
+    assert_eq!(quality_guards.len(), 2);
+    assert!(quality_guards.iter().all(|g| g.result.verdict == GuardVerdict::Pass));
+    assert!(!regression(&good));
+
+    let bad = build_report(&quality_run(1.03));
+    let flagged: Vec<&str> = bad
+        .quality
+        .iter()
+        .filter(|q| q.worse_than_zero)
+        .map(|q| q.config.as_str())
+        .collect();
+    assert_eq!(flagged, ["reuse"]);
+    let failed: Vec<_> = bad
+        .guards
+        .iter()
+        .filter(|g| g.result.verdict == GuardVerdict::Fail)
+        .map(|g| (g.config.as_str(), g.metric.as_str()))
+        .collect();
+    assert_eq!(failed, [("reuse", "check.mse_vs_zero")]);
+    assert!(regression(&bad), "a failed quality guard fails the verdict");
+    assert!(bad
+        .summary
+        .iter()
+        .any(|l| l.contains("no better than predicting zero") && l.contains("guard failed")));
+    let md = render_markdown(&bad, None).unwrap();
+    assert!(md.contains("## Model quality"), "{md}");
+    assert!(md.contains("**worse than predicting zero**"), "{md}");
+    assert!(md.contains("| reuse | predicting zero | `check.mse_vs_zero` |"), "{md}");
+
+    let mut spared = quality_run(1.03);
+    spared.compare.quality_under_test = false;
+    let spared = build_report(&spared);
+    assert!(spared.guards.iter().all(|g| g.against != "predicting zero"));
+    assert!(!regression(&spared));
+    assert!(spared.quality.iter().any(|q| q.worse_than_zero), "still shown");
+    let md = render_markdown(&spared, None).unwrap();
+    assert!(md.contains("Quality is not under test"), "{md}");
 }

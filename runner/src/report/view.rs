@@ -35,6 +35,8 @@ pub struct ReportView<'a> {
     /// What that column holds, in a sentence.
     pub peak_rss_meaning: &'static str,
     pub guards: Vec<GuardRowView>,
+    pub quality: Vec<QualityRowView>,
+    pub quality_under_test: bool,
     pub claims: Vec<ClaimRowView>,
     pub sweeps: Vec<TableView>,
     pub sweep_neighbours: Option<super::neighbours::NeighbourView>,
@@ -95,6 +97,20 @@ pub struct GuardRowView {
     pub ci: String,
     pub tolerance: String,
     pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QualityRowView {
+    pub config: String,
+    pub stage: String,
+    pub n: usize,
+    pub mse_vs_zero: String,
+    pub mse_vs_mean: String,
+    pub ic_per_date: String,
+    pub ic_t: String,
+    pub direction_accuracy: String,
+    /// `worse than predicting zero` for a flagged model, else empty.
+    pub flag: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -268,6 +284,29 @@ pub fn view(r: &Report) -> ReportView<'_> {
             })
             .collect(),
         guards: r.guards.iter().map(guard_view).collect(),
+        quality: r
+            .quality
+            .iter()
+            .map(|q| {
+                let cell = |v: Option<f64>| v.map_or_else(|| DASH.to_owned(), |v| format::sig(v, 4));
+                QualityRowView {
+                    config: q.config.clone(),
+                    stage: q.stage.clone(),
+                    n: q.n,
+                    mse_vs_zero: cell(q.mse_vs_zero),
+                    mse_vs_mean: cell(q.mse_vs_mean),
+                    ic_per_date: cell(q.ic_per_date),
+                    ic_t: cell(q.ic_t),
+                    direction_accuracy: cell(q.direction_accuracy),
+                    flag: if q.worse_than_zero {
+                        "**worse than predicting zero**".to_owned()
+                    } else {
+                        String::new()
+                    },
+                }
+            })
+            .collect(),
+        quality_under_test: r.quality_under_test,
         claims: r
             .claims
             .iter()

@@ -77,6 +77,7 @@ pub use claim::MIN_CLAIM_REPETITIONS;
 pub use claim::{assess, evaluate, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict};
 pub use compare::{compare, compare_paired, Comparison, Design};
 pub use conditions::{params_unmet, unmet, ClaimConditions, PARALLELISM_PARAMS};
+pub(crate) use dist::student_t_quantile;
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
 pub use rank::{benjamini_hochberg, mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
 pub use scaling::{amdahl_fit, cost_exponent, power_fit, serial_fraction, speedup, AmdahlFit, Estimate, PowerFit};

@@ -6,7 +6,7 @@
 //! `prefetch` changes when batches are built, never their contents.
 
 use super::TrainError;
-use crate::artifact::{WindowSet, Windows};
+use crate::artifact::{TargetScale, WindowSet, Windows};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -34,8 +34,9 @@ pub fn epoch_order(seed: u64, epoch: usize, n: usize, shuffle: bool) -> Vec<u32>
     order
 }
 
-/// Copies the windows `idx` of `set` into `batch`, reusing its allocations.
-pub fn gather(windows: &Windows, set: &WindowSet, idx: &[u32], batch: &mut HostBatch) {
+/// Copies the windows `idx` of `set` into `batch`, reusing its allocations; targets are
+/// standardized with `scale`.
+pub fn gather(windows: &Windows, set: &WindowSet, idx: &[u32], scale: TargetScale, batch: &mut HostBatch) {
     let input = windows.input_len();
     let h = windows.horizons;
     batch.x.clear();
@@ -45,7 +46,9 @@ pub fn gather(windows: &Windows, set: &WindowSet, idx: &[u32], batch: &mut HostB
     for &i in idx {
         let i = i as usize;
         batch.x.extend_from_slice(windows.window(set, i));
-        batch.y.extend_from_slice(&set.targets[i * h..(i + 1) * h]);
+        batch
+            .y
+            .extend(set.targets[i * h..(i + 1) * h].iter().map(|&t| scale.standardize(t)));
     }
     batch.rows = idx.len();
 }
@@ -55,6 +58,7 @@ pub enum BatchSource {
     /// Built on demand by the caller's thread.
     Inline {
         windows: Arc<Windows>,
+        scale: TargetScale,
         seed: u64,
         shuffle: bool,
         batch_size: usize,
@@ -76,6 +80,7 @@ pub enum BatchSource {
 impl BatchSource {
     pub fn new(
         windows: Arc<Windows>,
+        scale: TargetScale,
         seed: u64,
         shuffle: bool,
         batch_size: usize,
@@ -85,6 +90,7 @@ impl BatchSource {
         if prefetch == 0 {
             return Ok(BatchSource::Inline {
                 windows,
+                scale,
                 seed,
                 shuffle,
                 batch_size,
@@ -98,7 +104,7 @@ impl BatchSource {
         let (recycle, returned) = mpsc::channel();
         let producer = std::thread::Builder::new()
             .name("batch-prefetch".into())
-            .spawn(move || produce(&windows, seed, shuffle, batch_size, epochs, &tx, &returned))
+            .spawn(move || produce(&windows, scale, seed, shuffle, batch_size, epochs, &tx, &returned))
             .map_err(|e| TrainError::Internal(format!("cannot start the prefetch thread: {e}")))?;
         Ok(BatchSource::Prefetch {
             rx: Some(rx),
@@ -113,6 +119,7 @@ impl BatchSource {
         match self {
             BatchSource::Inline {
                 windows,
+                scale,
                 seed,
                 shuffle,
                 batch_size,
@@ -127,7 +134,7 @@ impl BatchSource {
                     *next = 0;
                 }
                 let end = (*next + *batch_size).min(order.len());
-                gather(windows, &windows.train, &order[*next..end], batch);
+                gather(windows, &windows.train, &order[*next..end], *scale, batch);
                 *next = end;
                 Ok(batch)
             }
@@ -160,8 +167,10 @@ impl Drop for BatchSource {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn produce(
     windows: &Windows,
+    scale: TargetScale,
     seed: u64,
     shuffle: bool,
     batch_size: usize,
@@ -173,7 +182,7 @@ fn produce(
         let order = epoch_order(seed, epoch, windows.train.len(), shuffle);
         for idx in order.chunks(batch_size) {
             let mut batch = returned.try_recv().unwrap_or_default();
-            gather(windows, &windows.train, idx, &mut batch);
+            gather(windows, &windows.train, idx, scale, &mut batch);
             if tx.send(batch).is_err() {
                 return; // the loop stopped early (error or cancellation)
             }

@@ -132,9 +132,21 @@ pub struct TrainParams {
     /// synchronizes the device at each phase boundary, which removes the overlap that
     /// `loss_sync_every` experiments are about: turn it off for those.
     pub phase_timing: bool,
+    /// A quality to reach, checked on the validation windows at the end of every epoch
+    /// (untimed): records `seconds_to_target` and `epochs_to_target` when an epoch reaches it.
+    pub target: Option<TrainTarget>,
     /// The CPU step's implementation (set from code only).
     #[serde(skip)]
     pub cpu_engine: CpuEngine,
+}
+
+/// `target = { mse_vs_zero = 0.95 }`: the validation MSE divided by the MSE of predicting zero
+/// at which training counts as having reached its target.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrainTarget {
+    /// Validation MSE / naive-zero MSE to reach: above 0 (1 is no skill at all).
+    pub mse_vs_zero: f64,
 }
 
 impl Default for TrainParams {
@@ -158,6 +170,7 @@ impl Default for TrainParams {
             log_every: 0,
             precision: Precision::F32,
             phase_timing: true,
+            target: None,
             cpu_engine: CpuEngine::Native,
         }
     }
@@ -213,6 +226,15 @@ impl TrainParams {
         }
         at_least_one("loss_reads_per_step", self.loss_reads_per_step)
             .map_err(|e| e.with_hint("to skip per-step reads, set `loss_sync_every = 0` instead"))?;
+        if let Some(target) = &self.target {
+            if !(target.mse_vs_zero.is_finite() && target.mse_vs_zero > 0.0) {
+                return Err(ParamError::new(
+                    "target",
+                    format!("`mse_vs_zero` must be a positive ratio, got {}", target.mse_vs_zero),
+                )
+                .with_hint("e.g. `target = { mse_vs_zero = 0.95 }`: 5% below predicting zero"));
+            }
+        }
         if self.precision == Precision::F16 {
             return Err(ParamError::new(
                 "precision",

@@ -1,27 +1,39 @@
 //! The `validate` stage's computation (TrainedModel -> predictions on `windows.valid` -> quality
 //! metrics), with naive baselines so a model's numbers can be read against "no skill".
 //!
-//! Metrics pool every (window, horizon) pair. Direction accuracy counts a hit when prediction
-//! and target have the same strict sign; pairs whose target is exactly 0 are left out, and a
-//! prediction of exactly 0 is a miss. IC is the Spearman rank correlation (ties get average
-//! ranks). A constant prediction has no direction and no rank order, so the predict-zero
-//! baseline reports only MSE and MAE.
+//! Predictions are in target units (log returns): the network's standardized outputs mapped
+//! back with the training targets' mean and sd stored in the model. Metrics pool every
+//! (window, horizon) pair:
+//! - `mse`, `mae`; `naive_zero_mse`/`_mae` (predict 0), `naive_mean_mse` (predict the training
+//!   targets' mean) and `naive_last_mse` (repeat the window's last daily return);
+//! - `mse_vs_zero` = `mse / naive_zero_mse` and `mse_vs_mean` = `mse / naive_mean_mse`: below 1
+//!   means skill over that baseline;
+//! - `direction_accuracy`: a hit when prediction and target have the same strict sign, both in
+//!   raw return units; pairs whose target is exactly 0 are left out, a prediction of exactly 0
+//!   is a miss;
+//! - `ic`: the Spearman rank correlation over all pairs (ties get average ranks);
+//! - `ic_per_date`: the mean over validation dates of the Spearman correlation across the
+//!   symbols of that date (dates with at least [`MIN_IC_SYMBOLS`] windows and no constant
+//!   side), `ic_t` its t-statistic (mean / (sd / sqrt(dates))), `ic_dates` how many dates.
 //!
-//! The predict-last-return baseline uses the last day's `ret_1` feature. Features arrive
-//! normalized and cannot be de-normalized here, so its magnitude is not in target units: it
-//! reports only the sign-based direction accuracy and the rank-based IC, which need no scale.
-//! With per-column standardization the sign is that of the return relative to its mean, close
-//! to the raw sign for daily returns whose mean is near zero.
+//! A constant prediction has no direction and no rank order, so the predict-zero and
+//! predict-mean baselines report only MSE (and MAE). The last-return baseline reads the raw
+//! (split-adjusted, not normalized) return the windows carry, so all its metrics are in the
+//! same units as the model's.
 
 use super::batches::{gather, HostBatch};
 use super::mlp::Mlp;
 use super::train_loop::check_split;
 use super::TrainError;
-use crate::artifact::{TrainedModel, Windows};
+use crate::artifact::{TargetScale, TrainedModel, WindowSet, Windows};
 use crate::metrics::Recorder;
 use dfdx::prelude::*;
 
-/// Predictions of `model` for every window of `windows.valid`, `horizons` per window.
+/// Fewest windows on one date for that date's cross-sectional IC.
+pub const MIN_IC_SYMBOLS: usize = 3;
+
+/// Predictions of `model` for every window of `windows.valid`, `horizons` per window, in
+/// target units.
 pub fn predict_valid<D: Device<f32>>(
     dev: &D,
     model: &Mlp<D>,
@@ -31,8 +43,21 @@ pub fn predict_valid<D: Device<f32>>(
 where
     TrainError: From<D::Err>,
 {
-    let set = &windows.valid;
-    check_split("valid", windows, set)?;
+    check_split("valid", windows, &windows.valid)?;
+    predict(dev, model, windows, &windows.valid, batch_size)
+}
+
+/// Predictions of `model` for every window of `set` (dropout off), in target units.
+pub fn predict<D: Device<f32>>(
+    dev: &D,
+    model: &Mlp<D>,
+    windows: &Windows,
+    set: &WindowSet,
+    batch_size: usize,
+) -> Result<Vec<f32>, TrainError>
+where
+    TrainError: From<D::Err>,
+{
     if model.input_width() != windows.input_len() || model.output_width() != windows.horizons {
         return Err(TrainError::Shape(format!(
             "the model maps {} inputs to {} outputs, the windows have {} inputs and {} horizons",
@@ -46,9 +71,15 @@ where
     let mut batch = HostBatch::default();
     let mut out = Vec::with_capacity(set.len() * windows.horizons);
     for idx in order.chunks(batch_size.max(1)) {
-        gather(windows, set, idx, &mut batch);
+        gather(windows, set, idx, TargetScale::IDENTITY, &mut batch);
         let x = dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, windows.input_len()))?;
-        out.extend(model.forward(x, false)?.as_vec());
+        out.extend(
+            model
+                .forward(x, false)?
+                .as_vec()
+                .into_iter()
+                .map(|z| model.target.restore(z)),
+        );
     }
     Ok(out)
 }
@@ -61,23 +92,41 @@ pub fn record_scores(model: &TrainedModel, predictions: &[f32], rec: &mut Record
         return Err(TrainError::EmptyData("the validation split has no windows".into()));
     }
     let targets = &set.targets;
+    let h = windows.horizons;
+    let model_mse = mse(predictions, targets);
     rec.record("valid_windows", set.len() as f64, "count");
-    rec.record("mse", mse(predictions, targets), "loss");
+    rec.record("mse", model_mse, "loss");
     rec.record("mae", mae(predictions, targets), "loss");
     record_direction_and_ic("", predictions, targets, rec);
+    if let Some(ic) = ic_per_date(set, h, predictions) {
+        rec.record("ic_per_date", ic.mean, "score");
+        if let Some(t) = ic.t {
+            rec.record("ic_t", t, "score");
+        }
+        rec.record("ic_dates", ic.dates as f64, "count");
+    }
 
     let zeros = vec![0.0; targets.len()];
-    rec.record("naive_zero_mse", mse(&zeros, targets), "loss");
+    let zero_mse = mse(&zeros, targets);
+    rec.record("naive_zero_mse", zero_mse, "loss");
     rec.record("naive_zero_mae", mae(&zeros, targets), "loss");
+    let means = vec![model.target.mean as f32; targets.len()];
+    let mean_mse = mse(&means, targets);
+    rec.record("naive_mean_mse", mean_mse, "loss");
+    if zero_mse > 0.0 {
+        rec.record("mse_vs_zero", model_mse / zero_mse, "ratio");
+    }
+    if mean_mse > 0.0 {
+        rec.record("mse_vs_mean", model_mse / mean_mse, "ratio");
+    }
 
-    if let Some(col) = windows.feature_names.iter().position(|f| f == "ret_1") {
-        let last: Vec<f32> = (0..set.len())
-            .flat_map(|i| {
-                let row = set.starts[i] as usize + windows.seq_len - 1;
-                let v = set.features[row * windows.n_features + col];
-                std::iter::repeat_n(v, windows.horizons)
-            })
+    if set.last_return.len() == set.len() {
+        let last: Vec<f32> = set
+            .last_return
+            .iter()
+            .flat_map(|&r| std::iter::repeat_n(r, h))
             .collect();
+        rec.record("naive_last_mse", mse(&last, targets), "loss");
         record_direction_and_ic("naive_last_", &last, targets, rec);
     }
     Ok(())
@@ -90,6 +139,46 @@ fn record_direction_and_ic(prefix: &str, pred: &[f32], target: &[f32], rec: &mut
     if let Some(ic) = spearman(pred, target) {
         rec.record(format!("{prefix}ic"), ic, "score");
     }
+}
+
+/// The mean per-date cross-sectional IC, its t-statistic (`None` with fewer than two dates or
+/// no spread) and the number of dates it averages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DateIc {
+    pub mean: f64,
+    pub t: Option<f64>,
+    pub dates: usize,
+}
+
+/// Spearman IC across the windows of each date (first horizon), averaged over dates; `None`
+/// when no date has [`MIN_IC_SYMBOLS`] windows with a rank order on both sides.
+pub fn ic_per_date(set: &WindowSet, horizons: usize, predictions: &[f32]) -> Option<DateIc> {
+    if set.dates.len() != set.len() {
+        return None;
+    }
+    let mut by_date: std::collections::BTreeMap<chrono::NaiveDate, (Vec<f32>, Vec<f32>)> = Default::default();
+    for (i, date) in set.dates.iter().enumerate() {
+        let entry = by_date.entry(*date).or_default();
+        entry.0.push(predictions[i * horizons]);
+        entry.1.push(set.targets[i * horizons]);
+    }
+    let ics: Vec<f64> = by_date
+        .values()
+        .filter(|(p, _)| p.len() >= MIN_IC_SYMBOLS)
+        .filter_map(|(p, t)| spearman(p, t))
+        .collect();
+    if ics.is_empty() {
+        return None;
+    }
+    let n = ics.len() as f64;
+    let mean = ics.iter().sum::<f64>() / n;
+    let sd = (ics.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let t = (ics.len() >= 2 && sd > 0.0).then(|| mean / (sd / n.sqrt()));
+    Some(DateIc {
+        mean,
+        t,
+        dates: ics.len(),
+    })
 }
 
 pub fn mse(pred: &[f32], target: &[f32]) -> f64 {

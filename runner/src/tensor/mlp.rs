@@ -7,7 +7,7 @@
 
 use super::config::Activation;
 use super::TrainError;
-use crate::artifact::{TrainedModel, Windows};
+use crate::artifact::{TargetScale, TrainedModel, Windows};
 use dfdx::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -38,7 +38,14 @@ pub struct Mlp<D: Device<f32>> {
     pub activation: Activation,
     /// Dropout probability after each hidden activation, applied only when training.
     pub dropout: f64,
+    /// The network's outputs are standardized targets; this maps them back to target units.
+    pub target: TargetScale,
 }
+
+/// The output layer's initial weights are Glorot-uniform scaled by this, so a fresh model
+/// predicts close to the (standardized) targets' mean instead of noise as large as the
+/// targets themselves, which the first epochs would otherwise spend unlearning.
+pub const OUTPUT_INIT_SCALE: f64 = 0.01;
 
 impl<D: Device<f32>> Mlp<D>
 where
@@ -46,8 +53,9 @@ where
 {
     /// A freshly initialized model. The weights are drawn on the host from `seed`, so CPU and
     /// CUDA start from bit-identical parameters: He-uniform (`sqrt(6 / fan_in)`) before
-    /// ReLU/GELU, Glorot-uniform (`sqrt(6 / (fan_in + fan_out))`) before tanh and for the linear
-    /// output layer, where no rectifier halves the variance. Biases start at zero.
+    /// ReLU/GELU, Glorot-uniform (`sqrt(6 / (fan_in + fan_out))`) before tanh, and for the linear
+    /// output layer Glorot-uniform times [`OUTPUT_INIT_SCALE`]. Biases start at zero. The target
+    /// scale starts as the identity; training sets it.
     pub fn new(dev: &D, widths: &[usize], activation: Activation, dropout: f64, seed: u64) -> Result<Self, TrainError> {
         if widths.len() < 2 {
             return Err(TrainError::Shape(format!(
@@ -59,7 +67,9 @@ where
         for (i, pair) in widths.windows(2).enumerate() {
             let (fan_in, fan_out) = (pair[0], pair[1]);
             let is_output = i + 2 == widths.len();
-            let bound = if is_output || activation == Activation::Tanh {
+            let bound = if is_output {
+                OUTPUT_INIT_SCALE * (6.0 / (fan_in + fan_out) as f64).sqrt()
+            } else if activation == Activation::Tanh {
                 (6.0 / (fan_in + fan_out) as f64).sqrt()
             } else {
                 (6.0 / fan_in as f64).sqrt()
@@ -75,6 +85,7 @@ where
             widths: widths.to_vec(),
             activation,
             dropout,
+            target: TargetScale::IDENTITY,
         })
     }
 
@@ -164,6 +175,7 @@ where
                 .iter()
                 .map(|l| (l.weight.as_vec(), l.bias.as_vec()))
                 .collect(),
+            target: self.target,
             windows,
         }
     }
@@ -172,7 +184,7 @@ where
     pub fn from_trained(dev: &D, model: &TrainedModel) -> Result<Self, TrainError> {
         let activation = Activation::parse(&model.activation)
             .ok_or_else(|| TrainError::Shape(format!("unknown activation `{}`", model.activation)))?;
-        Self::from_host(dev, &model.widths, activation, &model.layers)
+        Self::from_host(dev, &model.widths, activation, &model.layers, model.target)
     }
 
     fn from_host(
@@ -180,6 +192,7 @@ where
         widths: &[usize],
         activation: Activation,
         host: &[(Vec<f32>, Vec<f32>)],
+        target: TargetScale,
     ) -> Result<Self, TrainError> {
         if widths.len() < 2 || host.len() + 1 != widths.len() {
             return Err(TrainError::Shape(format!(
@@ -208,11 +221,13 @@ where
             widths: widths.to_vec(),
             activation,
             dropout: 0.0,
+            target,
         })
     }
 
     /// Writes the weights as safetensors: `layers.<i>.weight` (`[in, out]`, f32) and
-    /// `layers.<i>.bias`, with the activation and widths in the header metadata.
+    /// `layers.<i>.bias`, with the activation, widths and the target scale (`target_mean`,
+    /// `target_sd`: predictions are `target_mean + target_sd * output`) in the header metadata.
     pub fn save_model(&self, path: &Path) -> Result<(), TrainError> {
         let host: Vec<(Vec<u8>, Vec<u8>)> = self
             .layers
@@ -235,6 +250,9 @@ where
         let metadata = HashMap::from([
             ("activation".to_owned(), self.activation.as_str().to_owned()),
             ("widths".to_owned(), widths),
+            // Rust prints the shortest text that parses back to the same f64.
+            ("target_mean".to_owned(), self.target.mean.to_string()),
+            ("target_sd".to_owned(), self.target.sd.to_string()),
         ]);
         safetensors::serialize_to_file(views, &Some(metadata), path).map_err(st_err(path))
     }
@@ -265,6 +283,20 @@ where
             .map(str::parse::<usize>)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| bad(format!("bad `widths` metadata: {e}")))?;
+        // Files written before the target scale was stored hold models that predict targets
+        // directly: the identity.
+        let number = |key: &str, default: f64| -> Result<f64, TrainError> {
+            meta.get(key).map_or(Ok(default), |v| {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| bad(format!("bad `{key}` metadata: {v:?}")))
+            })
+        };
+        let target = TargetScale {
+            mean: number("target_mean", 0.0)?,
+            sd: number("target_sd", 1.0)?,
+        };
         let tensors = SafeTensors::deserialize(&bytes).map_err(st_err(path))?;
         let read = |name: String| -> Result<Vec<f32>, TrainError> {
             let view = tensors.tensor(&name).map_err(st_err(path))?;
@@ -280,7 +312,7 @@ where
         let host = (0..widths.len().saturating_sub(1))
             .map(|i| Ok((read(format!("layers.{i}.weight"))?, read(format!("layers.{i}.bias"))?)))
             .collect::<Result<Vec<_>, TrainError>>()?;
-        Self::from_host(dev, &widths, activation, &host)
+        Self::from_host(dev, &widths, activation, &host, target)
     }
 }
 

@@ -17,9 +17,11 @@ mod train_loop;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_signal;
 
-pub use config::{Activation, CpuEngine, DeviceKind, Precision, TrainParams, ValidateParams};
-pub use eval::{direction_accuracy, mae, mse, spearman};
+pub use config::{Activation, CpuEngine, DeviceKind, Precision, TrainParams, TrainTarget, ValidateParams};
+pub use eval::{direction_accuracy, ic_per_date, mae, mse, spearman, DateIc};
 pub use mlp::{Layer, Matrix, Mlp};
 
 use crate::artifact::{TrainedModel, Windows};
@@ -102,8 +104,9 @@ pub fn train(
     }
 }
 
-/// Evaluates `model` on its validation windows and records `mse`, `mae`,
-/// `direction_accuracy`, `ic` and the naive baselines (see `eval` for their definitions).
+/// Evaluates `model` on its validation windows and records `mse`, `mae`, the ratios
+/// `mse_vs_zero` and `mse_vs_mean`, `direction_accuracy`, `ic`, `ic_per_date` with `ic_t`, and
+/// the naive baselines (see `eval` for their definitions).
 pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorder) -> Result<(), TrainError> {
     params.check()?;
     let predictions = match params.device {

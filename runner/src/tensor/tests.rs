@@ -26,12 +26,16 @@ fn learnable_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> 
                 0.8 * last[0] - 0.5 * last[1] + 0.3 * last[2] + rng.gen_range(-0.02..0.02)
             })
             .collect();
+        // Four windows per date, so each date has a cross-section to rank; the last return is
+        // the last row's first feature.
+        let day0 = chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
         WindowSet {
+            last_return: (0..n).map(|i| features[(i + SEQ - 1) * FEAT]).collect(),
             features,
             starts: (0..n as u32).collect(),
             targets,
             symbol_idx: vec![0; n],
-            dates: Vec::new(),
+            dates: (0..n).map(|i| day0 + chrono::Duration::days((i / 4) as i64)).collect(),
         }
     };
     let train = split(n_train);
@@ -177,10 +181,17 @@ fn training_beats_the_naive_baseline() {
     assert!(mse < 0.1 * naive, "validation mse {mse} vs predict-zero {naive}");
     assert!(single(&vrec, "direction_accuracy").unwrap() > 0.9);
     assert!(single(&vrec, "ic").unwrap() > 0.9);
-    // `ret_1` is a feature, so the last-return baseline is reported (sign and rank only).
+    assert_eq!(single(&vrec, "mse_vs_zero"), Some(mse / naive));
+    let mean_mse = single(&vrec, "naive_mean_mse").unwrap();
+    assert_eq!(single(&vrec, "mse_vs_mean"), Some(mse / mean_mse));
+    // 128 windows, four per date: 32 cross-sections, each ranked well.
+    assert_eq!(single(&vrec, "ic_dates"), Some(32.0));
+    assert!(single(&vrec, "ic_per_date").unwrap() > 0.8);
+    assert!(single(&vrec, "ic_t").unwrap() > 5.0);
+    // The last-return baseline is in target units: MSE, sign and rank.
+    assert!(single(&vrec, "naive_last_mse").is_some_and(|m| m > mse));
     assert!(single(&vrec, "naive_last_direction_accuracy").is_some());
     assert!(single(&vrec, "naive_last_ic").is_some());
-    assert!(single(&vrec, "naive_last_mse").is_none());
     assert_eq!(single(&vrec, "valid_windows"), Some(128.0));
 }
 
@@ -208,6 +219,7 @@ fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: Cpu
     };
     let (reference, rec) = run_train(windows, &base, 9);
     let reference_losses = series(&rec, "train_loss");
+    let reference_batch_losses = series(&rec, "mean_batch_loss");
     let knobs = [
         (true, 0, 1, 1, true),
         (false, 1, 1, 1, false),
@@ -227,6 +239,7 @@ fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: Cpu
         };
         let (model, rec) = run_train(windows, &params, 9);
         assert_eq!(series(&rec, "train_loss"), reference_losses, "{params:?}");
+        assert_eq!(series(&rec, "mean_batch_loss"), reference_batch_losses, "{params:?}");
         assert_eq!(model.layers, reference.layers, "{params:?}");
         assert_eq!(single(&rec, "compute_seconds").is_some(), phase_timing);
     }
@@ -503,4 +516,69 @@ fn cuda_without_the_feature_says_how_to_build_it() {
             "{err:?}"
         );
     }
+}
+
+#[test]
+fn targets_are_standardized_with_training_statistics_and_predictions_come_back_in_target_units() {
+    // Targets far from mean 0 and sd 1: the model must still predict them in their own units.
+    let base = learnable_windows(512, 128, 5);
+    let mut shifted = (*base).clone();
+    for set in [&mut shifted.train, &mut shifted.valid] {
+        set.targets.iter_mut().for_each(|t| *t = 0.01 * *t + 0.002);
+    }
+    let windows = Arc::new(shifted);
+    let params = TrainParams {
+        hidden: vec![16],
+        batch_size: 32,
+        epochs: 15,
+        lr: 1e-2,
+        ..TrainParams::default()
+    };
+    let (model, _) = run_train(&windows, &params, 42);
+    let want = crate::artifact::TargetScale::of(&windows.train.targets);
+    assert_eq!(model.target, want);
+    assert!((want.mean - 0.002).abs() < 0.003 && want.sd < 0.02, "{want:?}");
+    let mut vrec = Recorder::new();
+    validate(&model, &ValidateParams::default(), &mut vrec).unwrap();
+    assert!(single(&vrec, "mse_vs_zero").unwrap() < 0.1);
+    assert!(single(&vrec, "mse_vs_mean").unwrap() < 0.1);
+    // Restoring undoes standardizing.
+    for t in [-0.05f32, 0.0, 0.002, 0.03] {
+        assert!((want.restore(want.standardize(t)) - t).abs() < 1e-7);
+    }
+}
+
+#[test]
+fn a_train_target_records_time_and_epochs_to_reach_it_or_a_note_when_never_reached() {
+    let windows = learnable_windows(256, 64, 6);
+    let reachable = TrainParams {
+        hidden: vec![16],
+        batch_size: 32,
+        epochs: 6,
+        lr: 1e-2,
+        target: Some(TrainTarget { mse_vs_zero: 0.5 }),
+        ..TrainParams::default()
+    };
+    let (_, rec) = run_train(&windows, &reachable, 3);
+    let ratios = series(&rec, "valid_mse_vs_zero");
+    assert_eq!(ratios.len(), 6);
+    let first = ratios.iter().position(|&r| r <= 0.5).expect("reached");
+    assert_eq!(single(&rec, "epochs_to_target"), Some((first + 1) as f64));
+    let seconds: f64 = series(&rec, "epoch_seconds")[..=first].iter().sum();
+    assert_eq!(single(&rec, "seconds_to_target"), Some(seconds));
+    assert!(rec.notes().is_empty());
+
+    let unreachable = TrainParams {
+        epochs: 2,
+        target: Some(TrainTarget { mse_vs_zero: 1e-9 }),
+        ..reachable
+    };
+    let (_, rec) = run_train(&windows, &unreachable, 3);
+    assert_eq!(single(&rec, "seconds_to_target"), None);
+    assert_eq!(single(&rec, "epochs_to_target"), None);
+    assert!(
+        rec.notes()[0].contains("never reached 0.000000001 x the naive-zero MSE in 2 epochs"),
+        "{:?}",
+        rec.notes()
+    );
 }

@@ -4,11 +4,12 @@
 
 use super::batches::{BatchSource, HostBatch};
 use super::config::TrainParams;
+use super::eval;
 use super::mlp::{Matrix, Mlp};
 use super::native::NativeMlp;
 use super::optim::{clip_global_norm, AdamW};
 use super::{TrainDevice, TrainError};
-use crate::artifact::Windows;
+use crate::artifact::{TargetScale, Windows};
 use crate::metrics::Recorder;
 use dfdx::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,8 +18,15 @@ use std::time::{Duration, Instant};
 
 /// Trains a fresh model on `windows.train` and records the stage's metrics into `rec`:
 /// - `epoch_seconds` (s) per epoch as a series, and their mean as a single value;
-/// - `train_loss` (loss): the mean batch loss per epoch as a series, and the last epoch's value;
+/// - `train_loss` (loss): the MSE over all training windows, in target units, with the weights
+///   at the end of each epoch (a full pass, not timed) as a series, and the last epoch's value;
+/// - `mean_batch_loss` (loss): the mean of the epoch's batch losses as a series, in standardized
+///   target units, taken while the weights change (what the loop saw, not a model's MSE);
 /// - `samples_per_second` (samples/s) over all epochs;
+/// - with `target`, `valid_mse_vs_zero` (ratio) per epoch as a series, and `seconds_to_target`
+///   (s, training time summed up to the end of the first epoch whose validation MSE / naive-zero
+///   MSE is at or below the target) and `epochs_to_target` (count); a note instead when no
+///   epoch reaches it;
 /// - with `phase_timing`, the totals `prep_seconds`, `h2d_seconds`, `compute_seconds` and
 ///   `readback_seconds` (s). With `prefetch > 0`, prep is only the time spent waiting for the
 ///   producer thread, i.e. the part of batch preparation that was not hidden.
@@ -45,10 +53,15 @@ where
     widths.extend_from_slice(&params.hidden);
     widths.push(horizons);
 
+    // The network learns standardized targets (training statistics only); predictions are
+    // mapped back to target units with the same numbers, stored in the model.
+    let scale = TargetScale::of(&windows.train.targets);
     let mut model = Mlp::new(dev, &widths, params.activation, params.dropout, seed)?;
+    model.target = scale;
     let mut engine = E::new(dev, &model, params, seed)?;
     let mut source = BatchSource::new(
         windows.clone(),
+        scale,
         seed,
         params.shuffle,
         params.batch_size,
@@ -59,7 +72,11 @@ where
     let steps_per_epoch = n.div_ceil(params.batch_size);
     let mut epoch_seconds = Vec::with_capacity(params.epochs);
     let mut last_epoch_loss = f64::NAN;
+    let mut last_train_mse = f64::NAN;
     let mut global_step = 0usize;
+    let valid_zero_mse = eval::mse(&vec![0.0; windows.valid.targets.len()], &windows.valid.targets);
+    let mut reached: Option<(usize, f64)> = None;
+    let mut best: Option<(usize, f64)> = None;
 
     for epoch in 0..params.epochs {
         dev.try_synchronize()?;
@@ -107,16 +124,49 @@ where
         if !mean_loss.is_finite() {
             return Err(TrainError::Diverged { epoch, loss: mean_loss });
         }
-        tracing::debug!(epoch, seconds, loss = mean_loss, "train epoch");
-        rec.record_step("epoch_seconds", epoch as i64, seconds, "s");
-        rec.record_step("train_loss", epoch as i64, mean_loss, "loss");
         epoch_seconds.push(seconds);
+        // Untimed: the full-pass training MSE and, with a target, the validation ratio.
+        let train_pred = eval::predict(dev, &model, windows, &windows.train, EVAL_BATCH)?;
+        let train_mse = eval::mse(&train_pred, &windows.train.targets);
+        tracing::debug!(epoch, seconds, batch_loss = mean_loss, train_mse, "train epoch");
+        rec.record_step("epoch_seconds", epoch as i64, seconds, "s");
+        rec.record_step("train_loss", epoch as i64, train_mse, "loss");
+        rec.record_step("mean_batch_loss", epoch as i64, mean_loss, "loss");
         last_epoch_loss = mean_loss;
+        last_train_mse = train_mse;
+        if let Some(target) = &params.target {
+            let pred = eval::predict(dev, &model, windows, &windows.valid, EVAL_BATCH)?;
+            let ratio = eval::mse(&pred, &windows.valid.targets) / valid_zero_mse;
+            rec.record_step("valid_mse_vs_zero", epoch as i64, ratio, "ratio");
+            if best.is_none_or(|(_, b)| ratio < b) {
+                best = Some((epoch, ratio));
+            }
+            if reached.is_none() && ratio <= target.mse_vs_zero {
+                reached = Some((epoch, epoch_seconds.iter().sum()));
+            }
+        }
     }
 
     let total: f64 = epoch_seconds.iter().sum();
     rec.record("epoch_seconds", total / epoch_seconds.len() as f64, "s");
-    rec.record("train_loss", last_epoch_loss, "loss");
+    rec.record("train_loss", last_train_mse, "loss");
+    rec.record("mean_batch_loss", last_epoch_loss, "loss");
+    if let Some(target) = &params.target {
+        match reached {
+            Some((epoch, seconds)) => {
+                rec.record("seconds_to_target", seconds, "s");
+                rec.record("epochs_to_target", (epoch + 1) as f64, "count");
+            }
+            None => rec.note(format!(
+                "the validation MSE never reached {} x the naive-zero MSE in {} epoch{}{}: no \
+                 seconds_to_target or epochs_to_target recorded",
+                target.mse_vs_zero,
+                params.epochs,
+                if params.epochs == 1 { "" } else { "s" },
+                best.map_or_else(String::new, |(e, r)| format!(" (best {r:.4} after epoch {})", e + 1))
+            )),
+        }
+    }
     rec.record("samples_per_second", (n * params.epochs) as f64 / total, "samples/s");
     if params.phase_timing {
         for (phase, spent) in Phase::ALL.iter().zip(clock.spent) {
@@ -125,6 +175,9 @@ where
     }
     Ok(model)
 }
+
+/// Windows per batch of the untimed end-of-epoch evaluations.
+const EVAL_BATCH: usize = 4096;
 
 fn check_windows(windows: &Windows) -> Result<(), TrainError> {
     let set = &windows.train;
