@@ -193,3 +193,73 @@ fn peak_is_drawn_only_when_it_is_the_only_bandwidth_series() {
     // Stepped metrics in other units (seconds, loss) are not bandwidth.
     assert!(bandwidth::bandwidth_stages(&sweep_run()).is_empty());
 }
+
+/// A config whose copies are 3x slower at the largest size only, with 6 trials per side.
+fn slow_at_the_top_run() -> RunData {
+    let trial = |rep: u32, top: f64| {
+        let mut t = transfer_trial(rep, 0.5, 1);
+        t.stages[0].metrics = SIZES
+            .iter()
+            .map(|&size| {
+                let base = size as f64 / 10e9 * (1.0 + 0.01 * noise(rep + size as u32 % 97));
+                let secs = if size == SIZES[2] { base * top } else { base };
+                metric("h2d_seconds", secs, "s", Some(size))
+            })
+            .chain(std::iter::once(metric("h2d_gbps_at_max", 1.0, "GB/s", None)))
+            .chain(
+                SIZES
+                    .iter()
+                    .map(|&s| metric("h2d_pinned_reuse_gbps", 1.0, "GB/s", Some(s))),
+            )
+            .collect();
+        t
+    };
+    let mut run = base_run(vec![
+        config("reuse", "reuse", None, (0..6).map(|r| trial(r, 1.0)).collect()),
+        config(
+            "per_copy",
+            "per_copy",
+            None,
+            (0..6).map(|r| trial(r + 10, 3.0)).collect(),
+        ),
+    ]);
+    run.compare.primary = "transfer.h2d_gbps_at_max".to_owned();
+    run.compare.baseline = "reuse".to_owned();
+    run.compare.guards.clear();
+    run.compare.claims.clear();
+    run
+}
+
+#[test]
+fn copies_are_compared_size_by_size_with_a_verdict_each() {
+    let report = build_report(&slow_at_the_top_run());
+    assert_eq!(report.bandwidth_by_size.len(), 1, "{:?}", report.bandwidth_by_size);
+    let t = &report.bandwidth_by_size[0];
+    assert_eq!(
+        (
+            t.stage.as_str(),
+            t.metric.as_str(),
+            t.config.as_str(),
+            t.against.as_str()
+        ),
+        ("transfer", "h2d_seconds", "per_copy", "reuse")
+    );
+    let sizes: Vec<i64> = t.rows.iter().map(|r| r.size_bytes).collect();
+    assert_eq!(sizes, SIZES);
+    // Unchanged at the small sizes; about 3x slower (speedup ~0.33) at the largest only.
+    for r in &t.rows[..2] {
+        assert_ne!(r.verdict, crate::stats::Verdict::Slower, "{r:?}");
+        assert!((r.speedup.unwrap() - 1.0).abs() < 0.05, "{r:?}");
+    }
+    let top = &t.rows[2];
+    assert_eq!(top.verdict, crate::stats::Verdict::Slower, "{top:?}");
+    assert!((top.speedup.unwrap() - 1.0 / 3.0).abs() < 0.02, "{top:?}");
+    assert_eq!(top.n, (6, 6));
+    let md = render_markdown(&report, None).unwrap();
+    assert!(
+        md.contains("**per_copy against reuse** (`transfer.h2d_seconds`)"),
+        "{md}"
+    );
+    // The per-size series is compared there, not averaged over sizes in the Metrics table.
+    assert!(!md.contains("| `transfer.h2d_seconds` (series)"), "{md}");
+}

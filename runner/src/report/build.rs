@@ -223,6 +223,14 @@ pub fn build_report(run: &RunData) -> Report {
         stages,
         sweeps: sweep_tables(run, &unit),
         sweep_neighbours: super::neighbours::neighbour_table(run, &unit),
+        bandwidth_by_size: super::by_size::size_comparisons(
+            run,
+            &plan,
+            &super::bandwidth::bandwidth_stages(run)
+                .into_iter()
+                .map(|b| b.stage)
+                .collect::<Vec<_>>(),
+        ),
         bandwidth: bandwidth_tables(run, charts::bandwidth_file),
         other_metrics: other_metric_rows(run, &plan, &settings),
         scaling: super::scaling::scaling(run),

@@ -10,6 +10,7 @@
 
 mod bandwidth;
 mod build;
+pub mod by_size;
 mod charts;
 mod compare;
 mod compare_view;

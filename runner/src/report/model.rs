@@ -62,6 +62,9 @@ pub struct Report {
     pub sweep_neighbours: Option<super::neighbours::NeighbourTable>,
     /// One table per stage that recorded `GB/s` series over copy sizes.
     pub bandwidth: Vec<BandwidthTable>,
+    /// Each compared config against its baseline on a copy stage's `<direction>_seconds`, one
+    /// verdict per size: a copy's cost depends on its size, so no single ratio stands for all.
+    pub bandwidth_by_size: Vec<super::by_size::SizeComparison>,
     /// Every recorded metric that is neither the primary metric, a guard, nor in a bandwidth
     /// table: grouped by metric, configs in plan order.
     pub other_metrics: Vec<OtherMetricRow>,

@@ -55,6 +55,10 @@ pub(crate) fn other_metric_rows(
 ) -> Vec<OtherMetricRow> {
     let mut shown = bandwidth_metrics(run);
     shown.push(run.compare.primary.clone());
+    // Compared size by size in the bandwidth section.
+    for b in super::bandwidth::bandwidth_stages(run) {
+        shown.extend(super::by_size::METRICS.iter().map(|m| format!("{}.{m}", b.stage)));
+    }
     let mut rows = Vec::new();
     for m in recorded_metrics(run, &shown) {
         if m.series && m.name.ends_with("loss") {

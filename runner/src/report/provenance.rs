@@ -150,7 +150,17 @@ fn how_made(s: &DataSource) -> String {
             start,
             seed,
             style,
-        } => format!("{SYNTH} --symbols {symbols} --days {days} --start {start} --seed {seed} --style {style}"),
+            generator,
+        } => {
+            let command =
+                format!("{SYNTH} --symbols {symbols} --days {days} --start {start} --seed {seed} --style {style}");
+            if *generator == crate::market::GENERATOR_VERSION {
+                command
+            } else {
+                // Another generator makes other bars from the same options.
+                format!("{command} (with generator {generator}: a measured whose generator is that version)")
+            }
+        }
         DataSource::Import { file, sha256, .. } => {
             format!("{file} (sha256 {sha256}) imported with measured data import")
         }

@@ -41,6 +41,7 @@ pub struct ReportView<'a> {
     pub sweeps: Vec<TableView>,
     pub sweep_neighbours: Option<super::neighbours::NeighbourView>,
     pub bandwidth: Vec<BandwidthView>,
+    pub bandwidth_by_size: Vec<super::by_size::SizeComparisonView>,
     pub other_metrics: Vec<OtherMetricView>,
     /// Some row of `other_metrics` is a series summarized by its mean over steps.
     pub other_metrics_series: bool,
@@ -354,6 +355,11 @@ pub fn view(r: &Report) -> ReportView<'_> {
             })
             .collect(),
         bandwidth: r.bandwidth.iter().map(bandwidth_view).collect(),
+        bandwidth_by_size: r
+            .bandwidth_by_size
+            .iter()
+            .map(super::by_size::size_comparison_view)
+            .collect(),
         other_metrics: r
             .other_metrics
             .iter()

@@ -29,6 +29,16 @@ pub struct TransferParams {
     /// list (default both).
     #[serde(default = "default_allocation")]
     pub allocation: ModeList<Allocation>,
+    /// `"blocking"` (the host waits for each copy, as `.to(device)` does) or `"non_blocking"`
+    /// (the copy is issued and the host goes on; as `.to(device, non_blocking=True)`), one value
+    /// or a list (default `"blocking"`).
+    #[serde(default = "default_sync")]
+    pub sync: ModeList<SyncMode>,
+    /// Each timed iteration also prepares the next batch on the host (one pass over a second
+    /// host buffer of the same size) after issuing the copy, as a data loader does; the
+    /// recorded time is then the loop's time per batch. Non-blocking copies overlap with it.
+    #[serde(default)]
+    pub prepare_next: bool,
     /// Recorded samples per (size, mode).
     #[serde(default = "default_iterations")]
     #[schemars(range(min = 1))]
@@ -48,6 +58,8 @@ impl Default for TransferParams {
             direction: default_direction(),
             host_memory: default_host_memory(),
             allocation: default_allocation(),
+            sync: default_sync(),
+            prepare_next: false,
             iterations: default_iterations(),
             warmup: default_warmup(),
             device: TransferDevice::default(),
@@ -67,6 +79,9 @@ fn default_host_memory() -> ModeList<HostMemory> {
 }
 fn default_allocation() -> ModeList<Allocation> {
     ModeList(vec![Allocation::PerCopy, Allocation::Reuse])
+}
+fn default_sync() -> ModeList<SyncMode> {
+    ModeList(vec![SyncMode::Blocking])
 }
 fn default_iterations() -> u32 {
     20
@@ -122,6 +137,24 @@ impl Allocation {
         match self {
             Allocation::PerCopy => "per_copy",
             Allocation::Reuse => "reuse",
+        }
+    }
+}
+
+/// Whether the host waits for each copy (`blocking`) or issues it and waits only before the
+/// copied batch is used (`non_blocking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncMode {
+    Blocking,
+    NonBlocking,
+}
+
+impl SyncMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMode::Blocking => "blocking",
+            SyncMode::NonBlocking => "non_blocking",
         }
     }
 }
@@ -207,6 +240,7 @@ impl TransferParams {
         check_list("direction", &self.direction, Direction::as_str)?;
         check_list("host_memory", &self.host_memory, HostMemory::as_str)?;
         check_list("allocation", &self.allocation, Allocation::as_str)?;
+        check_list("sync", &self.sync, SyncMode::as_str)?;
         let mut modes = Vec::new();
         let mut seen = HashSet::new();
         for direction in &self.direction.0 {
@@ -217,11 +251,17 @@ impl TransferParams {
             };
             for &direction in directions {
                 for &host_memory in &self.host_memory.0 {
-                    for &allocation in &self.allocation.0 {
+                    for (&allocation, &sync) in self
+                        .allocation
+                        .0
+                        .iter()
+                        .flat_map(|a| self.sync.0.iter().map(move |s| (a, s)))
+                    {
                         let mode = Mode {
                             direction,
                             host_memory,
                             allocation,
+                            sync,
                         };
                         if !seen.insert(mode) {
                             // Each list has no repeats, so this is `both` beside `h2d`/`d2h`.
@@ -248,6 +288,7 @@ impl TransferParams {
             modes,
             iterations: self.iterations,
             warmup: self.warmup,
+            prepare_next: self.prepare_next,
         })
     }
 }

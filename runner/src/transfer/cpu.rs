@@ -5,11 +5,15 @@
 //! reusing a warm one, and page-locked (`mlock`) against ordinary host memory.
 
 use std::hint::black_box;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 
 use super::size::format_bytes;
 use super::timing::Sampler;
-use super::{gbps, len_of, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, TransferError};
+use super::{
+    gbps, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode,
+    TransferError,
+};
 use crate::metrics::Recorder;
 use crate::stats::median;
 
@@ -37,7 +41,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         rec.record_step("peak_gbps", step, peak, "GB/s");
         let mut all_locked = true;
         for mode in &plan.modes {
-            let samples = copy_samples(size, *mode, sampler, cancel)?;
+            let samples = copy_samples(size, *mode, sampler, plan.prepare_next, cancel)?;
             all_locked &= samples.page_locked;
             record_mode(rec, mode, size, median(&samples.seconds));
         }
@@ -63,7 +67,7 @@ pub fn cpu_copy_samples(
             "must be at least 1",
         )));
     }
-    copy_samples(size, mode, Sampler { iterations, warmup }, cancel)
+    copy_samples(size, mode, Sampler { iterations, warmup }, false, cancel)
 }
 
 /// The reference: `copy_from_slice` between two warm, reused buffers.
@@ -79,72 +83,132 @@ fn peak_samples(size: u64, sampler: Sampler, cancel: &AtomicBool) -> Result<Vec<
     })
 }
 
-fn copy_samples(size: u64, mode: Mode, sampler: Sampler, cancel: &AtomicBool) -> Result<CopySamples, TransferError> {
+fn copy_samples(
+    size: u64,
+    mode: Mode,
+    sampler: Sampler,
+    prepare_next: bool,
+    cancel: &AtomicBool,
+) -> Result<CopySamples, TransferError> {
     let pinned = mode.host_memory == HostMemory::Pinned;
-    match (mode.direction, mode.allocation) {
+    // Whether every pinned buffer was locked; the per-copy d2h destinations update it.
+    let locked = AtomicBool::new(true);
+    let mut next = if prepare_next { Some(filled(size)?) } else { None };
+    let next = next.as_deref_mut();
+    let run = |copy: &mut (dyn FnMut() -> Result<(), TransferError> + Send), next: Option<&mut [u8]>| {
+        batch_loop(sampler, cancel, mode.sync, next, copy)
+    };
+    let seconds = match (mode.direction, mode.allocation) {
         // Host buffer (of the mode's kind) -> "device" buffer.
         (CopyDirection::H2d, Allocation::Reuse) => {
             let src = HostBuf::filled(size, pinned)?;
+            locked.store(src.locked || !pinned, Ordering::Relaxed);
             let mut dst = filled(size)?;
-            let seconds = sampler.wall(cancel, |k| {
-                for _ in 0..k {
+            run(
+                &mut || {
                     dst.copy_from_slice(black_box(src.as_slice()));
                     black_box(&mut dst);
-                }
-                Ok(())
-            })?;
-            Ok(CopySamples {
-                seconds,
-                page_locked: src.locked || !pinned,
-            })
+                    Ok(())
+                },
+                next,
+            )?
         }
         (CopyDirection::H2d, Allocation::PerCopy) => {
             let src = HostBuf::filled(size, pinned)?;
-            let seconds = sampler.wall(cancel, |k| {
-                for _ in 0..k {
+            locked.store(src.locked || !pinned, Ordering::Relaxed);
+            run(
+                &mut || {
                     let dst = copy_into_new(black_box(src.as_slice()), size)?;
                     drop(black_box(dst));
-                }
-                Ok(())
-            })?;
-            Ok(CopySamples {
-                seconds,
-                page_locked: src.locked || !pinned,
-            })
+                    Ok(())
+                },
+                next,
+            )?
         }
         // "Device" buffer -> host buffer of the mode's kind.
         (CopyDirection::D2h, Allocation::Reuse) => {
             let src = filled(size)?;
             let mut dst = HostBuf::filled(size, pinned)?;
-            let seconds = sampler.wall(cancel, |k| {
-                for _ in 0..k {
+            locked.store(dst.locked || !pinned, Ordering::Relaxed);
+            run(
+                &mut || {
                     dst.as_mut_slice().copy_from_slice(black_box(&src));
                     black_box(dst.as_mut_slice());
-                }
-                Ok(())
-            })?;
-            Ok(CopySamples {
-                seconds,
-                page_locked: dst.locked || !pinned,
-            })
+                    Ok(())
+                },
+                next,
+            )?
         }
         (CopyDirection::D2h, Allocation::PerCopy) => {
             let src = filled(size)?;
-            let mut all_locked = true;
-            let seconds = sampler.wall(cancel, |k| {
-                for _ in 0..k {
+            run(
+                &mut || {
                     let dst = HostBuf::copy_of(black_box(&src), pinned)?;
-                    all_locked &= dst.locked;
+                    if pinned && !dst.locked {
+                        locked.store(false, Ordering::Relaxed);
+                    }
                     drop(black_box(dst));
+                    Ok(())
+                },
+                next,
+            )?
+        }
+    };
+    Ok(CopySamples {
+        seconds,
+        page_locked: locked.load(Ordering::Relaxed),
+    })
+}
+
+/// Times iterations of one copy, plus the next batch's preparation on the host when `next` is
+/// given. `blocking`: copy, then prepare. `non_blocking`: hand the copy to a copy-engine
+/// thread (the stand-in for a GPU's copy engine), prepare meanwhile, then wait for the copy
+/// before the iteration ends, as a loop must before it uses the batch.
+fn batch_loop(
+    sampler: Sampler,
+    cancel: &AtomicBool,
+    sync: SyncMode,
+    mut next: Option<&mut [u8]>,
+    copy: &mut (dyn FnMut() -> Result<(), TransferError> + Send),
+) -> Result<Vec<f64>, TransferError> {
+    match sync {
+        SyncMode::Blocking => sampler.wall(cancel, |k| {
+            for _ in 0..k {
+                copy()?;
+                if let Some(buf) = next.as_deref_mut() {
+                    prepare(buf);
+                }
+            }
+            Ok(())
+        }),
+        SyncMode::NonBlocking => std::thread::scope(|scope| {
+            let (issue, jobs) = mpsc::channel::<()>();
+            let (done, finished) = mpsc::channel::<Result<(), TransferError>>();
+            scope.spawn(move || {
+                while jobs.recv().is_ok() {
+                    if done.send(copy()).is_err() {
+                        break;
+                    }
+                }
+            });
+            // `issue` is dropped when this closure returns, which ends the engine's loop
+            // before the scope joins it.
+            sampler.wall(cancel, |k| {
+                for _ in 0..k {
+                    issue.send(()).map_err(|_| engine_stopped())?;
+                    if let Some(buf) = next.as_deref_mut() {
+                        prepare(buf);
+                    }
+                    finished.recv().map_err(|_| engine_stopped())??;
                 }
                 Ok(())
-            })?;
-            Ok(CopySamples {
-                seconds,
-                page_locked: all_locked || !pinned,
             })
-        }
+        }),
     }
+}
+
+fn engine_stopped() -> TransferError {
+    TransferError::EngineStopped
 }
 
 /// An ordinary buffer of `size` bytes, written once so its pages exist before timing.

@@ -8,6 +8,11 @@
 //!   tensor from an ordinary Rust buffer does; the driver stages it through its own pinned
 //!   buffer.
 //! - `pinned`: `cuMemHostAlloc` memory with `cuMemcpy*Async` on a non-blocking stream.
+//!   `blocking` waits for the stream after each copy (what `.to(device)` does);
+//!   `non_blocking` waits only at the end of the iteration, after the host has prepared the
+//!   next batch (`prepare_next`), which is when a loop would use the copied batch.
+//!   Pageable copies return only when done whatever `sync` says: the driver stages them
+//!   synchronously, so `non_blocking` cannot overlap them (as in CUDA itself).
 //! - `per_copy`: every copy allocates its destination (`cuMemAlloc` on the device for h2d, a
 //!   new `Vec` or `cuMemHostAlloc` buffer on the host for d2h), copies, waits, and frees it.
 //!   `cuMemAlloc` is uncached, so this is the cost an allocator without a pool pays.
@@ -24,7 +29,10 @@ use cudarc::driver::{result, sys, CudaDevice, DriverError};
 
 use super::size::format_bytes;
 use super::timing::Sampler;
-use super::{gbps, len_of, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, TransferError};
+use super::{
+    gbps, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode,
+    TransferError,
+};
 use crate::metrics::Recorder;
 use crate::stats::median;
 
@@ -52,7 +60,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         let peak = gbps(size, median(&peak_samples(len, &stream, sampler, cancel)?));
         rec.record_step("peak_gbps", step_of(size), peak, "GB/s");
         for mode in &plan.modes {
-            let seconds = copy_samples(len, *mode, &stream, sampler, cancel)?;
+            let seconds = copy_samples(len, *mode, &stream, sampler, plan.prepare_next, cancel)?;
             record_mode(rec, mode, size, median(&seconds));
         }
     }
@@ -99,18 +107,37 @@ fn d2d_gbps(want: u64, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -
     Ok(gbps(len as u64, median(&samples)))
 }
 
+/// What one iteration's copy needs kept alive until the stream has finished with it (a fresh
+/// `per_copy` buffer), freed only after the iteration's synchronization.
+type Keep = Option<Box<dyn std::any::Any>>;
+
 fn copy_samples(
     len: usize,
     mode: Mode,
     stream: &Stream,
     sampler: Sampler,
+    prepare_next: bool,
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>, TransferError> {
     let s = stream.0;
-    let timed = |batch: &mut dyn FnMut() -> Result<(), TransferError>| {
+    // Copies from and to pinned memory are stream-ordered; pageable ones return when done
+    // (the driver stages them), so `non_blocking` cannot overlap them, as in CUDA itself.
+    let stream_ordered = mode.host_memory == HostMemory::Pinned;
+    let mut next = if prepare_next { Some(vec![FILL; len]) } else { None };
+    let mut timed = |issue: &mut dyn FnMut() -> Result<Keep, TransferError>| {
         sampler.wall(cancel, |k| {
             for _ in 0..k {
-                batch()?;
+                let keep = issue()?;
+                if stream_ordered && mode.sync == SyncMode::Blocking {
+                    stream.sync()?;
+                }
+                if let Some(buf) = next.as_deref_mut() {
+                    prepare(buf);
+                }
+                if stream_ordered && mode.sync == SyncMode::NonBlocking {
+                    stream.sync()?;
+                }
+                drop(keep);
             }
             ctx_sync()
         })
@@ -129,7 +156,7 @@ fn copy_samples(
                     // Small pageable copies may still be in flight; wait before freeing.
                     ctx_sync()?;
                 }
-                Ok(())
+                Ok(None)
             })
         }
         (CopyDirection::H2d, HostMemory::Pinned, alloc) => {
@@ -138,13 +165,10 @@ fn copy_samples(
             timed(&mut || {
                 let fresh = fresh_device(alloc, len)?;
                 let dst = fresh.as_ref().unwrap_or(&reused);
-                // SAFETY: both buffers hold `len` bytes; a fresh `dst` is freed only after
-                // the stream has finished with it.
+                // SAFETY: both buffers hold `len` bytes; a fresh `dst` is kept until the
+                // iteration has synchronized the stream.
                 cuda("cuMemcpyHtoDAsync", unsafe { htod_async(dst.ptr, &src, s) })?;
-                if fresh.is_some() {
-                    stream.sync()?;
-                }
-                Ok(())
+                Ok(fresh.map(|b| Box::new(b) as Box<dyn std::any::Any>))
             })
         }
         (CopyDirection::D2h, HostMemory::Pageable, Allocation::Reuse) => {
@@ -152,7 +176,8 @@ fn copy_samples(
             let mut dst = vec![0u8; len];
             timed(&mut || {
                 // SAFETY: `src` holds `len` bytes; the call returns once `dst` is written.
-                cuda("cuMemcpyDtoH", unsafe { result::memcpy_dtoh_sync(&mut dst, src.ptr) })
+                cuda("cuMemcpyDtoH", unsafe { result::memcpy_dtoh_sync(&mut dst, src.ptr) })?;
+                Ok(None)
             })
         }
         (CopyDirection::D2h, HostMemory::Pageable, Allocation::PerCopy) => {
@@ -169,7 +194,7 @@ fn copy_samples(
                     dst.set_len(len);
                 }
                 drop(std::hint::black_box(dst));
-                Ok(())
+                Ok(None)
             })
         }
         (CopyDirection::D2h, HostMemory::Pinned, Allocation::Reuse) => {
@@ -177,16 +202,18 @@ fn copy_samples(
             let dst = PinnedBuf::new(len)?;
             timed(&mut || {
                 // SAFETY: both buffers hold `len` bytes and live until the sample's sync.
-                cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, src.ptr, s) })
+                cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, src.ptr, s) })?;
+                Ok(None)
             })
         }
         (CopyDirection::D2h, HostMemory::Pinned, Allocation::PerCopy) => {
             let src = DeviceBuf::filled(len)?;
             timed(&mut || {
                 let dst = PinnedBuf::new(len)?;
-                // SAFETY: both buffers hold `len` bytes; `dst` is freed after the stream sync.
+                // SAFETY: both buffers hold `len` bytes; `dst` is kept until the iteration
+                // has synchronized the stream.
                 cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, src.ptr, s) })?;
-                stream.sync()
+                Ok(Some(Box::new(dst) as Box<dyn std::any::Any>))
             })
         }
     }

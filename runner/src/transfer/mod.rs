@@ -10,11 +10,13 @@
 //! | `direction`   | `h2d`, `d2h`, `both`            | `h2d`                       |
 //! | `host_memory` | `pageable`, `pinned`            | `["pageable", "pinned"]`    |
 //! | `allocation`  | `per_copy`, `reuse`             | `["per_copy", "reuse"]`     |
+//! | `sync`        | `blocking`, `non_blocking`      | `blocking`                  |
+//! | `prepare_next`| also prepare the next batch on the host each iteration | `false` |
 //! | `iterations`  | samples per (size, mode), >= 1  | 20                          |
 //! | `warmup`      | unrecorded samples before those | 3                           |
 //! | `device`      | `cpu`, `cuda`                   | `cpu`                       |
 //!
-//! `direction`, `host_memory` and `allocation` take one value or a list; the stage measures
+//! `direction`, `host_memory`, `allocation` and `sync` take one value or a list; the stage measures
 //! every combination in the same trial, so the modes see the same machine state.
 //!
 //! What the modes mean. `host_memory` is the kind of the host-side buffer: `pageable` is an
@@ -25,13 +27,22 @@
 //! allocated before timing. With `device = "cpu"` the "device" side is a second host buffer, so
 //! the same manifest measures host memcpy costs where no GPU exists.
 //!
+//! `sync` and `prepare_next` model a data loader's loop: each iteration copies a batch and the
+//! host prepares the next one (a read-modify-write pass over a second host buffer of the same
+//! size). `blocking` copies, waits, then prepares; `non_blocking` issues the copy, prepares
+//! meanwhile, and waits before the iteration ends, since the loop uses the batch next. On CUDA
+//! that is a stream-ordered copy (it can overlap only from pinned memory); on the CPU a
+//! copy-engine thread stands in for the GPU's copy engine, so the overlap is real but costs a
+//! hand-off per copy. With `prepare_next`, `<mode>_seconds` is the loop's time per batch.
+//!
 //! Timing. A sample is a batch of back-to-back copies lasting at least [`MIN_SAMPLE`]; its time
 //! divided by the batch length is one "seconds per copy". On CUDA the device is synchronized
 //! before the clock starts and before it stops, so no unfinished copy is ever timed. The
 //! recorded value is the median over `iterations` samples.
 //!
 //! Metrics, recorded as series with `step` = size in bytes (`<mode>` is
-//! `<direction>_<host_memory>_<allocation>`, e.g. `h2d_pinned_reuse`):
+//! `<direction>_<host_memory>_<allocation>`, plus `_non_blocking` for non-blocking copies, e.g.
+//! `h2d_pinned_reuse`):
 //! - `<mode>_seconds` (`s`): median seconds per copy;
 //! - `<mode>_gbps` (`GB/s`): size / seconds, in 10^9 bytes per second;
 //! - `peak_gbps` (`GB/s`): context for the size, not a ceiling. CPU: `copy_from_slice` between
@@ -55,7 +66,7 @@ use std::sync::atomic::AtomicBool;
 use crate::metrics::Recorder;
 use crate::params::ParamError;
 
-pub use config::{Allocation, Direction, HostMemory, ModeList, TransferDevice, TransferParams};
+pub use config::{Allocation, Direction, HostMemory, ModeList, SyncMode, TransferDevice, TransferParams};
 pub use cpu::{cpu_copy_samples, CopySamples};
 pub use size::{parse_size, SizeSpec};
 pub use timing::MIN_SAMPLE;
@@ -73,6 +84,8 @@ pub enum TransferError {
     TooLarge { size: String },
     #[error("CUDA {action} failed: {message}")]
     Cuda { action: &'static str, message: String },
+    #[error("the copy-engine thread stopped before finishing its copies")]
+    EngineStopped,
 }
 
 /// One concrete copy direction (`both` in the manifest expands to the two).
@@ -97,13 +110,19 @@ pub struct Mode {
     pub direction: CopyDirection,
     pub host_memory: HostMemory,
     pub allocation: Allocation,
+    pub sync: SyncMode,
 }
 
 impl Mode {
-    /// `h2d_pinned_reuse`, `d2h_pageable_per_copy`, ...
+    /// `h2d_pinned_reuse`, `d2h_pageable_per_copy`, `h2d_pinned_reuse_non_blocking`, ...
+    /// (blocking copies, the default, carry no suffix).
     pub fn name(&self) -> String {
+        let sync = match self.sync {
+            SyncMode::Blocking => "",
+            SyncMode::NonBlocking => "_non_blocking",
+        };
         format!(
-            "{}_{}_{}",
+            "{}_{}_{}{sync}",
             self.direction.as_str(),
             self.host_memory.as_str(),
             self.allocation.as_str()
@@ -118,6 +137,7 @@ pub(crate) struct Plan {
     pub modes: Vec<Mode>,
     pub iterations: u32,
     pub warmup: u32,
+    pub prepare_next: bool,
 }
 
 /// Measures every (size, mode) of `params` on its device and records the metrics in `rec`.
@@ -130,6 +150,15 @@ pub fn run_transfer(params: &TransferParams, rec: &mut Recorder, cancel: &Atomic
         #[cfg(not(feature = "cuda"))]
         TransferDevice::Cuda => Err(config::no_cuda_error().into()),
     }
+}
+
+/// The host's share of a loop iteration with `prepare_next`: one read-modify-write pass over
+/// the next batch, the memory traffic of collating it.
+pub(crate) fn prepare(buf: &mut [u8]) {
+    for b in buf.iter_mut() {
+        *b = b.wrapping_mul(3).wrapping_add(1);
+    }
+    std::hint::black_box(buf);
 }
 
 /// Decimal gigabytes per second for `bytes` moved in `seconds`.

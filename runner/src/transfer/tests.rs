@@ -184,6 +184,7 @@ fn samples_for_reuse_and_per_copy_at_one_mebibyte() {
             direction: CopyDirection::H2d,
             host_memory: HostMemory::Pageable,
             allocation,
+            sync: SyncMode::Blocking,
         };
         let s = cpu_copy_samples(1 << 20, mode, 5, 1, &cancel).unwrap();
         assert_eq!(s.seconds.len(), 5);
@@ -194,7 +195,69 @@ fn samples_for_reuse_and_per_copy_at_one_mebibyte() {
         direction: CopyDirection::D2h,
         host_memory: HostMemory::Pinned,
         allocation: Allocation::PerCopy,
+        sync: SyncMode::Blocking,
     };
     assert_eq!(cpu_copy_samples(4096, mode, 2, 0, &cancel).unwrap().seconds.len(), 2);
     assert!(cpu_copy_samples(0, mode, 2, 0, &cancel).is_err());
+}
+
+#[test]
+fn sync_is_an_axis_and_non_blocking_copies_carry_a_suffix() {
+    let p = params(
+        r#"
+        host_memory = "pinned"
+        allocation = "reuse"
+        sync = ["blocking", "non_blocking"]
+        prepare_next = true
+        "#,
+    );
+    let plan = p.plan().unwrap();
+    let names: Vec<String> = plan.modes.iter().map(Mode::name).collect();
+    assert_eq!(names, ["h2d_pinned_reuse", "h2d_pinned_reuse_non_blocking"]);
+    assert!(plan.prepare_next);
+    assert!(params("")
+        .plan()
+        .unwrap()
+        .modes
+        .iter()
+        .all(|m| m.sync == SyncMode::Blocking));
+    let err = param_error("sync = [\"blocking\", \"blocking\"]");
+    assert!(err.to_string().contains("lists `blocking` twice"), "{err}");
+    let err = toml::from_str::<TransferParams>("sync = \"async\"").unwrap_err();
+    assert!(err.to_string().contains("unknown variant `async`"), "{err}");
+}
+
+#[test]
+fn non_blocking_loops_copy_and_prepare_through_the_copy_engine_thread() {
+    let p = params(
+        r#"
+        sizes = ["64KiB"]
+        sync = ["blocking", "non_blocking"]
+        host_memory = "pinned"
+        allocation = ["reuse", "per_copy"]
+        direction = "both"
+        prepare_next = true
+        iterations = 3
+        warmup = 0
+        "#,
+    );
+    let mut rec = crate::metrics::Recorder::new();
+    run_transfer(&p, &mut rec, &AtomicBool::new(false)).unwrap();
+    let names: HashSet<&str> = rec.metrics().iter().map(|m| m.name.as_str()).collect();
+    for mode in [
+        "h2d_pinned_reuse",
+        "h2d_pinned_reuse_non_blocking",
+        "d2h_pinned_per_copy_non_blocking",
+    ] {
+        let secs = rec
+            .metrics()
+            .iter()
+            .find(|m| m.name == format!("{mode}_seconds"))
+            .unwrap_or_else(|| panic!("{mode}: {names:?}"));
+        assert!(secs.value > 0.0 && secs.value.is_finite(), "{mode}");
+        assert_eq!(secs.step, Some(65536));
+    }
+    // A cancelled run stops the engine thread and returns, rather than hanging.
+    let err = run_transfer(&p, &mut rec, &AtomicBool::new(true)).unwrap_err();
+    assert!(matches!(err, TransferError::Cancelled), "{err}");
 }

@@ -236,6 +236,12 @@ fn a_selection_the_demo_market_cannot_serve_stops_before_any_trial_with_the_fix(
     let end = start + text_of[start..].find("\n\n").unwrap() + 2;
     let body = format!("{}{}", &text_of[..start], &text_of[end..]).replace("{ first = 20 }", "{ first = 500 }");
     let m = write(dir.path(), "q.toml", &body);
+    let experiments = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+    std::fs::copy(
+        experiments.join("sources/stock-trainer.md"),
+        dir.path().join("sources/stock-trainer.md"),
+    )
+    .unwrap();
     let line = body.lines().position(|l| l.contains("{ first = 500 }")).unwrap() + 1;
     let out = run(run_cmd(&db, &dir.path().join("results"), &[]).arg(&m));
     let t = text(&out);

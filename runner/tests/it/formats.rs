@@ -62,8 +62,8 @@ fn stdout_of(cmd: &mut Command) -> String {
 
 /// Snapshots `body` with what varies between runs replaced: run ids, timestamps and seeds
 /// (fixed by the manifest here, but not a property of the format), the note of a build
-/// without CUDA, and the busy-machine and CPU-clock notes, which depend on what else the
-/// machine runs beside the test.
+/// without CUDA, the busy-machine and CPU-clock notes, which depend on what else the machine
+/// runs beside the test, and the dirty-tree warning, which depends on how the binary was built.
 fn assert_redacted_snapshot(name: &str, body: &str) {
     insta::with_settings!({filters => vec![
         (r"\d{8}-\d{6}-[0-9a-f]{4}", "[run]"),
@@ -71,6 +71,7 @@ fn assert_redacted_snapshot(name: &str, body: &str) {
         (r"(--seed|seed) \d+", "$1 [seed]"),
         (r"(?m)^> \*\*Note:\*\* CPU-only run.*\n\n", ""),
         (r"(?m)\n*^> \*\*Note:\*\* (Busy machine|CPU frequency dropped).*$", ""),
+        (r"(?m)^> \*\*Warning:\*\* Dirty tree.*\n\n", ""),
     ]}, {
         insta::assert_snapshot!(name, body);
     });

@@ -4,7 +4,7 @@
 //! wins is a benchmark's question (bench/, docs/benchmarks.md), never a test's.
 
 use crate::common::{bin, fixture, run, scalar, text, write};
-use measured::transfer::{cpu_copy_samples, Allocation, CopyDirection, HostMemory, Mode};
+use measured::transfer::{cpu_copy_samples, Allocation, CopyDirection, HostMemory, Mode, SyncMode};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::AtomicBool;
@@ -69,6 +69,7 @@ fn reuse_allocates_its_buffers_once_and_per_copy_allocates_every_copy() {
             direction: CopyDirection::H2d,
             host_memory: HostMemory::Pageable,
             allocation,
+            sync: SyncMode::Blocking,
         };
         let (reuse_allocs, reuse) =
             big_allocations(|| cpu_copy_samples(size, mode(Allocation::Reuse), iterations, warmup, &cancel).unwrap());
