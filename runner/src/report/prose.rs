@@ -248,12 +248,14 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
             (Some(_), Some(_))
                 if matches!(
                     row.verdict,
-                    ClaimVerdict::NotThisExperiment | ClaimVerdict::NotReproduced
-                ) =>
+                    ClaimVerdict::NotThisExperiment | ClaimVerdict::NotReproduced | ClaimVerdict::Untestable
+                ) && !row.reason.is_empty() =>
             {
+                // The reason may open with the verdict's own words, which the line already says.
+                let verdict = format!("{}: ", row.verdict.as_str());
                 format!(
                     "{}; measured {}",
-                    row.reason,
+                    row.reason.strip_prefix(&verdict).unwrap_or(&row.reason),
                     measured_speedup(row.speedup, row.speedup_ci)
                 )
             }

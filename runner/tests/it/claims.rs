@@ -73,6 +73,12 @@ fn a_claim_with_unmet_conditions_is_never_refuted_and_a_met_one_is_judged() {
     );
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("not reproduced here"), "{md}");
+    // The verdict line says why once, then the measurement.
+    assert!(!md.contains("not reproduced here, not reproduced here"), "{md}");
+    assert!(
+        md.contains("**not reproduced here**, the claim is for a CUDA device; this run had no CUDA device"),
+        "{md}"
+    );
 }
 
 /// Runs `manifest` (written into a fresh folder with the test sources) and returns its
