@@ -83,25 +83,42 @@ impl Journal {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(err)?;
         }
+        // The journal is written under a name `find` does not list, locked, given its header,
+        // and only then linked under its own name: a replay in another process (a second
+        // worker of the same folder) never sees a journal without its header, nor one it
+        // could lock before this process does.
+        let mut staging = path.as_os_str().to_owned();
+        staging.push(".new");
+        let staging = PathBuf::from(staging);
         // Append mode: every write lands at the end, whatever else wrote to the file.
-        // A journal of the same run left here was stored (and removed) before a resume, so
-        // the file is new.
         let file = OpenOptions::new()
             .create_new(true)
             .append(true)
-            .open(path)
+            .open(&staging)
             .map_err(err)?;
         // Held while this process lives: a replay elsewhere skips a journal still in use.
         file.lock().map_err(err)?;
         let mut j = Journal {
-            path: path.to_owned(),
+            path: staging.clone(),
             file,
             made_dirs,
         };
-        j.append(&Entry::Run {
+        let header_written = j.append(&Entry::Run {
             version: VERSION,
             run: Box::new(header.clone()),
-        })?;
+        });
+        // A journal of the same run left here was stored (and removed) before a resume, so
+        // the name is new: linking fails rather than replacing a journal that exists.
+        let linked = header_written.and_then(|()| match std::fs::hard_link(&staging, path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(err(e)),
+            // A file system without hard links: a rename, atomic as well.
+            Err(_) if !path.exists() => std::fs::rename(&staging, path).map_err(err),
+            Err(e) => Err(err(e)),
+        });
+        let _ = std::fs::remove_file(&staging);
+        linked?;
+        j.path = path.to_owned();
         // The file's directory entry must survive a crash too.
         if let Some(parent) = path.parent() {
             File::open(parent).and_then(|d| d.sync_all()).map_err(err)?;
@@ -585,6 +602,30 @@ mod tests {
             assert_eq!(stored[2].load.cpu_mhz, None);
             db.close().await;
         });
+    }
+
+    #[test]
+    fn a_journal_appears_under_its_name_only_with_its_header_and_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Journal::path_for(dir.path(), "exp", "r1.worker-1");
+        let j = Journal::create(&path, &header("r1")).unwrap();
+        // Under its own name from the start of its life: header first, lock held.
+        assert_eq!(read(&path).unwrap().header.id, "r1");
+        assert!(in_use(&path), "a replay elsewhere must see it in use");
+        assert!(claim(&path).is_none());
+        // Nothing left under the staging name, and `find` never lists one.
+        let names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["r1.worker-1.journal.jsonl"]);
+        std::fs::write(path.parent().unwrap().join("r2.journal.jsonl.new"), "").unwrap();
+        assert_eq!(find(dir.path(), None), std::slice::from_ref(&path));
+        // The name of an existing journal is never taken over.
+        let again = Journal::create(&path, &header("r9"));
+        assert!(again.is_err());
+        assert_eq!(read(&path).unwrap().header.id, "r1");
+        drop(j);
     }
 
     #[test]
