@@ -77,7 +77,7 @@ impl StageBandwidth {
 }
 
 /// Stepped metrics of `stage` in a config's successful trials: name -> size -> values.
-fn stepped_values(config: &ConfigData, stage: &str) -> BTreeMap<String, BTreeMap<i64, Vec<f64>>> {
+pub(crate) fn stepped_values(config: &ConfigData, stage: &str) -> BTreeMap<String, BTreeMap<i64, Vec<f64>>> {
     let mut out: BTreeMap<String, BTreeMap<i64, Vec<f64>>> = BTreeMap::new();
     for s in config.trials.iter().filter(|t| t.ok).flat_map(|t| &t.stages) {
         if s.name != stage {

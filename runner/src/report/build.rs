@@ -11,7 +11,7 @@ use super::prose::{summary, Style};
 use super::samples::{compare_configs, comparison_plan, direction_of, metric_samples, settings_of};
 use super::tables::{claim_rows, failed_trials, guard_row, stage_table, sweep_tables};
 use super::{charts, RunData};
-use crate::stats::{benjamini_hochberg, bootstrap_median_ci, median, Comparison, Design, GuardVerdict, Verdict};
+use crate::stats::{bootstrap_median_ci, median, Comparison, Design, GuardVerdict, Verdict};
 
 /// Level of every interval the statistics module computes.
 const CONFIDENCE: f64 = 0.95;
@@ -100,15 +100,7 @@ pub fn build_report(run: &RunData) -> Report {
         .iter()
         .map(|&(i, j)| compare_configs(&run.configs[j], &run.configs[i], primary, direction, &settings))
         .collect();
-    let adjusted_p = benjamini_hochberg(&raw.iter().map(|c| c.p_value).collect::<Vec<_>>());
-    let comparisons: Vec<Comparison> = if raw.len() > 1 {
-        raw.into_iter()
-            .zip(adjusted_p)
-            .map(|(c, p)| c.with_adjusted_p(p))
-            .collect()
-    } else {
-        raw
-    };
+    let comparisons = Comparison::adjust_family(raw);
 
     let quality = super::quality::quality_rows(run);
     let mut guards: Vec<GuardRow> = plan

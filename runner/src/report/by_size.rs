@@ -7,12 +7,13 @@
 
 use serde::Serialize;
 
+use super::bandwidth::stepped_values;
 use super::format;
 use super::model::{finite, Interval};
 use super::prose::verdict_cell;
 use super::samples::settings_of;
-use super::{ConfigData, RunData};
-use crate::stats::{benjamini_hochberg, compare, Direction, Verdict};
+use super::RunData;
+use crate::stats::{compare, Comparison, Direction, Verdict};
 
 /// One size of one comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -41,21 +42,6 @@ pub struct SizeComparison {
 /// The mode-free series compared size by size.
 pub(crate) const METRICS: [&str; 2] = ["h2d_seconds", "d2h_seconds"];
 
-/// Values of `stage.metric` at each step over a config's successful trials.
-fn by_step(config: &ConfigData, stage: &str, metric: &str) -> std::collections::BTreeMap<i64, Vec<f64>> {
-    let mut out: std::collections::BTreeMap<i64, Vec<f64>> = Default::default();
-    for s in config.trials.iter().filter(|t| t.ok).flat_map(|t| &t.stages) {
-        if s.name == stage {
-            for m in s.metrics.iter().filter(|m| m.name == metric) {
-                if let Some(step) = m.step {
-                    out.entry(step).or_default().push(m.value);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// Per-size comparisons for every `(candidate, baseline)` pair of `plan` on each stage's
 /// `h2d_seconds` / `d2h_seconds` series (recorded when a config copies in one mode per
 /// direction), at the sizes both sides measured.
@@ -66,7 +52,12 @@ pub(crate) fn size_comparisons(run: &RunData, plan: &[(usize, usize)], stages: &
         for metric in METRICS {
             for &(cand, base) in plan {
                 let (b, c) = (&run.configs[base], &run.configs[cand]);
-                let (bv, cv) = (by_step(b, stage, metric), by_step(c, stage, metric));
+                let (Some(bv), Some(cv)) = (
+                    stepped_values(b, stage).remove(metric),
+                    stepped_values(c, stage).remove(metric),
+                ) else {
+                    continue;
+                };
                 let sizes: Vec<i64> = bv.keys().filter(|k| cv.contains_key(k)).copied().collect();
                 if sizes.is_empty() {
                     continue;
@@ -75,21 +66,16 @@ pub(crate) fn size_comparisons(run: &RunData, plan: &[(usize, usize)], stages: &
                     .iter()
                     .map(|s| compare(&bv[s], &cv[s], Direction::LowerIsBetter, &settings))
                     .collect();
-                let adjusted = benjamini_hochberg(&raw.iter().map(|c| c.p_value).collect::<Vec<_>>());
-                let several = raw.len() > 1;
                 let rows = sizes
                     .iter()
-                    .zip(raw.into_iter().zip(adjusted))
-                    .map(|(&size, (cmp, p))| {
-                        let cmp = if several { cmp.with_adjusted_p(p) } else { cmp };
-                        SizeRow {
-                            size_bytes: size,
-                            n: (cmp.n_baseline, cmp.n_candidate),
-                            speedup: finite(cmp.speedup),
-                            speedup_ci: cmp.speedup_ci,
-                            p: finite(cmp.p_for_verdict()),
-                            verdict: cmp.verdict,
-                        }
+                    .zip(Comparison::adjust_family(raw))
+                    .map(|(&size, cmp)| SizeRow {
+                        size_bytes: size,
+                        n: (cmp.n_baseline, cmp.n_candidate),
+                        speedup: finite(cmp.speedup),
+                        speedup_ci: cmp.speedup_ci,
+                        p: finite(cmp.p_for_verdict()),
+                        verdict: cmp.verdict,
                     })
                     .collect();
                 out.push(SizeComparison {

@@ -17,7 +17,7 @@ use super::model::{finite, ComparisonRecord, Interval, Method, Primary};
 use super::prose::{compare_summary_line, Style};
 use super::samples::{compare_configs, direction_of, metric_samples, settings_of};
 use super::{ReportError, RunData};
-use crate::stats::{benjamini_hochberg, guard, median, Comparison, GuardResult, GuardVerdict, Tolerance, Verdict};
+use crate::stats::{guard, median, Comparison, GuardResult, GuardVerdict, Tolerance, Verdict};
 
 /// Version of the `--format json` layout of a comparison; grows whenever a field is renamed,
 /// removed or retyped.
@@ -247,15 +247,7 @@ pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Res
         .iter()
         .map(|&(i, j)| compare_configs(&a.configs[i], &b.configs[j], primary, direction, &settings))
         .collect();
-    let adjusted = benjamini_hochberg(&raw.iter().map(|c| c.p_value).collect::<Vec<_>>());
-    let comparisons: Vec<Comparison> = if raw.len() > 1 {
-        raw.into_iter()
-            .zip(adjusted)
-            .map(|(c, p)| c.with_adjusted_p(p))
-            .collect()
-    } else {
-        raw
-    };
+    let comparisons = Comparison::adjust_family(raw);
 
     let mut guards = Vec::new();
     for &(i, j) in &matched {

@@ -10,7 +10,7 @@ use super::model::Interval;
 use super::prose::verdict_cell;
 use super::samples::{compare_configs, direction_of, settings_of, sweep_axis, sweep_label};
 use super::RunData;
-use crate::stats::{benjamini_hochberg, Comparison, Verdict};
+use crate::stats::{Comparison, Verdict};
 
 /// One step along the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,23 +62,18 @@ pub(crate) fn neighbour_table(run: &RunData, unit: &str) -> Option<NeighbourTabl
         .iter()
         .map(|&(_, from, to)| compare_configs(&run.configs[from], &run.configs[to], primary, direction, &settings))
         .collect();
-    let adjusted = benjamini_hochberg(&raw.iter().map(|c| c.p_value).collect::<Vec<_>>());
-    let several = raw.len() > 1;
     let rows = steps
         .iter()
-        .zip(raw.into_iter().zip(adjusted))
-        .map(|(&(v, from, to), (c, p))| {
-            let c = if several { c.with_adjusted_p(p) } else { c };
-            NeighbourRow {
-                variant: v.to_owned(),
-                from: sweep_label(&run.configs[from]),
-                to: sweep_label(&run.configs[to]),
-                speedup: super::model::finite(c.speedup),
-                speedup_ci: c.speedup_ci,
-                p: super::model::finite(c.p_for_verdict()),
-                verdict: c.verdict,
-                reps_needed: c.reps_needed,
-            }
+        .zip(Comparison::adjust_family(raw))
+        .map(|(&(v, from, to), c)| NeighbourRow {
+            variant: v.to_owned(),
+            from: sweep_label(&run.configs[from]),
+            to: sweep_label(&run.configs[to]),
+            speedup: super::model::finite(c.speedup),
+            speedup_ci: c.speedup_ci,
+            p: super::model::finite(c.p_for_verdict()),
+            verdict: c.verdict,
+            reps_needed: c.reps_needed,
         })
         .collect();
     Some(NeighbourTable {

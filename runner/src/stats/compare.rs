@@ -54,6 +54,20 @@ impl Comparison {
         self.p_adjusted.unwrap_or(self.p_value)
     }
 
+    /// A family of comparisons with Benjamini-Hochberg adjusted p-values and the verdicts they
+    /// give; a family of one is left as it is.
+    pub fn adjust_family(family: Vec<Comparison>) -> Vec<Comparison> {
+        if family.len() < 2 {
+            return family;
+        }
+        let adjusted = super::benjamini_hochberg(&family.iter().map(|c| c.p_value).collect::<Vec<_>>());
+        family
+            .into_iter()
+            .zip(adjusted)
+            .map(|(c, p)| c.with_adjusted_p(p))
+            .collect()
+    }
+
     /// Re-derives the verdict with a family-adjusted p-value.
     pub fn with_adjusted_p(mut self, p_adjusted: f64) -> Comparison {
         self.p_adjusted = Some(p_adjusted);

@@ -195,20 +195,16 @@ fn batch_loop(
             // before the scope joins it.
             sampler.wall(cancel, |k| {
                 for _ in 0..k {
-                    issue.send(()).map_err(|_| engine_stopped())?;
+                    issue.send(()).map_err(|_| TransferError::EngineStopped)?;
                     if let Some(buf) = next.as_deref_mut() {
                         prepare(buf);
                     }
-                    finished.recv().map_err(|_| engine_stopped())??;
+                    finished.recv().map_err(|_| TransferError::EngineStopped)??;
                 }
                 Ok(())
             })
         }),
     }
-}
-
-fn engine_stopped() -> TransferError {
-    TransferError::EngineStopped
 }
 
 /// An ordinary buffer of `size` bytes, written once so its pages exist before timing.
