@@ -1150,11 +1150,15 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     );
     let _ = writeln!(
         out,
-        "started {}  seed {}  commit {}{}",
+        "started {}  seed {}  commit {}{}{}",
         row.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
         row.seed,
         row.git_commit,
-        if row.git_dirty { " (dirty)" } else { "" }
+        if row.git_dirty { " (dirty)" } else { "" },
+        row.git_branch
+            .as_ref()
+            .map(|b| format!("  branch {b}"))
+            .unwrap_or_default()
     );
     if let Some(e) = env {
         let _ = writeln!(

@@ -61,6 +61,9 @@ pub fn run_data(
     let mut environment = BTreeMap::new();
     environment.insert("git_commit".into(), row.git_commit.clone());
     environment.insert("git_dirty".into(), row.git_dirty.to_string());
+    if let Some(branch) = &row.git_branch {
+        environment.insert("git_branch".into(), branch.clone());
+    }
     if let Some(e) = env {
         environment.insert("host".into(), e.host.clone());
         environment.insert("cpu".into(), e.cpu.clone());
@@ -306,6 +309,7 @@ mod tests {
             rustc: "rustc".into(),
             git_commit: "abc".into(),
             git_dirty: false,
+            git_branch: Some("main".into()),
             build_commit: "def".into(),
             build_dirty: false,
         }
@@ -391,6 +395,7 @@ mod tests {
             finished_at: None,
             git_commit: "abc".into(),
             git_dirty: false,
+            git_branch: None,
             environment_hash: "e".into(),
             command: "measured run db.toml --seed 1".into(),
             heartbeat_at: None,
@@ -440,6 +445,23 @@ mod tests {
         assert!(
             md.contains("Results database `r.sqlite`; stock data from the same database."),
             "{md}"
+        );
+    }
+
+    #[test]
+    fn the_branch_is_in_the_environment_only_when_known() {
+        let (mut row, exp) = stored_run(None);
+        let unknown = run_data(&row, &exp, &[], None, "r.sqlite");
+        assert!(
+            !unknown.environment.contains_key("git_branch"),
+            "{:?}",
+            unknown.environment
+        );
+        row.git_branch = Some("feature/fast-path".into());
+        let known = run_data(&row, &exp, &[], None, "r.sqlite");
+        assert_eq!(
+            known.environment.get("git_branch").map(String::as_str),
+            Some("feature/fast-path")
         );
     }
 

@@ -18,6 +18,10 @@ pub struct Fingerprint {
     pub rustc: String,
     pub git_commit: String,
     pub git_dirty: bool,
+    /// The branch checked out (`None`: a detached HEAD, no repository, or a fingerprint
+    /// written before it was recorded). Like the commit, not part of `hash`.
+    #[serde(default)]
+    pub git_branch: Option<String>,
     /// The commit this binary was built from (`unknown` outside a git checkout; empty for
     /// runs stored before it was recorded).
     #[serde(default)]
@@ -47,7 +51,11 @@ impl Fingerprint {
         let gpu = gpu_name();
         let measured_version = env!("CARGO_PKG_VERSION").to_owned();
         let rustc = env!("MEASURED_RUSTC_VERSION").to_owned();
-        let (git_commit, git_dirty) = git_state(dir);
+        let GitState {
+            commit: git_commit,
+            dirty: git_dirty,
+            branch: git_branch,
+        } = git_state(dir);
         let build = crate::build_info::BuildCommit::current();
         let build_commit = build.commit.clone().unwrap_or_else(|| "unknown".into());
         let build_dirty = build.dirty;
@@ -72,6 +80,7 @@ impl Fingerprint {
             rustc,
             git_commit,
             git_dirty,
+            git_branch,
             build_commit,
             build_dirty,
         }
@@ -110,31 +119,119 @@ fn gpu_name() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn git_state(dir: &Path) -> (String, bool) {
+/// The code a run starts from: the repository holding its manifest.
+struct GitState {
+    /// The full sha of HEAD (`unknown` outside a repository or before its first commit).
+    commit: String,
+    /// Tracked files differ from `commit`.
+    dirty: bool,
+    /// The branch HEAD points at (`None` when detached or without a commit).
+    branch: Option<String>,
+}
+
+/// A git command in `dir`, run to its end (`None`: git could not be started).
+fn git(dir: &Path, args: &[&str]) -> Option<std::process::Output> {
+    Command::new("git").arg("-C").arg(dir).args(args).output().ok()
+}
+
+/// The trimmed output of a successful git command, if not empty.
+fn git_line(dir: &Path, args: &[&str]) -> Option<String> {
+    git(dir, args)
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+fn git_state(dir: &Path) -> GitState {
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
         dir
     };
-    let commit = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_owned());
-    let Some(commit) = commit else {
-        return ("unknown".into(), false);
+    let Some(commit) = git_line(dir, &["rev-parse", "HEAD"]) else {
+        return GitState {
+            commit: "unknown".into(),
+            dirty: false,
+            branch: None,
+        };
     };
-    let dirty = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .output()
-        .ok()
+    let dirty = git(dir, &["status", "--porcelain", "--untracked-files=no"])
         .map(|o| !o.stdout.is_empty())
         .unwrap_or(false);
-    (commit, dirty)
+    // Fails (quietly, with `-q`) on a detached HEAD.
+    let branch = git_line(dir, &["symbolic-ref", "--short", "-q", "HEAD"]);
+    GitState { commit, dirty, branch }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=Bench", "-c", "user.email=bench@example.com"])
+            .args(["-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A repository at `dir` with one commit, on `branch`.
+    fn repo_on(dir: &Path, branch: &str) {
+        run_git(dir, &["init", "-q"]);
+        run_git(dir, &["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")]);
+        std::fs::write(dir.join("f"), "x").unwrap();
+        run_git(dir, &["add", "f"]);
+        run_git(dir, &["commit", "-q", "-m", "one"]);
+    }
+
+    #[test]
+    fn the_branch_is_read_and_none_when_detached_or_outside_a_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        repo_on(&repo, "feature/fast-path");
+        let on_branch = git_state(&repo);
+        assert_eq!(on_branch.branch.as_deref(), Some("feature/fast-path"));
+        assert_eq!(on_branch.commit.len(), 40, "{}", on_branch.commit);
+        run_git(&repo, &["checkout", "-q", "--detach"]);
+        let detached = git_state(&repo);
+        assert_eq!((detached.commit, detached.branch), (on_branch.commit, None));
+        let outside = dir.path().join("plain");
+        std::fs::create_dir(&outside).unwrap();
+        let none = git_state(&outside);
+        assert_eq!((none.commit.as_str(), none.branch), ("unknown", None));
+    }
+
+    #[test]
+    fn the_branch_does_not_change_the_environment_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        repo_on(&a, "main");
+        repo_on(&b, "experiment");
+        let (fa, fb) = (Fingerprint::collect(&a), Fingerprint::collect(&b));
+        assert_eq!(fa.git_branch.as_deref(), Some("main"));
+        assert_eq!(fb.git_branch.as_deref(), Some("experiment"));
+        assert_eq!(fa.hash, fb.hash);
+    }
+
+    #[test]
+    fn a_fingerprint_stored_without_a_branch_reads_back_with_none() {
+        let f = Fingerprint::collect(Path::new("."));
+        let mut json = serde_json::to_value(&f).unwrap();
+        json.as_object_mut().unwrap().remove("git_branch");
+        let back: Fingerprint = serde_json::from_value(json).unwrap();
+        assert_eq!(back.git_branch, None);
+        assert_eq!(back.hash, f.hash);
+    }
 }

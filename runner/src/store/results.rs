@@ -73,6 +73,9 @@ pub struct RunRow {
     pub finished_at: Option<DateTime<Utc>>,
     pub git_commit: String,
     pub git_dirty: bool,
+    /// The branch checked out when the run started (`None`: detached HEAD, no repository, or
+    /// a run stored before branches were recorded).
+    pub git_branch: Option<String>,
     pub environment_hash: String,
     pub command: String,
     /// Last sign of life of the process running it (`None`: queued runs, older versions).
@@ -246,8 +249,8 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         sqlx::query(
             "INSERT INTO runs (id, experiment, description, manifest_path, manifest_text, manifest_hash, smoke, seed, \
              status, planned_trials, started_at, finished_at, git_commit, git_dirty, environment_hash, command, \
-             heartbeat_at, lease_seconds, stock_database, spec, stock_data) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+             heartbeat_at, lease_seconds, stock_database, spec, stock_data, git_branch) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, NULL, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
         )
         .bind(&h.id)
         .bind(&h.experiment)
@@ -269,6 +272,7 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         .bind(h.stock_database.as_deref().map(super::redact_url))
         .bind(&h.spec)
         .bind(&h.stock_data)
+        .bind(&h.env.git_branch)
         .execute(pool)
         .await?;
         Ok(())
@@ -436,7 +440,7 @@ pub async fn stored_trial_indices(db: &Db, run_id: &str) -> Result<Vec<u32>, Sto
 
 const RUN_COLUMNS: &str = "r.id, r.experiment, r.description, r.manifest_path, r.manifest_text, r.manifest_hash, r.smoke, r.seed, \
      r.status, r.planned_trials, r.started_at, r.finished_at, r.git_commit, r.git_dirty, r.environment_hash, r.command, \
-     r.heartbeat_at, r.lease_seconds, r.stock_database, r.spec, r.stock_data, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
+     r.heartbeat_at, r.lease_seconds, r.stock_database, r.spec, r.stock_data, r.git_branch, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
      (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status <> 'ok') AS failed";
 
 macro_rules! run_row {
@@ -457,6 +461,7 @@ macro_rules! run_row {
             finished_at: r.try_get("finished_at")?,
             git_commit: r.try_get("git_commit")?,
             git_dirty: r.try_get("git_dirty")?,
+            git_branch: r.try_get("git_branch")?,
             environment_hash: r.try_get("environment_hash")?,
             command: r.try_get("command")?,
             heartbeat_at: r.try_get("heartbeat_at")?,

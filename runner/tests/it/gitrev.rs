@@ -247,6 +247,98 @@ fn trial_commits_are_stored_on_postgres_too() {
     working_tree_against_head(&pg_url());
 }
 
+/// The stored run of `database` (its only one), read through the store.
+fn stored_run(database: &str) -> measured::store::RunRow {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let db = measured::store::Db::connect(database).await.unwrap();
+        let row = measured::store::load_run(&db, "latest").await.unwrap();
+        db.close().await;
+        row
+    })
+}
+
+/// Forgets the branch of every stored run, as for runs stored before branches were recorded.
+fn forget_branches(database: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let db = measured::store::Db::connect(database).await.unwrap();
+        let sql = "UPDATE runs SET git_branch = NULL";
+        match &db {
+            measured::store::Db::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+            measured::store::Db::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+        }
+        .unwrap();
+        db.close().await;
+    });
+}
+
+/// A run of a manifest in a repository on a named branch, stored in `database`: the run keeps
+/// the branch, `show` prints it, and a run without one (stored before, or from a detached
+/// HEAD) reads back as `None`.
+fn run_on_a_branch(database: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, _, second) = repo(dir.path());
+    git(&repo, &["checkout", "-q", "-b", "feature/fast-path"]);
+    let m = write(
+        &repo,
+        "exp.toml",
+        "[experiment]\nname = \"flagged\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n\
+         [stages.bench]\nkind = \"command\"\nargv = [\"true\"]\n",
+    );
+    let results = dir.path().join("out");
+    let out = run(run_cmd(database, &results, &[]).arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let row = stored_run(database);
+    assert_eq!(row.git_branch.as_deref(), Some("feature/fast-path"));
+    assert_eq!(row.git_commit, second);
+    assert_eq!(strings(database, "SELECT git_branch FROM runs"), ["feature/fast-path"]);
+    let show = |database: &str| {
+        let out = run(bin().args(["--database", database, "show", "latest"]));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = show(database);
+    assert!(
+        shown.contains(&format!("commit {second}  branch feature/fast-path\n")),
+        "{shown}"
+    );
+
+    forget_branches(database);
+    assert_eq!(stored_run(database).git_branch, None);
+    let shown = show(database);
+    assert!(
+        shown.contains(&format!("commit {second}\n")) && !shown.contains("feature/fast-path"),
+        "{shown}"
+    );
+
+    // A detached HEAD has no branch: the next run stores none.
+    git(&repo, &["checkout", "-q", "--detach"]);
+    let out = run(run_cmd(database, &results, &[]).arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        scalar(database, "SELECT COUNT(*) FROM runs WHERE git_branch IS NULL"),
+        2
+    );
+}
+
+#[test]
+fn a_run_stores_the_branch_it_started_on() {
+    let dir = tempfile::tempdir().unwrap();
+    run_on_a_branch(dir.path().join("r.sqlite").to_str().unwrap());
+}
+
+#[test]
+fn the_branch_is_stored_on_postgres_too() {
+    run_on_a_branch(&pg_url());
+}
+
 #[test]
 fn a_resumed_run_keeps_the_commits_its_first_trials_ran() {
     let dir = tempfile::tempdir().unwrap();
