@@ -62,7 +62,7 @@ fn run_of(configs: Vec<ConfigData>, primary: &str) -> RunData {
 }
 
 /// One variant over `stages.features.threads` = 1, 2, 4, 8 with T(p) = 2 s · (0.1 + 0.9/p).
-fn thread_sweep() -> RunData {
+pub(super) fn thread_sweep() -> RunData {
     let configs = [1u32, 2, 4, 8]
         .iter()
         .map(|&p| {
@@ -143,7 +143,7 @@ fn a_thread_sweep_reports_the_serial_fraction_efficiency_and_a_chart() {
 
 /// Variants set the thread count (1 or 2) and a sweep the symbols (10, 100, 1000), with
 /// T = 1 ms · symbols^0.9 · (0.3 + 0.7/p) on `trial.seconds`.
-fn variants_and_symbols() -> RunData {
+pub(super) fn variants_and_symbols() -> RunData {
     let mut configs = Vec::new();
     for (variant, p) in [("one_thread", 1u32), ("two_threads", 2)] {
         for n in [10u32, 100, 1000] {

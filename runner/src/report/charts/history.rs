@@ -3,7 +3,9 @@
 
 use plotters::prelude::*;
 
-use super::{categories, color, draw_legend, padded_range, segment_label, DrawResult, FONT};
+use super::{
+    caption_size, categories, color, draw_legend, number_label, padded_range, quantity, segment_label, DrawResult, FONT,
+};
 use crate::report::history::History;
 
 pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
@@ -24,12 +26,15 @@ pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
         let (lo, hi) = p.median_ci.unwrap_or((f64::NAN, f64::NAN));
         [p.median.unwrap_or(f64::NAN), lo, hi]
     }));
+    // Headroom above the data for the legend box.
+    let y1 = y1 + (y1 - y0) * 0.25;
+    let title = format!("{} over runs: median over each run's trials, 95% CI", h.metric);
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{} over runs (median, 95% CI)", h.metric), (FONT, 20))
+            .caption(&title, (FONT, caption_size(&title, 860)))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
@@ -42,7 +47,8 @@ pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
             .x_labels(runs)
             .x_label_formatter(&formatter)
             .x_desc("run (oldest first) and commit")
-            .y_desc(format!("{} ({})", h.metric, h.unit))
+            .y_label_formatter(&number_label(y0, y1))
+            .y_desc(quantity(&h.metric, &h.unit))
             .draw()?;
         let at = |i: usize| SegmentValue::CenterOf(i as i32);
         for (ci, config) in configs.iter().enumerate() {
@@ -60,10 +66,14 @@ pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
                 ))?
                 .label(*config)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
-            chart.draw_series(mine.iter().filter_map(|(p, m)| {
+            let bars = chart.draw_series(mine.iter().filter_map(|(p, m)| {
                 p.median_ci
                     .map(|(lo, hi)| ErrorBar::new_vertical(at(p.run_index), lo, *m, hi, c.stroke_width(1), 8))
             }))?;
+            if ci == 0 && mine.iter().any(|(p, _)| p.median_ci.is_some()) {
+                bars.label("95% CI of the median")
+                    .legend(|(x, y)| PathElement::new(vec![(x + 8, y - 7), (x + 8, y + 7)], BLACK.stroke_width(1)));
+            }
             chart.draw_series(
                 mine.iter()
                     .map(|(p, m)| Circle::new((at(p.run_index), *m), 4, c.filled())),

@@ -12,11 +12,11 @@ use plotters::prelude::*;
 
 use super::bandwidth::bandwidth_stages;
 use super::model::ChartRef;
-use super::samples::metric_samples;
+use super::samples::{metric_samples, settings_of};
 use super::scaling::AxisKind;
 use super::{ReportError, RunData};
 use crate::paths::file_safe;
-use crate::stats::median;
+use crate::stats::{bootstrap_median_ci, median};
 
 type DrawResult<T> = Result<T, Box<dyn Error>>;
 
@@ -74,7 +74,7 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
         specs.push(ChartSpec {
             kind: ChartKind::StageBreakdown,
             file: "stage_breakdown.svg".to_owned(),
-            title: "Median time per stage".to_owned(),
+            title: "Seconds per stage, stacked per config: median over successful trials".to_owned(),
         });
     }
     if run
@@ -85,13 +85,19 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
         specs.push(ChartSpec {
             kind: ChartKind::Distribution,
             file: "primary_distribution.svg".to_owned(),
-            title: format!("Distribution of {}", run.compare.primary),
+            title: format!(
+                "{}: one dot per trial; median and its 95% CI per config",
+                run.compare.primary
+            ),
         });
         if run.configs.iter().any(|c| !c.sweep.is_empty()) {
             specs.push(ChartSpec {
                 kind: ChartKind::Sweep,
                 file: "sweep.svg".to_owned(),
-                title: format!("{} across the sweep (median, 95% CI)", run.compare.primary),
+                title: format!(
+                    "{} across the sweep: median over trials per point, 95% CI",
+                    run.compare.primary
+                ),
             });
         }
     }
@@ -99,14 +105,17 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
         let unit = series::step_unit(run, &stage);
         specs.push(ChartSpec {
             file: format!("loss_{}_{}.svg", file_safe(&stage), file_safe(&metric)),
-            title: format!("{stage}.{metric} per {unit} (mean over trials)"),
+            title: format!("{stage}.{metric} per {unit}: mean over successful trials"),
             kind: ChartKind::Loss { stage, metric },
         });
     }
     for b in bandwidth_stages(run) {
         specs.push(ChartSpec {
             file: bandwidth_file(&b.stage),
-            title: format!("{} bandwidth by copy size (median over trials)", b.stage),
+            title: format!(
+                "{} bandwidth by copy size: median over successful trials per size",
+                b.stage
+            ),
             kind: ChartKind::Bandwidth { stage: b.stage },
         });
     }
@@ -114,8 +123,10 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
         specs.push(ChartSpec {
             file: scaling_file(axis, &parameter),
             title: match axis {
-                AxisKind::Threads => format!("Parallel efficiency over {parameter} (95% CI; dashed: Amdahl fit)"),
-                AxisKind::Size => format!("Time against {parameter}, log-log, with the fitted power law"),
+                AxisKind::Threads => {
+                    format!("Parallel efficiency over {parameter}: from median times, 95% CI; dashed: Amdahl fit")
+                }
+                AxisKind::Size => format!("Median time against {parameter}, log-log, 95% CI; dashed: fitted power law"),
             },
             kind: ChartKind::Scaling { axis, parameter },
         });
@@ -199,6 +210,62 @@ fn segment_label(names: &[String]) -> impl Fn(&SegmentValue<i32>) -> String + '_
     }
 }
 
+/// Axis description of a quantity: `name (unit)`, or the bare name when it has no unit.
+fn quantity(name: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} ({unit})")
+    }
+}
+
+/// Tick labels for a linear value axis over `lo..hi`: as many decimals as the finest tick step
+/// plotters picks (at least a tenth of the range) needs, so neighbouring labels never read alike.
+fn number_label(lo: f64, hi: f64) -> impl Fn(&f64) -> String {
+    let step = (hi - lo).abs() / 10.0;
+    let decimals = if step > 0.0 && step.is_finite() {
+        (-step.log10()).ceil().clamp(0.0, 12.0) as usize
+    } else {
+        3
+    };
+    move |v| {
+        // No "-0.000" where a tick lands a rounding error below zero.
+        let v = if v.abs() < 0.5 * 10f64.powi(-(decimals as i32)) {
+            0.0
+        } else {
+            *v
+        };
+        format!("{v:.decimals$}")
+    }
+}
+
+/// Tick positions for integer steps `first..=last`: every step while at most `max` fit, else
+/// the multiples of the smallest 1-2-5 stride that fits.
+fn integer_ticks(first: i64, last: i64, max: usize) -> Vec<i64> {
+    if last < first {
+        return Vec::new();
+    }
+    let max = max.max(2) as i64;
+    // Multiples of `stride` in first..=last: floor(last / stride) - ceil(first / stride) + 1.
+    let count = |stride: i64| last.div_euclid(stride) - (first + stride - 1).div_euclid(stride) + 1;
+    let mut k = 0u32;
+    let stride = loop {
+        let stride = [1, 2, 5][(k % 3) as usize] * 10i64.pow(k / 3);
+        if count(stride) <= max {
+            break stride;
+        }
+        k += 1;
+    };
+    (first..=last).filter(|s| s.rem_euclid(stride) == 0).collect()
+}
+
+/// Caption font size that fits `title` into `width` pixels (about 0.55 em per character), at
+/// most 20 px and at least 12 px.
+fn caption_size(title: &str, width: u32) -> u32 {
+    let fit = f64::from(width.saturating_sub(24)) / (0.55 * title.chars().count().max(1) as f64);
+    (fit.floor() as u32).clamp(12, 20)
+}
+
 fn stage_breakdown(run: &RunData, title: &str) -> DrawResult<String> {
     let mut stages: Vec<String> = Vec::new();
     for s in run.configs.iter().flat_map(|c| &c.trials).flat_map(|t| &t.stages) {
@@ -242,17 +309,19 @@ fn stage_breakdown(run: &RunData, title: &str) -> DrawResult<String> {
         let root = SVGBackend::with_string(&mut buf, (860, height)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
+            .caption(title, (FONT, caption_size(title, 860)))
             .margin(12)
             .x_label_area_size(44)
-            .y_label_area_size(label_width(&names))
+            .y_label_area_size(label_width(&names) + 24)
             .build_cartesian_2d(0f64..x_max, categories(names.len()))?;
         let labels = segment_label(&slot_names);
         chart
             .configure_mesh()
             .disable_y_mesh()
             .light_line_style(BLACK.mix(0.04))
-            .x_desc("seconds (median over successful trials)")
+            .x_desc("seconds per stage (median over successful trials), stacked")
+            .y_desc("config")
+            .x_label_formatter(&number_label(0.0, x_max))
             .y_labels(names.len())
             .y_label_formatter(&labels)
             .draw()?;
@@ -310,24 +379,45 @@ fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// Horizontal offset in pixels of the distribution chart's CI bar from its config's centre: right
+/// of the jittered dots (within 18 px of the centre) and of the median line (24 px).
+const CI_DX: i32 = 32;
+
 fn distribution(run: &RunData, title: &str) -> DrawResult<String> {
     let primary = &run.compare.primary;
+    let settings = settings_of(run);
     let samples: Vec<_> = run.configs.iter().map(|c| metric_samples(c, primary)).collect();
     let unit = samples.iter().find_map(|s| s.unit.clone()).unwrap_or_default();
     let names: Vec<String> = run.configs.iter().map(|c| c.name.clone()).collect();
-    let (y0, y1) = padded_range(samples.iter().flat_map(|s| s.values.iter().copied()));
+    // Per config: the median and the percentile-bootstrap 95% CI of the median, as in the
+    // results table.
+    let medians: Vec<(f64, Option<(f64, f64)>)> = samples
+        .iter()
+        .map(|s| {
+            let ci = bootstrap_median_ci(&s.values, settings.resamples, settings.seed);
+            (median(&s.values), ci)
+        })
+        .collect();
+    let (y0, y1) = padded_range(
+        samples
+            .iter()
+            .flat_map(|s| s.values.iter().copied())
+            .chain(medians.iter().filter_map(|(_, ci)| *ci).flat_map(|(lo, hi)| [lo, hi])),
+    );
+    // Headroom above the data for the legend box.
+    let y1 = y1 + (y1 - y0) * 0.3;
     // Room for every category label side by side, so long config names do not collide.
     let slot = (label_width(&names) + 12).max(110);
-    let width = (100 + slot * names.len() as u32).clamp(520, 1800);
+    let width = (100 + slot * names.len() as u32).clamp(760, 1800);
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (width, 460)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (width, 480)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
+            .caption(title, (FONT, caption_size(title, width)))
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
+            .x_label_area_size(44)
+            .y_label_area_size(80)
             .build_cartesian_2d(categories(names.len()), y0..y1)?;
         let labels = segment_label(&names);
         chart
@@ -336,25 +426,58 @@ fn distribution(run: &RunData, title: &str) -> DrawResult<String> {
             .light_line_style(BLACK.mix(0.04))
             .x_labels(names.len())
             .x_label_formatter(&labels)
-            .y_desc(format!("{primary} ({unit})"))
+            .y_label_formatter(&number_label(y0, y1))
+            .x_desc("config")
+            .y_desc(quantity(primary, &unit))
             .draw()?;
-        for (i, s) in samples.iter().enumerate() {
+        // Legend entries (trial dots, CI bar, median line), each attached to its first drawing.
+        let mut labelled = [false; 3];
+        for (i, (s, (m, ci))) in samples.iter().zip(&medians).enumerate() {
             let c = color(i);
+            let at = || SegmentValue::CenterOf(i as i32);
             // Deterministic horizontal jitter (golden-ratio sequence) so equal values stay visible.
-            chart.draw_series(s.values.iter().enumerate().map(|(k, v)| {
+            let dots = chart.draw_series(s.values.iter().enumerate().map(|(k, v)| {
                 let dx = ((k as f64 * 0.618_034).fract() - 0.5) * 36.0;
-                EmptyElement::at((SegmentValue::CenterOf(i as i32), *v))
-                    + Circle::new((dx as i32, 0), 4, c.mix(0.7).filled())
+                EmptyElement::at((at(), *v)) + Circle::new((dx as i32, 0), 4, c.mix(0.7).filled())
             }))?;
-            let m = median(&s.values);
-            if m.is_finite() {
-                chart.draw_series(std::iter::once(
-                    EmptyElement::at((SegmentValue::CenterOf(i as i32), m))
-                        + PathElement::new(vec![(-28, 0), (28, 0)], BLACK.stroke_width(2)),
+            if !s.values.is_empty() && !std::mem::replace(&mut labelled[0], true) {
+                dots.label("one trial")
+                    .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.mix(0.7).filled()));
+            }
+            if let (Some((lo, hi)), true) = (ci, m.is_finite()) {
+                // Beside the dots, not over them: a vertical bar with end caps, in pixels
+                // relative to the median.
+                let (_, y_m) = chart.backend_coord(&(at(), *m));
+                let (_, y_lo) = chart.backend_coord(&(at(), *lo));
+                let (_, y_hi) = chart.backend_coord(&(at(), *hi));
+                let (lo_px, hi_px) = (y_lo - y_m, y_hi - y_m);
+                let style = BLACK.stroke_width(2);
+                let bar = chart.draw_series(std::iter::once(
+                    EmptyElement::at((at(), *m))
+                        + PathElement::new(vec![(CI_DX, lo_px), (CI_DX, hi_px)], style)
+                        + PathElement::new(vec![(CI_DX - 6, lo_px), (CI_DX + 6, lo_px)], style)
+                        + PathElement::new(vec![(CI_DX - 6, hi_px), (CI_DX + 6, hi_px)], style),
                 ))?;
+                if !std::mem::replace(&mut labelled[1], true) {
+                    bar.label("95% CI of the median")
+                        .legend(|(x, y)| PathElement::new(vec![(x + 8, y - 7), (x + 8, y + 7)], BLACK.stroke_width(2)));
+                }
+            }
+            if m.is_finite() {
+                let line = chart.draw_series(std::iter::once(
+                    EmptyElement::at((at(), *m)) + PathElement::new(vec![(-24, 0), (24, 0)], BLACK.stroke_width(3)),
+                ))?;
+                if !std::mem::replace(&mut labelled[2], true) {
+                    line.label("median")
+                        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(3)));
+                }
             }
         }
+        draw_legend(&mut chart)?;
         root.present()?;
     }
     Ok(buf)
 }
+
+#[cfg(test)]
+mod tests;

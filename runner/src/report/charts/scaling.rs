@@ -1,9 +1,10 @@
 //! Scaling charts: parallel efficiency against the thread count (95% CI bars, the ideal E = 1
 //! and the Amdahl fit), and time against problem size on log-log axes with the fitted power law.
 
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
-use super::{color, DrawResult, FONT};
+use super::{caption_size, color, DrawResult, FONT};
 use crate::report::format;
 use crate::report::scaling::{scaling, AxisKind, SizeAxis, ThreadAxis};
 use crate::report::RunData;
@@ -46,6 +47,50 @@ fn log_spaced(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     (0..n).map(|i| lo * (hi / lo).powf(i as f64 / (n - 1) as f64)).collect()
 }
 
+/// A base-10 logarithmic axis over `lo..hi` (both positive) with ticks on the 1-2-5 multiples
+/// of each power of ten: plotters' own log axis labels only the powers of ten once the range
+/// spans two decades, which can leave two labels on an axis.
+struct Log10 {
+    lo: f64,
+    hi: f64,
+}
+
+impl Log10 {
+    /// The multiples `ms` of every power of ten inside the range.
+    fn multiples(&self, ms: &[f64]) -> Vec<f64> {
+        let (first, last) = (self.lo.log10().floor() as i32, self.hi.log10().ceil() as i32);
+        (first..=last)
+            .flat_map(|k| ms.iter().map(move |m| m * 10f64.powi(k)))
+            .filter(|v| (self.lo..=self.hi).contains(v))
+            .collect()
+    }
+}
+
+impl Ranged for Log10 {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let frac = (value.max(f64::MIN_POSITIVE).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10());
+        limit.0 + (frac * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        let max = hint.max_num_points().max(3);
+        let every = self.multiples(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        let one_two_five = self.multiples(&[1.0, 2.0, 5.0]);
+        let powers = self.multiples(&[1.0]);
+        [every, one_two_five]
+            .into_iter()
+            .find(|t| (3..=max).contains(&t.len()))
+            .unwrap_or(powers)
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
 /// Tick labels on the log axes: whole numbers as such, other key points left blank.
 fn whole_label(v: &f64) -> String {
     if (v - v.round()).abs() < 1e-9 {
@@ -77,7 +122,7 @@ fn efficiency(axis: &ThreadAxis, title: &str) -> DrawResult<String> {
         let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
+            .caption(title, (FONT, caption_size(title, 860)))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
@@ -86,8 +131,8 @@ fn efficiency(axis: &ThreadAxis, title: &str) -> DrawResult<String> {
             .configure_mesh()
             .light_line_style(BLACK.mix(0.04))
             .x_label_formatter(&whole_label)
-            .x_desc(format!("{} (log2 scale)", axis.parameter))
-            .y_desc("parallel efficiency E = S(p)·p0/p")
+            .x_desc(format!("{}: threads (log2 scale)", axis.parameter))
+            .y_desc("parallel efficiency E = S(p)·p0/p (1 = ideal)")
             .draw()?;
         chart
             .draw_series(DashedLineSeries::new(
@@ -174,7 +219,8 @@ fn sizes(axis: &SizeAxis, metric: &str, title: &str) -> DrawResult<String> {
         if bytes {
             format::size(*v)
         } else {
-            whole_label(v)
+            // The axis' 1-2-5 ticks: every one gets its number, fractions included.
+            format::trimmed(*v)
         }
     };
     let mut buf = String::new();
@@ -182,18 +228,22 @@ fn sizes(axis: &SizeAxis, metric: &str, title: &str) -> DrawResult<String> {
         let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
+            .caption(title, (FONT, caption_size(title, 860)))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
-            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?;
+            .build_cartesian_2d(Log10 { lo: x0, hi: x1 }, Log10 { lo: y0, hi: y1 })?;
         chart
             .configure_mesh()
             .light_line_style(BLACK.mix(0.04))
             .x_label_formatter(&x_label)
             .y_label_formatter(&|v: &f64| format::seconds(*v))
-            .x_desc(format!("{} (log scale)", axis.parameter))
-            .y_desc(format!("{metric}, median (log scale)"))
+            .x_desc(if axis.unit.is_empty() {
+                format!("{} (log scale)", axis.parameter)
+            } else {
+                format!("{} ({}, log scale)", axis.parameter, axis.unit)
+            })
+            .y_desc(format!("{metric}, median (seconds, log scale)"))
             .draw()?;
         for (gi, g) in axis.groups.iter().enumerate() {
             let c = color(gi);

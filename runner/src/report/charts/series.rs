@@ -6,7 +6,10 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, KeyPointWeight,
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{categories, color, draw_legend, label_width, padded_range, segment_label, DrawResult, FONT};
+use super::{
+    caption_size, categories, color, draw_legend, integer_ticks, label_width, number_label, padded_range, quantity,
+    segment_label, DrawResult, FONT,
+};
 use crate::report::bandwidth::{bandwidth_stages, UNIT};
 use crate::report::format;
 use crate::report::samples::{metric_samples, settings_of, sweep_axis, sweep_label};
@@ -48,13 +51,15 @@ pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
         })
         .collect();
     let (y0, y1) = padded_range(curves.iter().flatten().flat_map(|&(_, _, lo, hi)| [lo, hi]));
+    // Headroom above the data for the legend box.
+    let y1 = y1 + (y1 - y0) * 0.25;
     let axis = sweep_axis(run);
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
+            .caption(title, (FONT, caption_size(title, 860)))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
@@ -66,9 +71,11 @@ pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
             .light_line_style(BLACK.mix(0.04))
             .x_labels(points.len())
             .x_label_formatter(&labels)
+            .y_label_formatter(&number_label(y0, y1))
             .x_desc(axis)
-            .y_desc(format!("{primary} ({unit})"))
+            .y_desc(quantity(primary, &unit))
             .draw()?;
+        let mut ci_labelled = false;
         for (vi, (variant, curve)) in variants.iter().zip(&curves).enumerate() {
             let c = color(vi);
             let at = |p: i32| SegmentValue::CenterOf(p);
@@ -80,12 +87,24 @@ pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
                     .collect();
                 chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?;
             }
+            // The CI as a bar at every point too: a lone point has no band.
+            let bars = chart.draw_series(
+                curve
+                    .iter()
+                    .filter(|&&(_, _, lo, hi)| hi > lo)
+                    .map(|&(p, m, lo, hi)| ErrorBar::new_vertical(at(p), lo, m, hi, c.stroke_width(1), 10)),
+            )?;
+            if !ci_labelled && curve.iter().any(|&(_, _, lo, hi)| hi > lo) {
+                ci_labelled = true;
+                bars.label("95% CI of the median (band and bars)")
+                    .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], BLACK.mix(0.18).filled()));
+            }
             chart
                 .draw_series(LineSeries::new(
                     curve.iter().map(|&(p, m, _, _)| (at(p), m)),
                     c.stroke_width(2),
                 ))?
-                .label(variant.as_str())
+                .label(format!("{variant}: median"))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
             chart.draw_series(curve.iter().map(|&(p, m, _, _)| Circle::new((at(p), m), 4, c.filled())))?;
         }
@@ -96,6 +115,7 @@ pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
 }
 
 pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> DrawResult<String> {
+    let mut value_unit = String::new();
     // Per config: step -> mean value over successful trials.
     let curves: Vec<(String, Vec<(f64, f64)>)> = run
         .configs
@@ -105,6 +125,9 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
             for t in c.trials.iter().filter(|t| t.ok) {
                 for m in t.stages.iter().filter(|s| s.name == stage).flat_map(|s| &s.metrics) {
                     if let (true, Some(step)) = (m.name == metric, m.step) {
+                        if value_unit.is_empty() {
+                            value_unit.clone_from(&m.unit);
+                        }
                         let e = acc.entry(step).or_insert((0.0, 0));
                         e.0 += m.value;
                         e.1 += 1;
@@ -128,41 +151,36 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
     } else {
         (0.0, 1.0)
     };
-    let mut distinct: Vec<i64> = steps.iter().map(|s| *s as i64).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
+    // Steps are integers: ticks on whole steps only, every one while they fit.
+    let ticks: Vec<f64> = if first.is_finite() {
+        integer_ticks(first as i64, last as i64, 15)
+            .into_iter()
+            .map(|s| s as f64)
+            .collect()
+    } else {
+        vec![0.0, 1.0]
+    };
     let unit = step_unit(run, stage);
     let (y0, y1) = padded_range(curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
+    // Headroom above the data for the legend box.
+    let y1 = y1 + (y1 - y0) * 0.2;
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, (FONT, 20))
+            .caption(title, (FONT, caption_size(title, 860)))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        // Steps are integers: label whole positions only.
-        let step_label = |v: &f64| {
-            if v.fract() == 0.0 {
-                format!("{v:.0}")
-            } else {
-                String::new()
-            }
-        };
+            .build_cartesian_2d(Steps { lo: x0, hi: x1, ticks }, y0..y1)?;
         chart
             .configure_mesh()
             .light_line_style(BLACK.mix(0.04))
-            // One label per step while they fit; plotters picks round positions beyond that.
-            .x_labels(if distinct.len() <= 20 {
-                distinct.len().max(2) * 2 + 1
-            } else {
-                12
-            })
-            .x_label_formatter(&step_label)
+            .x_label_formatter(&|v: &f64| format!("{v:.0}"))
+            .y_label_formatter(&number_label(y0, y1))
             .x_desc(unit)
-            .y_desc(format!("{stage}.{metric}"))
+            .y_desc(quantity(&format!("{stage}.{metric}"), &value_unit))
             .draw()?;
         for (i, (name, pts)) in curves.iter().enumerate().filter(|(_, (_, p))| !p.is_empty()) {
             let c = color(i);
@@ -170,11 +188,39 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
                 .label(name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            // A marker per step, so a single-step curve still shows.
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
         }
         draw_legend(&mut chart)?;
         root.present()?;
     }
     Ok(buf)
+}
+
+/// A linear axis over `lo..hi` whose key points are exactly `ticks` (whole steps), so plotters
+/// neither labels fractional positions nor leaves the steps unlabelled.
+struct Steps {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for Steps {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let frac = (value - self.lo) / (self.hi - self.lo);
+        limit.0 + (frac * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
 }
 
 /// What a step of `stage`'s series counts: training stages record one point per epoch.
@@ -338,7 +384,7 @@ pub(super) fn bandwidth(run: &RunData, title: &str, stage: &str) -> DrawResult<S
     {
         let root = SVGBackend::with_string(&mut buf, (width, height)).into_drawing_area();
         root.fill(&WHITE)?;
-        let body = root.titled(title, (FONT, 20))?;
+        let body = root.titled(title, (FONT, caption_size(title, width)))?;
         let (plot, legend) = body.split_horizontally(700);
         let mut chart = ChartBuilder::on(&plot)
             .margin(12)
@@ -351,8 +397,8 @@ pub(super) fn bandwidth(run: &RunData, title: &str, stage: &str) -> DrawResult<S
             .light_line_style(BLACK.mix(0.04))
             .x_labels(MAX_SIZE_LABELS)
             .x_label_formatter(&size_label)
-            .x_desc("copy size (log2 scale)")
-            .y_desc(format!("{UNIT} (median over successful trials)"))
+            .x_desc("copy size (bytes, log2 scale)")
+            .y_desc(format!("bandwidth ({UNIT}), median over successful trials"))
             .draw()?;
         for (i, line) in lines.iter().enumerate() {
             let c = color(i);
