@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, including the tests against a real PostgreSQL server: starts a
 # throwaway PostgreSQL (installed with apt-get when missing), runs `cargo test`, stops it.
+# The browser tests of `measured publish` (tests/it/publish.rs) drive Debian's headless
+# Chromium through chromedriver: both are installed with apt-get when missing (root), and the
+# tests fail rather than skip without them.
 # The Slurm tests (tests/it/queue.rs) start their own single-node cluster with
 # scripts/slurm-start.sh (root; installs slurm-wlm and munge when missing); under CI=true they
 # fail rather than skip when it cannot start. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "installing chromium and chromium-driver with apt-get ..." >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >&2
+  else
+    echo "chromium or chromedriver not found and not root: the browser tests will fail" >&2
+  fi
+fi
 pgdir=$(mktemp -d /tmp/measured-pg.XXXXXX)
 chmod 755 "$pgdir"
 eval "$(scripts/pg-start.sh "$pgdir")"

@@ -129,6 +129,21 @@ pub enum Command {
         #[arg(long)]
         results_dir: Option<PathBuf>,
     },
+    /// Every stored run as a static HTML site: an index of experiments, each metric over the
+    /// commits with its steps marked, and each run's report. Opens from file://, needs no
+    /// network; re-publishing rewrites only what changed.
+    #[command(
+        after_help = "Examples:\n  measured publish\n  measured publish --out site --database postgres://ci@db/bench"
+    )]
+    Publish {
+        /// The site's folder: new, empty, or one `publish` wrote before (default: results/site
+        /// under the git root of the current directory, else the current directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Smoke runs (`--smoke`) are left out unless this is given.
+        #[arg(long)]
+        include_smoke: bool,
+    },
     /// Before/after: compare two stored runs of one experiment (e.g. two git commits).
     #[command(
         after_help = "Examples:\n  measured compare 20261120-091500-1a2b 20261122-101500-3fa2 --fail-on-regression\n  measured compare main-run pr-run --format github > comment.md && gh pr comment \"$PR\" --body-file comment.md"
@@ -432,6 +447,14 @@ pub fn main() -> u8 {
                 limit,
                 include_smoke,
                 results_dir: root.results_dir(results_dir.as_deref()),
+            },
+        ),
+        Command::Publish { out, include_smoke } => commands::publish(
+            &g,
+            &crate::publish::PublishOptions {
+                out: out.unwrap_or_else(|| root.results_dir(None).join("site")),
+                include_smoke,
+                templates_dir: commands::templates_dir().map(std::path::Path::to_path_buf),
             },
         ),
         Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),

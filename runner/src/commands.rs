@@ -11,7 +11,7 @@ use crate::measure::Fingerprint;
 use crate::paths::Root;
 use crate::plan;
 use crate::report::OutputFormat;
-use crate::runspec::StoredSpec;
+use crate::rundata::StoredRun;
 use crate::store::{self, Db};
 use anyhow::Context;
 use std::collections::{BTreeMap, HashSet};
@@ -462,7 +462,7 @@ fn run_with(
     let mut regressed = false;
     if o.report {
         let row = rt.block_on(store::load_run(db, &run_id))?;
-        let run = StoredRun::new(row, stored)?;
+        let run = stored_run(row, stored)?;
         let written = write_run_report(rt, db, &g.database, &run, &results_dir)?;
         for line in &written.report.summary {
             println!("  {line}");
@@ -583,7 +583,7 @@ fn flush_journals(
 }
 
 /// The templates folder next to where measured runs, if there is one (else built-in copies).
-fn templates_dir() -> Option<&'static Path> {
+pub fn templates_dir() -> Option<&'static Path> {
     let p = Path::new("templates");
     p.join("report.md.j2").is_file().then_some(p)
 }
@@ -596,22 +596,8 @@ fn write_run_report(
     stored: &StoredRun,
     results_dir: &Path,
 ) -> Result<crate::report::WrittenReport, CommandError> {
-    let StoredRun { row, trials, .. } = stored;
-    let env = rt.block_on(store::environment(db, &row.environment_hash))?;
-    let mut data = stored.data(env.as_ref(), database);
-    // Runs served by several workers get a per-host breakdown (and warnings when hosts differ).
-    let mut envs = BTreeMap::new();
-    for hash in trials
-        .iter()
-        .map(|t| t.environment_hash.as_str())
-        .collect::<HashSet<_>>()
-    {
-        if let Some(e) = rt.block_on(store::environment(db, hash))? {
-            envs.insert(hash.to_owned(), e);
-        }
-    }
-    data.notes.extend(crate::rundata::host_notes(trials, &envs));
-    let out = results_dir.join(&row.experiment).join(&row.id);
+    let data = rt.block_on(stored.data_with_hosts(db, database))?;
+    let out = results_dir.join(&stored.row.experiment).join(&stored.row.id);
     Ok(crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?)
 }
 
@@ -619,47 +605,11 @@ fn write_run_report(
 fn load_stored(rt: &tokio::runtime::Runtime, db: &Db, id: &str) -> Result<StoredRun, CommandError> {
     let row = rt.block_on(store::load_run(db, id))?;
     let trials = rt.block_on(store::load_trials(db, &row.id))?;
-    StoredRun::new(row, trials)
+    stored_run(row, trials)
 }
 
-/// A run as stored: its row, its spec (what `report` and `compare` read instead of the
-/// manifest), notes on how the spec was read, and its trials.
-struct StoredRun {
-    row: store::RunRow,
-    spec: StoredSpec,
-    notes: Vec<String>,
-    trials: Vec<TrialRecord>,
-}
-
-impl StoredRun {
-    fn new(row: store::RunRow, trials: Vec<TrialRecord>) -> Result<StoredRun, CommandError> {
-        let (spec, notes) = match &row.spec {
-            Some(json) => (
-                StoredSpec::from_json(&row.id, json).map_err(|e| CommandError::BadInput(e.to_string()))?,
-                Vec::new(),
-            ),
-            None => StoredSpec::recover(
-                &row.id,
-                &row.manifest_path,
-                &row.manifest_text,
-                row.smoke,
-                row.seed,
-                &trials,
-            ),
-        };
-        Ok(StoredRun {
-            row,
-            spec,
-            notes,
-            trials,
-        })
-    }
-
-    fn data(&self, env: Option<&Fingerprint>, database: &str) -> crate::report::RunData {
-        let mut data = crate::rundata::run_data(&self.row, &self.spec, &self.trials, env, database);
-        data.notes.extend(self.notes.iter().cloned());
-        data
-    }
+fn stored_run(row: store::RunRow, trials: Vec<TrialRecord>) -> Result<StoredRun, CommandError> {
+    StoredRun::new(row, trials).map_err(|e| CommandError::BadInput(e.to_string()))
 }
 
 /// `measured report`: renders a stored run's report; returns the exit code. With `format`,
@@ -992,7 +942,7 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
             envs.insert(row.environment_hash.clone(), env);
         }
         let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
-        let stored = StoredRun::new(row, trials)?;
+        let stored = stored_run(row, trials)?;
         notes.extend(stored.notes.iter().cloned());
         let mut data = stored.data(env, &g.database);
         data.notes.clear();
@@ -1049,6 +999,47 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
     print!("{md}");
     eprintln!("history: {}", md_path.display());
     Ok(EXIT_OK)
+}
+
+/// `measured publish`: every stored run as a static site.
+pub fn publish(g: &Globals, o: &crate::publish::PublishOptions) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let db = open_existing(&rt, &g.database)?.ok_or_else(|| {
+        CommandError::BadInput(format!(
+            "no results database at {}\nhint: `measured run <manifest>` stores runs there",
+            store::redact_url(&g.database)
+        ))
+    })?;
+    let started = std::time::Instant::now();
+    let result = crate::publish::publish(&rt, &db, &g.database, o);
+    rt.block_on(db.close());
+    let p = result.map_err(|e| match e {
+        crate::publish::PublishError::NotASite(_) => CommandError::BadInput(e.to_string()),
+        e => CommandError::Runtime(e.into()),
+    })?;
+    for s in &p.skipped {
+        eprintln!("warning: left out {s}");
+    }
+    if !g.quiet {
+        eprintln!(
+            "published {} of {} to {} in {:.2} s: {} rendered, {} reused; {} written, {} unchanged{}",
+            plural(p.runs, "run"),
+            plural(p.experiments, "experiment"),
+            o.out.display(),
+            started.elapsed().as_secs_f64(),
+            p.rendered,
+            p.reused,
+            plural(p.written, "file"),
+            p.unchanged,
+            if p.smoke_left_out > 0 {
+                format!("; {} left out", plural(p.smoke_left_out, "smoke run"))
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!("{}", o.out.join("index.html").display());
+    Ok(if p.skipped.is_empty() { EXIT_OK } else { EXIT_FAILED })
 }
 
 /// `measured runs`: stored runs, newest first.

@@ -21,6 +21,7 @@ pub mod paths;
 pub mod plan;
 pub mod preflight;
 pub mod produced;
+pub mod publish;
 pub mod queue;
 pub mod report;
 pub mod rundata;

@@ -3,9 +3,69 @@
 use crate::exec::{StageStatus, TrialRecord};
 use crate::measure::{Fingerprint, MachineLoad};
 use crate::report::{ConfigData, RunData, StageData, StageNoteRow, TrialData};
-use crate::runspec::StoredSpec;
-use crate::store::RunRow;
+use crate::runspec::{SpecError, StoredSpec};
+use crate::store::{self, Db, RunRow, StoreError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// A run as stored: its row, its spec (what `report`, `compare` and `publish` read instead of
+/// the manifest), notes on how the spec was read, and its trials.
+pub struct StoredRun {
+    pub row: RunRow,
+    pub spec: StoredSpec,
+    pub notes: Vec<String>,
+    pub trials: Vec<TrialRecord>,
+}
+
+impl StoredRun {
+    /// Reads the run's stored spec, or recovers one from its manifest for runs stored before
+    /// specs were.
+    pub fn new(row: RunRow, trials: Vec<TrialRecord>) -> Result<StoredRun, SpecError> {
+        let (spec, notes) = match &row.spec {
+            Some(json) => (StoredSpec::from_json(&row.id, json)?, Vec::new()),
+            None => StoredSpec::recover(
+                &row.id,
+                &row.manifest_path,
+                &row.manifest_text,
+                row.smoke,
+                row.seed,
+                &trials,
+            ),
+        };
+        Ok(StoredRun {
+            row,
+            spec,
+            notes,
+            trials,
+        })
+    }
+
+    /// The report input, with `env` the fingerprint of the machine that started the run.
+    pub fn data(&self, env: Option<&Fingerprint>, database: &str) -> RunData {
+        let mut data = run_data(&self.row, &self.spec, &self.trials, env, database);
+        data.notes.extend(self.notes.iter().cloned());
+        data
+    }
+
+    /// The report input with the run's fingerprint read from `db`, and a per-host breakdown
+    /// (with warnings when hosts differ) for runs served by several workers.
+    pub async fn data_with_hosts(&self, db: &Db, database: &str) -> Result<RunData, StoreError> {
+        let env = store::environment(db, &self.row.environment_hash).await?;
+        let mut data = self.data(env.as_ref(), database);
+        let mut envs = BTreeMap::new();
+        for hash in self
+            .trials
+            .iter()
+            .map(|t| t.environment_hash.as_str())
+            .collect::<HashSet<_>>()
+        {
+            if let Some(e) = store::environment(db, hash).await? {
+                envs.insert(hash.to_owned(), e);
+            }
+        }
+        data.notes.extend(host_notes(&self.trials, &envs));
+        Ok(data)
+    }
+}
 
 /// Builds the report input from a stored run, its spec and its trials, read from the results
 /// database at `database`. Nothing here validates a manifest or builds a stage.

@@ -14,7 +14,7 @@ pub mod by_size;
 mod charts;
 mod compare;
 mod compare_view;
-mod format;
+pub(crate) mod format;
 mod history;
 mod markdown;
 mod model;
@@ -50,6 +50,7 @@ use crate::metrics::Metric;
 use crate::stats::{Claim, Direction, Tolerance};
 
 pub use build::build_report;
+pub(crate) use charts::{padded_range, palette_color, render_charts, FONT as CHART_FONT};
 pub use compare::{
     compare_runs, CompareGuard, CompareModel, CompareResult, EnvChange, RunStamp, COMPARE_SCHEMA_VERSION,
 };
@@ -62,6 +63,7 @@ pub use model::{
     RankTest, RankTestKind, Report, ResultRow, StageNoteRow, StageRow, SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
 };
 pub use output::{compare_output, report_output, OutputFormat};
+pub(crate) use samples::{direction_of, metric_samples, settings_of};
 pub use scaling::{
     Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis, ThreadGroup, ThreadPoint, SIZE_PARAMETERS, THREAD_PARAMETERS,
 };

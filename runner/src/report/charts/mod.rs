@@ -33,10 +33,16 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
 ];
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
+}
+
+/// The `i`th colour of the charts' palette, as `#rrggbb`.
+pub(crate) fn palette_color(i: usize) -> String {
+    let RGBColor(r, g, b) = color(i);
+    format!("#{r:02x}{g:02x}{b:02x}")
 }
 
 enum ChartKind {
@@ -364,7 +370,7 @@ fn draw_legend<'a, CT: CoordTranslate>(chart: &mut ChartContext<'a, SVGBackend<'
     Ok(())
 }
 
-fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values
         .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
