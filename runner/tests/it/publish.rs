@@ -152,8 +152,8 @@ fn refuses_to_write_into_a_folder_it_did_not_publish() {
 }
 
 /// Names read back from the database are data: with `<script>`, quotes and `../` in the
-/// experiment, variant, claim source and metric names, no page carries markup from them and
-/// no file lands outside the site.
+/// experiment, variant, claim (text, source, quote) and metric names, no page carries markup
+/// from them and no file lands outside the site.
 #[test]
 fn hostile_names_stay_inert_in_every_page() {
     let dir = tempfile::tempdir().unwrap();
@@ -166,6 +166,22 @@ fn hostile_names_stay_inert_in_every_page() {
         let measured::store::Db::Sqlite(p) = &db else {
             unreachable!()
         };
+        // A claim whose text, source and quote carry the same.
+        let spec: String = sqlx::query_scalar("SELECT spec FROM runs LIMIT 1")
+            .fetch_one(p)
+            .await
+            .unwrap();
+        let mut spec: serde_json::Value = serde_json::from_str(&spec).unwrap();
+        spec["compare"]["claims"] = serde_json::json!([{
+            "metric": "work.latency", "variant": "optimized",
+            "claim": { "unit": "percent", "low": 10.0, "high": 30.0, "point": false },
+            "text": evil, "source": evil, "quote": evil, "requires": {},
+        }]);
+        sqlx::query("UPDATE runs SET spec = ?1")
+            .bind(spec.to_string())
+            .execute(p)
+            .await
+            .unwrap();
         for sql in [
             format!("UPDATE runs SET experiment = '{q}'"),
             format!("UPDATE metrics SET name = '{q}'"),
