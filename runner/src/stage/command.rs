@@ -335,13 +335,27 @@ impl Stage for CommandStage {
             c.args(&r.argv[1..]);
             c
         };
+        let token = stage_token();
         cmd.envs(r.env.iter().map(|(k, v)| (k, v)))
             .env("MEASURED_SEED", ctx.seed.to_string())
+            // Marks every process the stage starts, including those that leave its process
+            // group (`setsid`): what `kill_tree` finds and ends.
+            .env(TOKEN_VAR, &token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // Its own process group: a timeout or Ctrl-C kills the program and its children.
             .process_group(0);
+        // SAFETY: the closure runs in the forked child before exec and only makes one
+        // async-signal-safe syscall. The signal fires when the thread that spawned the child
+        // exits, and this thread waits for the child before it returns.
+        unsafe {
+            cmd.pre_exec(|| {
+                // The program dies with measured, even on `kill -9`.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         if let Some(dir) = &dir {
             cmd.current_dir(dir);
         }
@@ -360,15 +374,23 @@ impl Stage for CommandStage {
         let (status, maxrss_kib, killed_for, tail, bad_lines) = std::thread::scope(|s| {
             let stderr_reader = s.spawn(move || tail_lines(stderr, STDERR_TAIL_LINES));
             let (done_tx, done_rx) = mpsc::channel::<()>();
-            let watchdog = s.spawn(move || watch(pid, deadline, cancel, done_rx));
+            let token_ref = token.as_str();
+            let watchdog = s.spawn(move || watch(pid, token_ref, deadline, cancel, done_rx));
+            // Once the program exits, whatever it left running is ended too, so that its
+            // output pipes close and nothing of it outlives the stage.
+            let waiter = s.spawn(move || {
+                let exit = wait_with_rusage(pid);
+                let _ = done_tx.send(());
+                kill_tree(None, token_ref);
+                exit
+            });
             // (line number, why) of stdout lines that look like JSON but are no metric line.
             let mut bad_lines: Vec<(usize, String)> = Vec::new();
-            for (i, line) in BufReader::new(stdout).lines().enumerate() {
-                let Ok(line) = line else { break };
+            each_line(stdout, |i, line| {
                 if !parse_metrics || !line.trim_start().starts_with('{') {
-                    continue;
+                    return;
                 }
-                match serde_json::from_str::<MetricLine>(&line) {
+                match serde_json::from_str::<MetricLine>(line) {
                     Ok(m) => match m.step {
                         Some(step) => rec.record_step(m.metric, step, m.value, &m.unit),
                         None => rec.record(m.metric, m.value, &m.unit),
@@ -376,9 +398,8 @@ impl Stage for CommandStage {
                     Err(e) if bad_lines.len() < BAD_LINES_SHOWN => bad_lines.push((i + 1, e.to_string())),
                     Err(_) => bad_lines.push((i + 1, String::new())),
                 }
-            }
-            let (status, maxrss_kib) = wait_with_rusage(pid);
-            let _ = done_tx.send(());
+            });
+            let (status, maxrss_kib) = waiter.join().unwrap_or((Err(0), None));
             let killed_for = watchdog.join().unwrap_or(None);
             let tail = stderr_reader.join().unwrap_or_default();
             (status, maxrss_kib, killed_for, tail, bad_lines)
@@ -447,6 +468,7 @@ enum Killed {
 
 fn watch(
     pid: libc::pid_t,
+    token: &str,
     deadline: Option<Instant>,
     cancel: &std::sync::atomic::AtomicBool,
     done: mpsc::Receiver<()>,
@@ -464,12 +486,60 @@ fn watch(
             None
         };
         if let Some(reason) = reason {
-            // SAFETY: plain syscall; a negative pid signals the whole process group.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
+            // The program is not reaped yet (the waiter is blocked on it), so its process group
+            // id cannot have been reused.
+            kill_tree(Some(pid), token);
             return Some(reason);
         }
+    }
+}
+
+/// The environment variable that marks a stage's processes.
+const TOKEN_VAR: &str = "MEASURED_STAGE_TOKEN";
+
+/// A mark unique to one stage run of this process.
+fn stage_token() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Processes of this user whose environment carries `TOKEN_VAR=token`: a stage's program and
+/// everything it started, whichever process group or session they moved to.
+fn marked(token: &str) -> Vec<libc::pid_t> {
+    let needle = format!("{TOKEN_VAR}={token}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// Ends a stage's whole tree: its process group (when `group` is given and not yet reaped),
+/// then every process marked with its token, until none is left (at most about 2 s).
+fn kill_tree(group: Option<libc::pid_t>, token: &str) {
+    if let Some(pid) = group {
+        // SAFETY: plain syscall; a negative pid signals the whole process group.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    for _ in 0..100 {
+        let left = marked(token);
+        if left.is_empty() {
+            return;
+        }
+        for p in left {
+            // SAFETY: plain syscall on a process of ours, found by its mark.
+            unsafe {
+                libc::kill(p, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -497,21 +567,82 @@ fn wait_with_rusage(pid: libc::pid_t) -> (Result<i32, i32>, Option<u64>) {
     (code, Some(usage.ru_maxrss.max(0) as u64))
 }
 
+/// Longest output line kept, in bytes; the rest of a longer line is dropped.
+const MAX_LINE: usize = 1 << 20;
+
+/// Calls `f` with each line of `r` (0-based number, text), reading until the end: output is
+/// bytes, so invalid UTF-8 is replaced rather than fatal, and a line longer than `MAX_LINE`
+/// is cut rather than held. The pipe is drained even when a line is unreadable, so the
+/// program never dies of a closed pipe.
+fn each_line(r: impl Read, mut f: impl FnMut(usize, &str)) {
+    let mut reader = BufReader::new(r);
+    let mut line = Vec::new();
+    let mut n = 0;
+    loop {
+        let (done, used) = match reader.fill_buf() {
+            Ok([]) => (true, 0),
+            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    let room = MAX_LINE.saturating_sub(line.len());
+                    line.extend_from_slice(&buf[..i.min(room)]);
+                    f(n, String::from_utf8_lossy(&line).trim_end_matches('\r'));
+                    n += 1;
+                    line.clear();
+                    (false, i + 1)
+                }
+                None => {
+                    let room = MAX_LINE.saturating_sub(line.len());
+                    line.extend_from_slice(&buf[..buf.len().min(room)]);
+                    (false, buf.len())
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => (false, 0),
+            Err(_) => (true, 0),
+        };
+        reader.consume(used);
+        if done {
+            if !line.is_empty() {
+                f(n, String::from_utf8_lossy(&line).trim_end_matches('\r'));
+            }
+            return;
+        }
+    }
+}
+
 fn tail_lines(r: impl Read, n: usize) -> String {
     let mut lines = VecDeque::with_capacity(n + 1);
-    for line in BufReader::new(r).lines() {
-        let Ok(line) = line else { break };
-        lines.push_back(line);
+    each_line(r, |_, line| {
+        lines.push_back(line.to_owned());
         if lines.len() > n {
             lines.pop_front();
         }
-    }
+    });
     lines.into_iter().collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_lines_are_bytes_cut_at_a_bound_and_read_to_the_end() {
+        let mut input = b"ok\n\xff\xfe bad utf-8\r\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', MAX_LINE + 10));
+        input.extend(b"\nlast");
+        let mut seen = Vec::new();
+        each_line(&input[..], |i, l| {
+            seen.push((i, l.len(), l.chars().take(3).collect::<String>()))
+        });
+        assert_eq!(
+            seen,
+            [
+                (0, 2, "ok".to_owned()),
+                (1, "\u{fffd}\u{fffd} bad utf-8".len(), "\u{fffd}\u{fffd} ".to_owned()),
+                (2, MAX_LINE, "xxx".to_owned()),
+                (3, 4, "las".to_owned())
+            ]
+        );
+    }
 
     #[test]
     fn a_relative_cwd_is_relative_to_the_manifest_and_a_missing_one_is_named() {

@@ -14,6 +14,7 @@ mod import;
 mod manifests;
 mod paths;
 mod plan;
+mod processes;
 mod publish;
 mod queue;
 mod report_json;

@@ -1,0 +1,152 @@
+//! A stage's processes and output: a timeout ends the stage's whole tree, including children
+//! that left its session; odd and extreme output is stored where it can be, never fatal, and
+//! the report still finishes.
+
+use crate::common::{bin, run, strings, text, write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Whether `pid` is still a live process (a zombie waiting for its reaper counts as ended).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+fn measured_run(db: &str, dir: &Path, manifest: &Path) -> std::process::Output {
+    run(bin()
+        .args(["--database", db, "run", "--no-report", "--results-dir"])
+        .arg(dir.join("results"))
+        .arg(manifest))
+}
+
+#[test]
+fn a_timeout_ends_the_stage_tree_including_setsid_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    let script = write(
+        dir.path(),
+        "tree.sh",
+        &format!(
+            "setsid sh -c 'echo $$ > {}; exec sleep 60' &\nsleep 60\n",
+            pidfile.display()
+        ),
+    );
+    let m = write(
+        dir.path(),
+        "tree.toml",
+        &format!(
+            "[experiment]\nname = \"tree\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\ntimeout = 1\n",
+            script.display()
+        ),
+    );
+    let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
+    let o = measured_run(&db, dir.path(), &m);
+    assert_eq!(o.status.code(), Some(1), "the trial failed: {}", text(&o));
+    let stage: Vec<String> = strings(&db, "SELECT printf('%.3f', seconds) || ' ' || error FROM stage_results");
+    assert!(stage[0].contains("timed out after 1s"), "{stage:?}");
+    let secs: f64 = stage[0].split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        secs < 3.0,
+        "the stage ended after {secs} s, not within 3 s of its start"
+    );
+    let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+    assert!(!alive(&pid), "the setsid grandchild {pid} outlived the stage");
+}
+
+#[test]
+fn odd_and_extreme_output_is_stored_and_the_report_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(
+        dir.path(),
+        "odd.sh",
+        "printf '\\377\\376 not utf-8\\n'\n\
+         printf '{\"metric\": \"big\", \"value\": 1e308, \"unit\": \"s\"}\\n'\n\
+         printf '{\"metric\": \"small\", \"value\": -1e308, \"unit\": \"s\"}\\n'\n\
+         printf '{\"metric\": \"nan\", \"value\": NaN, \"unit\": \"s\"}\\n'\n\
+         seq 1 20000\n",
+    );
+    let m = write(
+        dir.path(),
+        "odd.toml",
+        &format!(
+            "[experiment]\nname = \"odd\"\n[schedule]\nwarmup = 0\nrepetitions = 2\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\n[compare]\nprimary = \"work.big\"\n",
+            script.display()
+        ),
+    );
+    let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
+    let o = measured_run(&db, dir.path(), &m);
+    assert!(o.status.success(), "{}", text(&o));
+    let stored = strings(
+        &db,
+        "SELECT name || '=' || value FROM metrics ORDER BY trial_index, name",
+    );
+    assert_eq!(
+        stored,
+        ["big=1.0e+308", "small=-1.0e+308", "big=1.0e+308", "small=-1.0e+308"]
+    );
+    let id = strings(&db, "SELECT id FROM runs").remove(0);
+    let mut report = bin()
+        .args(["--database", &db, "report", &id, "--results-dir"])
+        .arg(dir.path().join("results"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = report.try_wait().unwrap() {
+            assert!(status.success(), "report failed: {status}");
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = report.kill();
+            panic!("`measured report` did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn killing_measured_takes_its_stage_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("stage.pid");
+    let script = write(
+        dir.path(),
+        "stage.sh",
+        &format!("echo $$ > {}\nexec sleep 60\n", pidfile.display()),
+    );
+    let m = write(
+        dir.path(),
+        "stage.toml",
+        &format!(
+            "[experiment]\nname = \"victim\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\n",
+            script.display()
+        ),
+    );
+    let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
+    let mut measured = bin()
+        .args(["--database", &db, "run", "--no-report", "--results-dir"])
+        .arg(dir.path().join("results"))
+        .arg(&m)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pid = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile).ok().filter(|p| p.ends_with('\n')) {
+            break p.trim().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the stage never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    measured.kill().unwrap(); // SIGKILL: no handler runs
+    measured.wait().unwrap();
+    let gone = Instant::now() + Duration::from_secs(3);
+    while alive(&pid) {
+        assert!(Instant::now() < gone, "the stage {pid} outlived measured by 3 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
