@@ -168,6 +168,14 @@ pub(super) struct Validator {
 }
 
 /// A name that may become part of a path: an experiment, stage or variant name.
+/// Most measured repetitions per config in one run.
+pub const MAX_REPETITIONS: u32 = 100_000;
+/// Most warm-up repetitions per config in one run.
+pub const MAX_WARMUP: u32 = 10_000;
+/// Most trials one run plans (configs x (warm-up + repetitions)): a plan of this size still
+/// fits in memory and in the results database.
+pub const MAX_TRIALS: u64 = 1_000_000;
+
 pub fn is_valid_name(s: &str) -> bool {
     is_ident(s)
 }
@@ -231,6 +239,7 @@ impl Validator {
                     .hint("use 5 or more repetitions to get a useful confidence interval"),
             );
         }
+        self.schedule_bounds(&schedule);
 
         let stages = self.stages(&raw.stages)?;
         let order = self.dag(&stages);
@@ -289,6 +298,25 @@ impl Validator {
         };
         if let Some(b) = &smoke_base {
             self.configs(&stages, b, &variants, &sweep, &smoke_origin);
+        }
+        let planned = configs.len() as u64 * (u64::from(schedule.warmup) + u64::from(schedule.repetitions));
+        let within = schedule.repetitions <= MAX_REPETITIONS && schedule.warmup <= MAX_WARMUP;
+        if within && planned > MAX_TRIALS {
+            let span = self.value_span(&["schedule", "repetitions"]);
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "the plan has {planned} trials ({} {} x ({} warm-up + {} repetitions)), above the limit of {MAX_TRIALS}",
+                        configs.len(),
+                        if configs.len() == 1 { "config" } else { "configs" },
+                        schedule.warmup,
+                        schedule.repetitions
+                    ),
+                    span,
+                )
+                .label("too many trials")
+                .hint("fewer repetitions or sweep points, or split the experiment into several runs"),
+            );
         }
         // An A/A run (`allow_identical`) has no real effect to miss, so an unreachable alpha
         // cannot make it mislead; every other design must be able to reach a verdict.
@@ -613,6 +641,28 @@ impl Validator {
         Some((si, segs[2..].iter().map(|s| s.to_string()).collect()))
     }
 
+    /// Warm-up and repetitions of `[schedule]` within their bounds.
+    fn schedule_bounds(&mut self, schedule: &super::Schedule) {
+        for (key, value, max) in [
+            ("repetitions", schedule.repetitions, MAX_REPETITIONS),
+            ("warmup", schedule.warmup, MAX_WARMUP),
+        ] {
+            let span = self.value_span(&["schedule", key]);
+            self.bound(key, value, max, span);
+        }
+    }
+
+    /// `key` = `value` within `max` (`MAX_WARMUP`, `MAX_REPETITIONS`).
+    fn bound(&mut self, key: &str, value: u32, max: u32, span: Option<Range<usize>>) {
+        if value > max {
+            self.err(
+                ManifestError::new(format!("`{key}` = {value} is above the limit of {max}"), span)
+                    .label("too many")
+                    .hint("a run of this size would not finish; split it into several runs"),
+            );
+        }
+    }
+
     fn apply_smoke(
         &mut self,
         table: &toml::Table,
@@ -626,8 +676,16 @@ impl Validator {
             if let Some(field) = ov.path.strip_prefix("schedule.") {
                 let n = ov.value.as_integer().filter(|n| *n >= 0 && *n <= u32::MAX as i64);
                 match (field, n) {
-                    ("warmup", Some(n)) => schedule.warmup = n as u32,
-                    ("repetitions", Some(n)) if n >= 1 => schedule.repetitions = n as u32,
+                    ("warmup", Some(n)) => {
+                        schedule.warmup = n as u32;
+                        let span = self.value_span(&at);
+                        self.bound(field, schedule.warmup, MAX_WARMUP, span);
+                    }
+                    ("repetitions", Some(n)) if n >= 1 => {
+                        schedule.repetitions = n as u32;
+                        let span = self.value_span(&at);
+                        self.bound(field, schedule.repetitions, MAX_REPETITIONS, span);
+                    }
                     ("warmup" | "repetitions", _) => {
                         let span = self.value_span(&at);
                         self.err(ManifestError::new(
