@@ -62,6 +62,18 @@ const BAD_LINES_SHOWN: usize = 3;
 /// How many stderr lines a failure message carries.
 const STDERR_TAIL_LINES: usize = 20;
 
+/// Longest stage timeout: a week.
+const MAX_TIMEOUT_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// A portable environment variable name (POSIX): letters, digits and `_`, not starting with a
+/// digit, at most 256 bytes.
+fn is_env_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 256
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 #[derive(Debug)]
 struct CommandStage {
     params: CommandParams,
@@ -86,7 +98,24 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
             hint: Some("write the whole command as one string: argv = [\"make bench && ./bench\"]".into()),
         });
     }
+    if let Some((name, _)) = params.env.iter().find(|(k, _)| !is_env_name(k)) {
+        return Err(BuildError {
+            field: Some("env".into()),
+            message: format!("`{}` is not an environment variable name", name.escape_debug()),
+            hint: Some("names are letters, digits and `_`, not starting with a digit, e.g. OMP_NUM_THREADS".into()),
+        });
+    }
     if let Some(t) = params.timeout {
+        if t.is_finite() && t > MAX_TIMEOUT_SECONDS {
+            return Err(BuildError {
+                field: Some("timeout".into()),
+                message: format!(
+                    "`timeout` = {} s is above the limit of {MAX_TIMEOUT_SECONDS} s (7 days)",
+                    if t < 1e9 { t.to_string() } else { format!("{t:e}") }
+                ),
+                hint: Some("leave `timeout` out for no limit".into()),
+            });
+        }
         if !(t.is_finite() && t > 0.0) {
             return Err(BuildError {
                 field: Some("timeout".into()),
