@@ -107,6 +107,13 @@ impl LoadParams {
                 }
                 let mut seen = std::collections::HashSet::new();
                 for code in codes {
+                    if !super::is_valid_code(code) {
+                        return Err(ParamError::new(
+                            "symbols",
+                            format!("{code:?} is not a symbol code"),
+                        )
+                        .with_hint("codes are 1-32 characters from letters, digits and `._^=-`, e.g. \"000001.SZ\" or \"^GSPC\""));
+                    }
                     if !seen.insert(code) {
                         return Err(ParamError::new("symbols", format!("`{code}` is listed twice")));
                     }

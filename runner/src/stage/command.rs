@@ -101,7 +101,7 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
     if let Some((name, _)) = params.env.iter().find(|(k, _)| !is_env_name(k)) {
         return Err(BuildError {
             field: Some("env".into()),
-            message: format!("`{}` is not an environment variable name", name.escape_debug()),
+            message: format!("{name:?} is not an environment variable name"),
             hint: Some("names are letters, digits and `_`, not starting with a digit, e.g. OMP_NUM_THREADS".into()),
         });
     }
