@@ -610,15 +610,24 @@ fn ohlcv_problems(open: f64, high: f64, low: f64, close: f64, volume: f64) -> Ve
     problems
 }
 
+/// Parses `day` with `f`; the compact `%Y%m%d` takes exactly 8 digits (chrono would read the
+/// seven-digit `2020013` as 2020-01-03).
+fn parse_day(day: &str, f: &str) -> Option<NaiveDate> {
+    if f == "%Y%m%d" && !(day.len() == 8 && day.bytes().all(|b| b.is_ascii_digit())) {
+        return None;
+    }
+    NaiveDate::parse_from_str(day, f).ok()
+}
+
 fn date(text: &str, format: Option<&str>) -> Result<NaiveDate, String> {
     if let Some(f) = format {
-        return NaiveDate::parse_from_str(text, f).map_err(|_| format!("date: `{text}` does not match `{f}`"));
+        return parse_day(text, f).ok_or_else(|| format!("date: `{text}` does not match `{f}`"));
     }
     // A timestamp such as `2020-01-02 00:00:00` keeps its date part.
     let day = text.split([' ', 'T']).next().unwrap_or(text);
     ["%Y-%m-%d", "%Y%m%d", "%Y/%m/%d"]
         .iter()
-        .find_map(|f| NaiveDate::parse_from_str(day, f).ok())
+        .find_map(|f| parse_day(day, f))
         .ok_or_else(|| format!("date: `{text}` is not a date (use --date-format)"))
 }
 
@@ -673,4 +682,20 @@ pub(crate) fn parse_row(m: &Mapping, record: &csv::StringRecord) -> Result<(Stri
             adj_factor,
         },
     ))
+}
+
+#[cfg(test)]
+mod date_tests {
+    use super::*;
+
+    #[test]
+    fn compact_dates_take_exactly_eight_digits() {
+        let day = |y, m, d| NaiveDate::from_ymd_opt(y, m, d).unwrap();
+        assert_eq!(date("20200103", None), Ok(day(2020, 1, 3)));
+        assert_eq!(date("20200103", Some("%Y%m%d")), Ok(day(2020, 1, 3)));
+        assert_eq!(date("2020-01-03 00:00:00", None), Ok(day(2020, 1, 3)));
+        assert!(date("2020013", None).is_err(), "seven digits are no date");
+        assert!(date("2020013", Some("%Y%m%d")).is_err());
+        assert!(date("202001031", None).is_err());
+    }
 }
