@@ -304,7 +304,7 @@ fn stage_breakdown(run: &RunData, title: &str) -> DrawResult<String> {
                 .collect()
         })
         .collect();
-    let max_total = medians.iter().map(|r| r.iter().sum::<f64>()).fold(0.0, f64::max);
+    let max_total = on_axis(medians.iter().map(|r| r.iter().sum::<f64>()).fold(0.0, f64::max));
     let x_max = if max_total > 0.0 { max_total * 1.3 } else { 1.0 };
     let n = names.len() as i32;
     // Slot 0 is at the bottom; list configs top-down in plan order.
@@ -370,9 +370,19 @@ fn draw_legend<'a, CT: CoordTranslate>(chart: &mut ChartContext<'a, SVGBackend<'
     Ok(())
 }
 
+/// The largest magnitude a chart axis reaches: values beyond it (a program can print 1e308)
+/// are drawn at the edge, so that every axis stays finite and its ticks can be computed.
+pub(crate) const AXIS_LIMIT: f64 = f64::MAX / 16.0;
+
+/// `v` within `±AXIS_LIMIT`.
+pub(crate) fn on_axis(v: f64) -> f64 {
+    v.clamp(-AXIS_LIMIT, AXIS_LIMIT)
+}
+
 pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values
         .filter(|v| v.is_finite())
+        .map(on_axis)
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
     if !lo.is_finite() {
         return (0.0, 1.0);

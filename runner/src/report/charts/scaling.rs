@@ -115,6 +115,7 @@ fn efficiency(axis: &ThreadAxis, title: &str) -> DrawResult<String> {
         .flat_map(|p| [p.efficiency, p.efficiency_ci.map(|c| c.1)])
         .flatten()
         .filter(|v| v.is_finite())
+        .map(super::on_axis)
         .fold(1.0, f64::max)
         * 1.15;
     let mut buf = String::new();

@@ -374,7 +374,7 @@ pub(super) fn bandwidth(run: &RunData, title: &str, stage: &str) -> DrawResult<S
         .flat_map(|l| l.points.iter().map(|&(_, v)| v))
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
+    let y_max = if y_max > 0.0 { super::on_axis(y_max) * 1.08 } else { 1.0 };
     // The legend gets its own column: with one line per (config, mode) it would cover the data.
     let legend_w = label_width(&labels) + 44;
     let row_h = 22;

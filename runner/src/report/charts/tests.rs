@@ -391,3 +391,27 @@ fn tick_helpers() {
     assert_eq!(caption_size("short", 860), 20);
     assert!(caption_size(&"x".repeat(120), 860) < 20);
 }
+
+/// Values at the ends of the f64 range (which a command stage can print) still give charts,
+/// promptly: the axis range stays finite.
+#[test]
+fn extreme_values_draw_promptly() {
+    let mut run = simple_run("extreme", 0.8, 0.5);
+    for (i, t) in run.configs.iter_mut().flat_map(|c| &mut c.trials).enumerate() {
+        for s in &mut t.stages {
+            for m in &mut s.metrics {
+                m.value = if i % 2 == 0 { 1e308 } else { -1e308 };
+            }
+            s.seconds = if i % 2 == 0 { f64::MAX } else { 1e-300 };
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(render_charts(&run).map(|c| c.len()));
+    });
+    let charts = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("charts of extreme values finish within 30 s")
+        .expect("charts of extreme values render");
+    assert!(charts >= 2, "{charts} charts");
+}
