@@ -67,7 +67,7 @@ impl ManifestErrors {
         let file = SimpleFile::new(self.path.display().to_string(), self.text.as_str());
         let config = Config::default();
         let mut out = term::termcolor::NoColor::new(Vec::new());
-        for e in &self.errors {
+        for e in self.errors.iter().take(MAX_ERRORS_SHOWN) {
             let mut diag = Diagnostic::error().with_message(&e.message);
             if let Some(span) = &e.span {
                 let span = clamp(span.clone(), self.text.len());
@@ -81,9 +81,30 @@ impl ManifestErrors {
             // Writing into a Vec cannot fail; an error here would only lose the message text.
             let _ = term::emit(&mut out, &config, &file, &diag);
         }
-        String::from_utf8_lossy(&out.into_inner()).into_owned()
+        let mut text = String::from_utf8_lossy(&out.into_inner()).into_owned();
+        let more = self.errors.len().saturating_sub(MAX_ERRORS_SHOWN);
+        if more > 0 {
+            text.push_str(&format!(
+                "and {more} more error{} (fix these first)\n",
+                if more == 1 { "" } else { "s" }
+            ));
+        }
+        if text.len() > MAX_RENDERED_BYTES {
+            let mut cut = MAX_RENDERED_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push_str("\n… (error output cut at 64 KiB)\n");
+        }
+        text
     }
 }
+
+/// Errors a manifest's report shows; the rest are counted.
+pub const MAX_ERRORS_SHOWN: usize = 20;
+/// Longest rendered error report (a manifest line of megabytes would otherwise be echoed).
+pub const MAX_RENDERED_BYTES: usize = 64 * 1024;
 
 fn clamp(span: Range<usize>, len: usize) -> Range<usize> {
     let start = span.start.min(len);

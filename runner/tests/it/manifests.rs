@@ -180,3 +180,36 @@ fn the_committed_schema_is_what_measured_schema_prints() {
         "docs/measured.schema.json is out of date: run `measured schema > docs/measured.schema.json`"
     );
 }
+
+/// A manifest with many mistakes, or with a huge line, gets a bounded report: the first 20
+/// errors and a count of the rest, at most 64 KiB in all.
+#[test]
+fn error_reports_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut many = String::from("[experiment]\nname = \"many\"\n");
+    for i in 0..30 {
+        many.push_str(&format!("[stages.s{i}]\nkind = 5\n"));
+    }
+    let huge = format!(
+        "[experiment]\nname = \"{}\"\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n",
+        "x".repeat(300_000)
+    );
+    for (name, body, shown) in [("many.toml", many, 20), ("huge.toml", huge, 1)] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        let o = run(bin().arg("check").arg(&path));
+        assert_eq!(o.status.code(), Some(2));
+        let out = text(&o);
+        assert!(out.len() <= 70 * 1024, "{name}: {} bytes of errors", out.len());
+        assert_eq!(out.matches("error:").count(), shown, "{name}: {out}");
+        if name == "many.toml" {
+            assert!(out.contains("and 10 more errors"), "{out}");
+        } else {
+            assert!(
+                out.contains("error output cut at 64 KiB"),
+                "{}",
+                &out[out.len() - 200..]
+            );
+        }
+    }
+}
