@@ -20,13 +20,32 @@ const STAGE_KEYS: [&str; 3] = ["kind", "needs", "cache"];
 
 /// Reads and validates a manifest file. `smoke` applies its `[smoke]` overrides.
 pub fn parse_file(path: &Path, smoke: bool) -> Result<Experiment, ManifestErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = std::fs::read(path).map_err(|e| {
         ManifestErrors::single(
             path,
             "",
             ManifestError::new(format!("cannot read {}: {e}", path.display()), None)
                 .hint("check the path; manifests usually live under experiments/"),
         )
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        // Located at the first byte that is not UTF-8, shown in a lossy copy of the file.
+        let at = e.utf8_error().valid_up_to();
+        let bad = e.as_bytes()[at];
+        let shown = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        // The valid prefix is copied as it is, so the offset is the same in the copy.
+        let end = shown[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+        let start = at;
+        ManifestErrors {
+            path: path.to_owned(),
+            text: shown,
+            errors: vec![ManifestError::new(
+                format!("the manifest is not UTF-8: byte 0x{bad:02x} at byte offset {at}"),
+                Some(start..end),
+            )
+            .label("not UTF-8")
+            .hint("TOML files are UTF-8: re-save the file as UTF-8")],
+        }
     })?;
     parse_str(path, &text, smoke)
 }
