@@ -196,8 +196,8 @@ pub enum Command {
         /// Serve every queued run, oldest first.
         #[arg(long)]
         any: bool,
-        /// Lease length in seconds (default: the one given to `measured submit`).
-        #[arg(long)]
+        /// Lease length in seconds, 1 to 86400 (default: the one given to `measured submit`).
+        #[arg(long, value_parser = seconds_between::<1, 86400>)]
         lease_seconds: Option<f64>,
         /// Exit after this many seconds without a claimable unit, even while other workers hold units.
         #[arg(long)]
@@ -231,8 +231,9 @@ pub struct SubmitArgs {
     /// Reduced-size run with the manifest's `[smoke]` overrides.
     #[arg(long)]
     pub smoke: bool,
-    /// Lease a worker holds on a unit; renewed every third of it while the worker lives.
-    #[arg(long, default_value_t = crate::queue::DEFAULT_LEASE_SECONDS)]
+    /// Lease a worker holds on a unit, in seconds (1 to 86400); renewed every third of it
+    /// while the worker lives.
+    #[arg(long, default_value_t = crate::queue::DEFAULT_LEASE_SECONDS, value_parser = seconds_between::<1, 86400>)]
     pub lease_seconds: f64,
     /// Start the workers as a Slurm job array (`sbatch --array`).
     #[arg(long, requires = "workers")]

@@ -304,3 +304,24 @@ fn command_timeout_fails_the_stage() {
     let errors = strings(db.to_str().unwrap(), "SELECT error FROM trials");
     assert!(errors[0].contains("timed out after 0.2s"), "{errors:?}");
 }
+
+/// Lease lengths are bounded on every command that takes one: 1e308 and 0.001 are refused
+/// before anything runs.
+#[test]
+fn lease_seconds_are_bounded_everywhere() {
+    for args in [
+        &["worker", "--any", "--lease-seconds"][..],
+        &["submit", "x.toml", "--lease-seconds"],
+        &["run", "x.toml", "--lease-seconds"],
+    ] {
+        for value in ["1e308", "0.001", "inf"] {
+            let o = crate::common::run(crate::common::bin().args(args).arg(value));
+            assert_eq!(o.status.code(), Some(2), "{args:?} {value}");
+            assert!(
+                crate::common::text(&o).contains("must be between 1 and 86400 seconds"),
+                "{args:?} {value}: {}",
+                crate::common::text(&o)
+            );
+        }
+    }
+}
