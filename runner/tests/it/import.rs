@@ -141,6 +141,10 @@ fn inconsistent_ohlc_rows_are_reported_with_file_and_line() {
     let file = "tests/fixtures/import/ohlc_bad.csv";
     let out = import(&db, &[file]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        !Path::new(&db).exists(),
+        "a failed import leaves no database file behind"
+    );
     let err = text(&out);
     let wanted = [
         format!("{file}:3: open 11.2 is above high 11"),
