@@ -16,9 +16,10 @@ use std::time::Duration;
 impl From<QueueError> for CommandError {
     fn from(e: QueueError) -> Self {
         match e {
-            QueueError::NotPostgres(_) | QueueError::NoQueue(_) | QueueError::SlurmOption(_) => {
-                CommandError::BadInput(e.to_string())
-            }
+            QueueError::NotPostgres(_)
+            | QueueError::NoQueue(_)
+            | QueueError::SlurmOption(_)
+            | QueueError::UnsafeName(_) => CommandError::BadInput(e.to_string()),
             QueueError::Store(s) => s.into(),
             other => CommandError::Runtime(other.into()),
         }

@@ -71,6 +71,8 @@ pub enum QueueError {
     },
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
+    #[error(transparent)]
+    UnsafeName(#[from] crate::paths::UnsafeName),
 }
 
 impl From<sqlx::Error> for QueueError {

@@ -22,4 +22,5 @@ mod runs;
 mod stage_notes;
 mod stored;
 mod transfer;
+mod trust;
 mod typos;
