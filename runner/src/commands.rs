@@ -344,6 +344,7 @@ fn run_with(
                 flush_journals(rt, db, &here, id, &g.database, g.quiet)?;
             }
             let row = rt.block_on(store::load_run(db, id))?;
+            row.verify_manifest().map_err(CommandError::BadInput)?;
             // The run's results belong to the project of its manifest, as when it started.
             let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
             flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;

@@ -5,7 +5,8 @@ use crate::common::{bin, fixture, run, run_cmd, strings, text};
 use crate::stored::sqlite_exec;
 use std::path::{Path, PathBuf};
 
-/// Every file and folder under `dir`, relative to it, sorted.
+/// Every file and folder under `dir`, relative to it, sorted; the database's own files (its
+/// write-ahead log comes and goes) left out.
 fn tree(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
@@ -15,7 +16,9 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
             if p.is_dir() {
                 todo.push(p.clone());
             }
-            out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            if !p.file_name().unwrap().to_string_lossy().starts_with("r.sqlite") {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
         }
     }
     out.sort();
@@ -78,4 +81,81 @@ fn a_run_id_edited_in_the_database_is_refused_not_written() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains(&format!("run id {bad:?}")), "{}", text(&out));
     assert_eq!(tree(dir.path()), before, "nothing is written anywhere");
+}
+
+/// A manifest whose one stage is `true`, and the same text edited to touch `marker` instead.
+fn innocent_and_edited(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let m = crate::common::write(
+        dir,
+        "innocent.toml",
+        "[experiment]\nname = \"innocent\"\n[schedule]\nwarmup = 0\nrepetitions = 2\n\
+         [stages.work]\nkind = \"command\"\nargv = [\"true\"]\n",
+    );
+    let marker = dir.join("marker");
+    let edit = format!(
+        "UPDATE runs SET manifest_text = replace(manifest_text, '[\"true\"]', '[\"touch\", \"{}\"]')",
+        marker.display()
+    );
+    (m, marker, edit)
+}
+
+#[test]
+fn resuming_a_run_whose_stored_manifest_was_edited_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, marker, edit) = innocent_and_edited(dir.path());
+    let db = dir.path().join("r.sqlite");
+    let out = run(run_cmd(&db, dir.path(), &[]).arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = strings(db.to_str().unwrap(), "SELECT id FROM runs").remove(0);
+    // The trials are gone and the manifest now runs something else: a resume would run it.
+    sqlite_exec(
+        &db,
+        &[
+            "DELETE FROM metrics",
+            "DELETE FROM stage_results",
+            "DELETE FROM trials",
+            &edit,
+        ],
+    );
+    let out = run(&mut run_cmd(&db, dir.path(), &["--resume", &id]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let msg = text(&out);
+    assert!(
+        msg.contains(&format!("the stored manifest of run {id} does not match")),
+        "{msg}"
+    );
+    assert!(!marker.exists(), "the edited manifest ran");
+    assert_eq!(
+        crate::common::scalar(db.to_str().unwrap(), "SELECT COUNT(*) FROM trials"),
+        0
+    );
+}
+
+#[test]
+fn a_queue_worker_refuses_a_stored_manifest_edited_after_submit() {
+    let url = crate::common::pg_url();
+    let dir = tempfile::tempdir().unwrap();
+    let (m, marker, edit) = innocent_and_edited(dir.path());
+    let out = run(bin()
+        .env("DATABASE_URL", &url)
+        .current_dir(dir.path())
+        .arg("submit")
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = strings(&url, "SELECT id FROM runs").remove(0);
+    // An UPDATE that returns a row count, through the helper that reads one integer.
+    let edited = crate::common::scalar(&url, &format!("WITH u AS ({edit} RETURNING 1) SELECT COUNT(*) FROM u"));
+    assert_eq!(edited, 1);
+    let out = run(bin()
+        .env("DATABASE_URL", &url)
+        .args(["worker", "--run", &id, "--results-dir"])
+        .arg(dir.path().join("results")));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let msg = text(&out);
+    assert!(
+        msg.contains(&format!("the stored manifest of run {id} does not match")),
+        "{msg}"
+    );
+    assert!(!marker.exists(), "the edited manifest ran");
+    assert_eq!(crate::common::scalar(&url, "SELECT COUNT(*) FROM trials"), 0);
 }
