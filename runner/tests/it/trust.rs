@@ -159,3 +159,16 @@ fn a_queue_worker_refuses_a_stored_manifest_edited_after_submit() {
     assert!(!marker.exists(), "the edited manifest ran");
     assert_eq!(crate::common::scalar(&url, "SELECT COUNT(*) FROM trials"), 0);
 }
+
+#[test]
+fn a_connection_error_never_shows_a_password_with_raw_url_delimiters() {
+    let password = "p#a/s?s";
+    let url = format!("postgres://u:{password}@127.0.0.1:1/db");
+    let out = run(bin().arg("--database").arg(&url).args(["runs"]));
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    let msg = text(&out);
+    assert!(msg.contains("u:***@127.0.0.1"), "{msg}");
+    for part in [password, "#a/s", "a/s?s"] {
+        assert!(!msg.contains(part), "{part} in {msg}");
+    }
+}
