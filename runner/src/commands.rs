@@ -132,7 +132,7 @@ pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
                 );
             }
             Err(e) => {
-                eprint!("{}", e.render());
+                eprint!("{}", e.render_for_stderr(crate::color::stderr()));
                 code = EXIT_BAD_INPUT;
             }
         }
@@ -1304,7 +1304,9 @@ pub fn finish(result: Result<u8, CommandError>) -> u8 {
         Ok(code) => code,
         Err(e) => {
             match &e {
-                CommandError::Manifest(m) | CommandError::Data(m) => eprint!("{}", m.render()),
+                CommandError::Manifest(m) | CommandError::Data(m) => {
+                    eprint!("{}", m.render_for_stderr(crate::color::stderr()))
+                }
                 other => eprintln!("error: {other:#}"),
             }
             e.exit_code()

@@ -64,9 +64,25 @@ impl ManifestErrors {
 
     /// Renders every error as plain text (no colour), the form used in snapshots and logs.
     pub fn render(&self) -> String {
+        let mut out = term::termcolor::NoColor::new(Vec::new());
+        self.emit(&mut out);
+        String::from_utf8_lossy(&out.into_inner()).into_owned()
+    }
+
+    /// Renders every error for stderr: coloured (ANSI) when `colour`, else as [`Self::render`].
+    pub fn render_for_stderr(&self, colour: bool) -> String {
+        if colour {
+            let mut out = term::termcolor::Ansi::new(Vec::new());
+            self.emit(&mut out);
+            String::from_utf8_lossy(&out.into_inner()).into_owned()
+        } else {
+            self.render()
+        }
+    }
+
+    fn emit(&self, out: &mut dyn term::termcolor::WriteColor) {
         let file = SimpleFile::new(self.path.display().to_string(), self.text.as_str());
         let config = Config::default();
-        let mut out = term::termcolor::NoColor::new(Vec::new());
         for e in &self.errors {
             let mut diag = Diagnostic::error().with_message(&e.message);
             if let Some(span) = &e.span {
@@ -79,9 +95,8 @@ impl ManifestErrors {
                 diag = diag.with_notes(vec![format!("hint: {h}")]);
             }
             // Writing into a Vec cannot fail; an error here would only lose the message text.
-            let _ = term::emit(&mut out, &config, &file, &diag);
+            let _ = term::emit(out, &config, &file, &diag);
         }
-        String::from_utf8_lossy(&out.into_inner()).into_owned()
     }
 }
 

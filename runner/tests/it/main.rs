@@ -2,6 +2,7 @@
 
 mod busy;
 mod claims;
+mod color;
 mod common;
 mod data;
 mod docs;
