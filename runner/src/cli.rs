@@ -33,6 +33,9 @@ pub struct GlobalArgs {
     /// No progress bar or status lines.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Colour on stderr: `auto` only on a terminal and without NO_COLOR, `always`, `never`.
+    #[arg(long, global = true, value_enum, default_value_t = clap::ColorChoice::Auto)]
+    pub color: clap::ColorChoice,
 }
 
 #[derive(Subcommand, Debug)]
@@ -354,7 +357,8 @@ fn seconds_between<const MIN: u32, const MAX: u32>(s: &str) -> Result<f64, Strin
 /// Parses the process arguments, runs the command, returns the exit code.
 pub fn main() -> u8 {
     let cli = Cli::parse();
-    init_tracing(cli.global.quiet);
+    let colour = crate::color::init(cli.global.color);
+    init_tracing(cli.global.quiet, colour);
     // Default locations belong to the project of the manifest when the command has one, so a
     // command started from a subfolder or from elsewhere finds the same results.
     let root = match &cli.command {
@@ -507,7 +511,7 @@ pub fn main() -> u8 {
     commands::finish(result)
 }
 
-fn init_tracing(quiet: bool) {
+fn init_tracing(quiet: bool, colour: bool) {
     // sqlx warns about server notices and slow acquires while a database restarts; measured
     // reports outages itself, once, with what happens to the results.
     let default = if quiet { "error" } else { "warn,sqlx=error" };
@@ -516,6 +520,7 @@ fn init_tracing(quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_target(false)
         .try_init();
 }

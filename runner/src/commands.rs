@@ -132,7 +132,7 @@ pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
                 );
             }
             Err(e) => {
-                eprint!("{}", e.render());
+                eprint!("{}", e.render_for_stderr(crate::color::stderr()));
                 code = EXIT_BAD_INPUT;
             }
         }
@@ -344,6 +344,7 @@ fn run_with(
                 flush_journals(rt, db, &here, id, &g.database, g.quiet)?;
             }
             let row = rt.block_on(store::load_run(db, id))?;
+            row.verify_manifest().map_err(CommandError::BadInput)?;
             // The run's results belong to the project of its manifest, as when it started.
             let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
             flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;
@@ -365,6 +366,7 @@ fn run_with(
             rt.block_on(store::set_run_status(db, &row.id, "running", None))?;
             rt.block_on(store::beat(db, &row.id, chrono::Utc::now(), Some(lease)))?;
             let header = store::RunHeader::of_stored(&row, &env, Some(lease), &g.database);
+            crate::paths::check_stored(&results_dir, &row.experiment, &row.id)?;
             let journal = Journal::create(&Journal::path_for(&results_dir, &row.experiment, &row.id), &header)
                 .map_err(|e| CommandError::Runtime(e.into()))?;
             (exp, row.id, row.seed, skip, env, journal, results_dir)
@@ -597,7 +599,7 @@ fn write_run_report(
     results_dir: &Path,
 ) -> Result<crate::report::WrittenReport, CommandError> {
     let data = rt.block_on(stored.data_with_hosts(db, database))?;
-    let out = results_dir.join(&stored.row.experiment).join(&stored.row.id);
+    let out = crate::paths::run_dir(results_dir, &stored.row.experiment, &stored.row.id)?;
     Ok(crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?)
 }
 
@@ -688,8 +690,9 @@ pub fn compare(
     };
     let cmp = crate::report::compare_view(&model);
     let md = crate::report::render_compare_markdown(&cmp, templates_dir()).context("cannot render the comparison")?;
-    let out = results_dir
-        .join(&row_a.experiment)
+    crate::paths::check_stored(results_dir, &row_a.experiment, &row_a.id)?;
+    crate::paths::check_stored(results_dir, &row_b.experiment, &row_b.id)?;
+    let out = crate::paths::experiment_dir(results_dir, &row_a.experiment)?
         .join(format!("compare-{}-vs-{}", row_a.id, row_b.id));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let path = out.join("compare.md");
@@ -992,7 +995,7 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
         ));
     }
     h.notes.extend(notes);
-    let dir = o.results_dir.join(&o.experiment).join("history");
+    let dir = crate::paths::experiment_dir(&o.results_dir, &o.experiment)?.join("history");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let stem = crate::paths::file_safe(&metric);
     let svg_name = format!("{stem}.svg");
@@ -1313,7 +1316,9 @@ pub fn finish(result: Result<u8, CommandError>) -> u8 {
         Ok(code) => code,
         Err(e) => {
             match &e {
-                CommandError::Manifest(m) | CommandError::Data(m) => eprint!("{}", m.render()),
+                CommandError::Manifest(m) | CommandError::Data(m) => {
+                    eprint!("{}", m.render_for_stderr(crate::color::stderr()))
+                }
                 other => eprintln!("error: {other:#}"),
             }
             e.exit_code()

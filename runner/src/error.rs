@@ -51,6 +51,12 @@ impl From<crate::store::StoreError> for CommandError {
     }
 }
 
+impl From<crate::paths::UnsafeName> for CommandError {
+    fn from(e: crate::paths::UnsafeName) -> Self {
+        CommandError::BadInput(e.to_string())
+    }
+}
+
 impl From<crate::store::DbError> for CommandError {
     fn from(e: crate::store::DbError) -> Self {
         CommandError::Runtime(e.into())

@@ -34,9 +34,14 @@ struct Repo {
     rel: PathBuf,
 }
 
+/// Settings given to every git command measured runs, ahead of the repository's own config: no
+/// filesystem monitor and no hooks, so reading a repository's state (or checking out a revision
+/// of it) never runs a command that the repository's config names.
+pub(crate) const NO_REPO_COMMANDS: [&str; 4] = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"];
+
 fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
-    c.arg("-C").arg(dir).stdin(Stdio::null());
+    c.args(NO_REPO_COMMANDS).arg("-C").arg(dir).stdin(Stdio::null());
     c
 }
 

@@ -6,6 +6,7 @@
 pub mod artifact;
 pub mod build_info;
 pub mod cli;
+pub mod color;
 pub mod commands;
 pub mod error;
 pub mod exec;

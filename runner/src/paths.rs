@@ -8,7 +8,7 @@
 //! current directory. Only defaults move: a path the user wrote stays relative to the current
 //! directory.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// `s` with every character other than ASCII letters, digits, `-` and `_` replaced by `_`: safe
 /// as a file name or a job name, whatever a manifest or a command stage named things.
@@ -22,6 +22,68 @@ pub fn file_safe(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Whether `s` has the shape of a run id as measured makes them: `YYYYMMDD-HHMMSS-xxxx`, the
+/// last part four lowercase hex digits.
+pub fn is_valid_run_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 20
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 15 => c == b'-',
+            16..=19 => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+            _ => c.is_ascii_digit(),
+        })
+}
+
+/// A name read back from a database that cannot become a path: an experiment name or a run id
+/// someone edited there.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the database names {what} {name:?}, which is not a valid {what}; \
+     refusing to make it a path under {results} (was the database edited by hand?)"
+)]
+pub struct UnsafeName {
+    what: &'static str,
+    name: String,
+    results: String,
+}
+
+/// Checks an experiment name and a run id read back from a database before they name files.
+pub fn check_stored(results_dir: &Path, experiment: &str, run_id: &str) -> Result<(), UnsafeName> {
+    experiment_dir(results_dir, experiment)?;
+    if !is_valid_run_id(run_id) {
+        return Err(unsafe_name(results_dir, "run id", run_id));
+    }
+    Ok(())
+}
+
+/// `results_dir/<experiment>`, for a name read from a database or typed by a user: refused
+/// unless it is a valid experiment name and the folder stays under `results_dir`.
+pub fn experiment_dir(results_dir: &Path, experiment: &str) -> Result<PathBuf, UnsafeName> {
+    let dir = results_dir.join(experiment);
+    let stays = dir.strip_prefix(results_dir).is_ok_and(|rel| {
+        rel.components().count() == 1 && matches!(rel.components().next(), Some(Component::Normal(_)))
+    });
+    if !crate::manifest::is_valid_name(experiment) || !stays {
+        return Err(unsafe_name(results_dir, "experiment name", experiment));
+    }
+    Ok(dir)
+}
+
+/// `results_dir/<experiment>/<run_id>`, the folder of a stored run's report: both names checked
+/// as by [`check_stored`].
+pub fn run_dir(results_dir: &Path, experiment: &str, run_id: &str) -> Result<PathBuf, UnsafeName> {
+    check_stored(results_dir, experiment, run_id)?;
+    Ok(experiment_dir(results_dir, experiment)?.join(run_id))
+}
+
+fn unsafe_name(results_dir: &Path, what: &'static str, name: &str) -> UnsafeName {
+    UnsafeName {
+        what,
+        name: name.to_owned(),
+        results: results_dir.display().to_string(),
+    }
 }
 
 /// The folder under the project root that holds reports, journals and the default database.
@@ -120,6 +182,37 @@ fn relative_to(path: &Path, base: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ids_have_the_shape_measured_gives_them() {
+        assert!(is_valid_run_id(&crate::commands::new_run_id()));
+        assert!(is_valid_run_id("20261124-183300-f224"));
+        for bad in [
+            "",
+            "r1",
+            "../20261124-183300-f224",
+            "20261124-183300-F224",
+            "20261124-183300-f22/",
+            "20261124_183300-f224",
+        ] {
+            assert!(!is_valid_run_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_read_from_a_database_stay_under_the_results_folder() {
+        let results = Path::new("results");
+        assert_eq!(
+            run_dir(results, "exp", "20261124-183300-f224").unwrap(),
+            PathBuf::from("results/exp/20261124-183300-f224")
+        );
+        for exp in ["../../x", "/etc", "a/b", "..", ".", ""] {
+            let e = run_dir(results, exp, "20261124-183300-f224").unwrap_err().to_string();
+            assert!(e.contains("experiment name") && e.contains("refusing"), "{exp}: {e}");
+        }
+        let e = run_dir(results, "exp", "../../r").unwrap_err().to_string();
+        assert!(e.contains("run id \"../../r\""), "{e}");
+    }
 
     #[test]
     fn paths_are_shown_relative_to_a_base() {

@@ -62,11 +62,28 @@ impl ManifestErrors {
         }
     }
 
-    /// Renders every error as plain text (no colour), the form used in snapshots and logs.
+    /// Renders the errors as plain text (no colour), the form used in snapshots and logs: the
+    /// first `MAX_ERRORS_SHOWN`, a count of the rest, at most `MAX_RENDERED_BYTES`.
     pub fn render(&self) -> String {
+        let mut out = term::termcolor::NoColor::new(Vec::new());
+        self.emit(&mut out);
+        self.bounded(String::from_utf8_lossy(&out.into_inner()).into_owned())
+    }
+
+    /// Renders the errors for stderr: coloured (ANSI) when `colour`, else as [`Self::render`].
+    pub fn render_for_stderr(&self, colour: bool) -> String {
+        if colour {
+            let mut out = term::termcolor::Ansi::new(Vec::new());
+            self.emit(&mut out);
+            self.bounded(String::from_utf8_lossy(&out.into_inner()).into_owned())
+        } else {
+            self.render()
+        }
+    }
+
+    fn emit(&self, out: &mut dyn term::termcolor::WriteColor) {
         let file = SimpleFile::new(self.path.display().to_string(), self.text.as_str());
         let config = Config::default();
-        let mut out = term::termcolor::NoColor::new(Vec::new());
         for e in self.errors.iter().take(MAX_ERRORS_SHOWN) {
             let mut diag = Diagnostic::error().with_message(&e.message);
             if let Some(span) = &e.span {
@@ -79,9 +96,12 @@ impl ManifestErrors {
                 diag = diag.with_notes(vec![format!("hint: {h}")]);
             }
             // Writing into a Vec cannot fail; an error here would only lose the message text.
-            let _ = term::emit(&mut out, &config, &file, &diag);
+            let _ = term::emit(out, &config, &file, &diag);
         }
-        let mut text = String::from_utf8_lossy(&out.into_inner()).into_owned();
+    }
+
+    /// `text` with the count of the errors not shown, cut at `MAX_RENDERED_BYTES`.
+    fn bounded(&self, mut text: String) -> String {
         let more = self.errors.len().saturating_sub(MAX_ERRORS_SHOWN);
         if more > 0 {
             text.push_str(&format!(

@@ -131,7 +131,13 @@ struct GitState {
 
 /// A git command in `dir`, run to its end (`None`: git could not be started).
 fn git(dir: &Path, args: &[&str]) -> Option<std::process::Output> {
-    Command::new("git").arg("-C").arg(dir).args(args).output().ok()
+    Command::new("git")
+        .args(crate::gitrev::NO_REPO_COMMANDS)
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .ok()
 }
 
 /// The trimmed output of a successful git command, if not empty.
@@ -209,6 +215,26 @@ mod tests {
         std::fs::create_dir(&outside).unwrap();
         let none = git_state(&outside);
         assert_eq!((none.commit.as_str(), none.branch), ("unknown", None));
+    }
+
+    #[test]
+    fn reading_the_state_of_a_repository_runs_none_of_its_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        repo_on(&repo, "main");
+        let marker = dir.path().join("ran");
+        let hook = dir.path().join("hook.sh");
+        std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+        let mut perms = std::fs::metadata(&hook).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&hook, perms).unwrap();
+        run_git(&repo, &["config", "core.fsmonitor", hook.to_str().unwrap()]);
+        // A dirty tree makes `status` look at the working tree, where the monitor is asked.
+        std::fs::write(repo.join("f"), "y").unwrap();
+        let f = Fingerprint::collect(&repo);
+        assert!(f.git_dirty);
+        assert!(!marker.exists(), "the repository's core.fsmonitor command ran");
     }
 
     #[test]

@@ -16,9 +16,11 @@ use std::time::Duration;
 impl From<QueueError> for CommandError {
     fn from(e: QueueError) -> Self {
         match e {
-            QueueError::NotPostgres(_) | QueueError::NoQueue(_) | QueueError::SlurmOption(_) => {
-                CommandError::BadInput(e.to_string())
-            }
+            QueueError::NotPostgres(_)
+            | QueueError::NoQueue(_)
+            | QueueError::SlurmOption(_)
+            | QueueError::UnsafeName(_)
+            | QueueError::Tampered(_) => CommandError::BadInput(e.to_string()),
             QueueError::Store(s) => s.into(),
             other => CommandError::Runtime(other.into()),
         }
@@ -244,8 +246,10 @@ pub fn worker(g: &Globals, a: &WorkerArgs) -> Result<u8, CommandError> {
     let cancel = cancel_flag();
     let result = worker::serve(&rt, &pool, &db, g.stock_url(), &o, &cancel);
     rt.block_on(db.close());
-    let sum =
-        result.map_err(|e| CommandError::Runtime(anyhow::anyhow!(store::redact_text(&e.to_string(), &g.database))))?;
+    let sum = result.map_err(|e| match e {
+        QueueError::Tampered(_) | QueueError::UnsafeName(_) => e.into(),
+        e => CommandError::Runtime(anyhow::anyhow!(store::redact_text(&e.to_string(), &g.database))),
+    })?;
     eprintln!("{sum}");
     Ok(if sum.interrupted {
         EXIT_INTERRUPTED

@@ -36,6 +36,8 @@ pub enum QueueError {
     NoQueue(String),
     #[error("the stored manifest of run {0} does not validate: {1}")]
     Manifest(String, String),
+    #[error("{0}")]
+    Tampered(String),
     #[error("invalid Slurm option: {0}")]
     SlurmOption(String),
     #[error("{0}")]
@@ -71,6 +73,8 @@ pub enum QueueError {
     },
     #[error(transparent)]
     Journal(#[from] crate::journal::JournalError),
+    #[error(transparent)]
+    UnsafeName(#[from] crate::paths::UnsafeName),
 }
 
 impl From<sqlx::Error> for QueueError {

@@ -274,7 +274,9 @@ fn load_run_state(
 ) -> Result<RunState, QueueError> {
     let lease_override = o.lease_seconds;
     let row = rt.block_on(store::load_run(db, run_id))?;
+    row.verify_manifest().map_err(QueueError::Tampered)?;
     let header = store::RunHeader::of_stored(&row, env, None, &o.database);
+    crate::paths::check_stored(&o.results_dir, &row.experiment, &row.id)?;
     let journal = Journal::create(
         &Journal::path_for(
             &o.results_dir,

@@ -217,14 +217,19 @@ fn sqlite_path(url: &str) -> Option<PathBuf> {
     Some(Path::new(url).to_path_buf())
 }
 
-/// The userinfo password of `url` (as written in it) and where it lies, also when the URL
-/// does not parse as one (`scheme://user:password@host...`).
+/// The userinfo password of `url` (as written in it) and where it lies, read from the raw text
+/// so that it is found also when the URL does not parse as one: what lies between
+/// `scheme://user:` and the last `@`, whatever it holds (`#`, `/`, `?` or `@` written raw). A
+/// user name holds none of `/`, `?`, `#`, `@`, so a URL with no userinfo (`@` only in its path
+/// or query) has no password.
 fn password_span(url: &str) -> Option<(usize, usize)> {
     let start = url.find("://")? + 3;
     let rest = &url[start..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let at = rest[..authority_end].rfind('@')?;
+    let at = rest.rfind('@')?;
     let colon = rest[..at].find(':')?;
+    if rest[..colon].contains(['/', '?', '#', '@']) {
+        return None;
+    }
     let (from, to) = (start + colon + 1, start + at);
     (to > from).then_some((from, to))
 }
@@ -316,6 +321,35 @@ mod tests {
         let url = "postgres://bob:a%40b@db/x";
         assert_eq!(redact_url(url), "postgres://bob:***@db/x");
         assert_eq!(redact_text("bob:a@b@db refused", url), "bob:***@db refused");
+    }
+
+    #[test]
+    fn passwords_with_raw_url_delimiters_are_redacted_whole() {
+        for (url, password, redacted) in [
+            (
+                "postgres://u:p#a/s?s@127.0.0.1:1/db",
+                "p#a/s?s",
+                "postgres://u:***@127.0.0.1:1/db",
+            ),
+            (
+                "postgresql://bob:x/y@db:5432/r",
+                "x/y",
+                "postgresql://bob:***@db:5432/r",
+            ),
+            (
+                "postgres://bob:a?b#c@db/r?sslmode=disable",
+                "a?b#c",
+                "postgres://bob:***@db/r?sslmode=disable",
+            ),
+            ("mysql://bob:a@b/c@db/r", "a@b/c", "mysql://bob:***@db/r"),
+        ] {
+            assert_eq!(redact_url(url), redacted, "{url}");
+            let message = format!("error connecting to bob:{password}@db and u:{password}@127.0.0.1");
+            let text = redact_text(&message, url);
+            assert!(!text.contains(password), "{text}");
+        }
+        // No userinfo: an `@` in the path or query is not a password's end.
+        assert_eq!(redact_url("postgres://db/r?user=a:b@c"), "postgres://db/r?user=a:b@c");
     }
 
     #[test]

@@ -95,6 +95,19 @@ pub struct RunRow {
 }
 
 impl RunRow {
+    /// Refuses a stored manifest whose text is not the text its hash was taken of when the run
+    /// started (the same sha256 over the same text): one edited in the database never runs.
+    pub fn verify_manifest(&self) -> Result<(), String> {
+        if crate::manifest::hex_sha256(self.manifest_text.as_bytes()) == self.manifest_hash {
+            Ok(())
+        } else {
+            Err(format!(
+                "the stored manifest of run {} does not match its recorded sha256 {}: it was changed after the run started; refusing to run it",
+                self.id, self.manifest_hash
+            ))
+        }
+    }
+
     /// The status to show: a `running` run whose heartbeat is older than its lease is
     /// `abandoned` (its process died without saying so).
     pub fn shown_status(&self, now: DateTime<Utc>) -> &str {

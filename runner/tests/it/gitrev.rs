@@ -472,3 +472,37 @@ fn queued_runs_refuse_git_variants_for_now() {
     assert!(t.contains("measured run"), "{t}");
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM runs"), 0);
 }
+
+/// A repository whose config names commands (a filesystem monitor, hooks) has none of them run
+/// by a measured run of two of its commits: checking them out and reading its state.
+#[test]
+fn no_command_of_the_repository_config_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, first, _) = repo(dir.path());
+    let hooks = dir.path().join("hooks");
+    std::fs::create_dir(&hooks).unwrap();
+    let marker = dir.path().join("ran");
+    for name in ["fsmonitor.sh", "post-checkout", "reference-transaction"] {
+        let script = write(
+            &hooks,
+            name,
+            &format!("#!/bin/sh\necho {name} >> '{}'\n", marker.display()),
+        );
+        let mut perms = std::fs::metadata(&script).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&script, perms).unwrap();
+    }
+    git(
+        &repo,
+        &["config", "core.fsmonitor", hooks.join("fsmonitor.sh").to_str().unwrap()],
+    );
+    git(&repo, &["config", "core.hooksPath", hooks.to_str().unwrap()]);
+    let m = write(&repo, "exp.toml", &manifest(""));
+    let out = run_with_report(dir.path(), &m, &["--rev", &first, "--rev", "HEAD"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !marker.exists(),
+        "ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+}

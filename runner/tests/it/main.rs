@@ -2,6 +2,7 @@
 
 mod busy;
 mod claims;
+mod color;
 mod common;
 mod data;
 mod docs;
@@ -23,4 +24,5 @@ mod runs;
 mod stage_notes;
 mod stored;
 mod transfer;
+mod trust;
 mod typos;

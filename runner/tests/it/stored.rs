@@ -28,7 +28,7 @@ claims = [{ metric = "work.latency", variant = "after", speedup = "~2x", quote =
 "#;
 
 /// Runs statements on a SQLite file directly, without the migrations a `Db` would apply.
-fn sqlite_exec(db: &Path, statements: &[&str]) {
+pub(crate) fn sqlite_exec(db: &Path, statements: &[&str]) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
