@@ -199,8 +199,8 @@ pub enum Command {
         /// Serve every queued run, oldest first.
         #[arg(long)]
         any: bool,
-        /// Lease length in seconds, 1 to 86400 (default: the one given to `measured submit`).
-        #[arg(long, value_parser = seconds_between::<1, 86400>)]
+        /// Lease length in seconds, 0.1 to 86400 (default: the one given to `measured submit`).
+        #[arg(long, value_parser = lease_seconds)]
         lease_seconds: Option<f64>,
         /// Exit after this many seconds without a claimable unit, even while other workers hold units.
         #[arg(long)]
@@ -234,9 +234,9 @@ pub struct SubmitArgs {
     /// Reduced-size run with the manifest's `[smoke]` overrides.
     #[arg(long)]
     pub smoke: bool,
-    /// Lease a worker holds on a unit, in seconds (1 to 86400); renewed every third of it
+    /// Lease a worker holds on a unit, in seconds (0.1 to 86400); renewed every third of it
     /// while the worker lives.
-    #[arg(long, default_value_t = crate::queue::DEFAULT_LEASE_SECONDS, value_parser = seconds_between::<1, 86400>)]
+    #[arg(long, default_value_t = crate::queue::DEFAULT_LEASE_SECONDS, value_parser = lease_seconds)]
     pub lease_seconds: f64,
     /// Start the workers as a Slurm job array (`sbatch --array`).
     #[arg(long, requires = "workers")]
@@ -351,6 +351,20 @@ fn seconds_between<const MIN: u32, const MAX: u32>(s: &str) -> Result<f64, Strin
         Ok(v)
     } else {
         Err(format!("must be between {MIN} and {MAX} seconds"))
+    }
+}
+
+/// A queue lease in seconds: 0.1 (a worker renews it every third, so shorter only spins) to a
+/// day.
+fn lease_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if v.is_finite() && (0.1..=86_400.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err("must be between 0.1 and 86400 seconds".to_owned())
     }
 }
 

@@ -305,8 +305,8 @@ fn command_timeout_fails_the_stage() {
     assert!(errors[0].contains("timed out after 0.2s"), "{errors:?}");
 }
 
-/// Lease lengths are bounded on every command that takes one: 1e308 and 0.001 are refused
-/// before anything runs.
+/// Lease lengths are bounded on every command that takes one (0.1 or 1 to 86400 s): 1e308 and
+/// 0.001 are refused before anything runs.
 #[test]
 fn lease_seconds_are_bounded_everywhere() {
     for args in [
@@ -318,7 +318,7 @@ fn lease_seconds_are_bounded_everywhere() {
             let o = crate::common::run(crate::common::bin().args(args).arg(value));
             assert_eq!(o.status.code(), Some(2), "{args:?} {value}");
             assert!(
-                crate::common::text(&o).contains("must be between 1 and 86400 seconds"),
+                crate::common::text(&o).contains("must be between"),
                 "{args:?} {value}: {}",
                 crate::common::text(&o)
             );
