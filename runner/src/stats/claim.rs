@@ -8,6 +8,11 @@ use super::{Comparison, Direction};
 /// `[0.9 v, 1.1 v]` on the speedup scale, since nobody claiming "1.5x" means exactly 1.500x.
 pub const POINT_CLAIM_TOLERANCE: f64 = 0.10;
 
+/// Largest speedup factor a claim may state: beyond it no measurement here could tell.
+pub const MAX_CLAIM_FACTOR: f64 = 1e6;
+/// Largest change in percent a claim may state.
+pub const MAX_CLAIM_PERCENT: f64 = 1e6;
+
 /// What the claimed numbers mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -165,6 +170,19 @@ impl Claim {
                 }
             }
         };
+        let largest = match claim.unit {
+            ClaimUnit::Multiplier => MAX_CLAIM_FACTOR,
+            ClaimUnit::Percent => MAX_CLAIM_PERCENT,
+        };
+        if [claim.low, claim.high]
+            .iter()
+            .any(|v| v.is_finite() && v.abs() > largest)
+        {
+            return Err(err(match claim.unit {
+                ClaimUnit::Multiplier => "a speedup above 1,000,000x is not a claim anything here can measure",
+                ClaimUnit::Percent => "a change above 1,000,000% is not a claim anything here can measure",
+            }));
+        }
         if claim.unit == ClaimUnit::Multiplier && claim.low < 0.0 {
             return Err(err("a speedup factor must be positive"));
         }
@@ -313,6 +331,19 @@ mod unit_tests {
     fn close(a: (f64, f64), b: (f64, f64)) -> bool {
         let eq = |x: f64, y: f64| (x == y) || (x - y).abs() < 1e-9;
         eq(a.0, b.0) && eq(a.1, b.1)
+    }
+
+    #[test]
+    fn claims_beyond_any_measurement_are_refused() {
+        for text in ["1e308x", "2000000x", "1x..1e9x", ">= 1e7x", "1e308%", "5-1e7%"] {
+            let e = Claim::parse(text).unwrap_err();
+            assert!(
+                e.message.contains("not a claim anything here can measure"),
+                "{text}: {e}"
+            );
+        }
+        assert!(Claim::parse("1000000x").is_ok());
+        assert!(Claim::parse(">= 1.5x").is_ok());
     }
 
     #[test]
