@@ -150,3 +150,71 @@ fn killing_measured_takes_its_stage_with_it() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// SIGTERM and SIGINT end a run within a few seconds, even with a stage that would sleep for a
+/// minute: the stage's tree is killed, the run is stored as interrupted with exit 130, and the
+/// trials that finished are kept.
+#[test]
+fn sigterm_and_sigint_end_a_run_promptly_and_keep_finished_trials() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("second.started");
+        // The first trial finishes at once; the second sleeps until it is stopped.
+        let script = write(
+            dir.path(),
+            "slow.sh",
+            &format!(
+                "if [ \"$1\" = 1 ]; then touch {}; exec sleep 60; fi\n",
+                marker.display()
+            ),
+        );
+        let m = write(
+            dir.path(),
+            "slow.toml",
+            &format!(
+                "[experiment]\nname = \"slow\"\n[schedule]\nwarmup = 0\nrepetitions = 2\norder = \"sequential\"\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\", \"{{{{ repetition }}}}\"]\n",
+                script.display()
+            ),
+        );
+        let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
+        let mut measured = bin()
+            .args(["--database", &db, "run", "--no-report", "--results-dir"])
+            .arg(dir.path().join("results"))
+            .arg(&m)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !marker.exists() {
+            assert!(Instant::now() < deadline, "the second trial never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let sent = Instant::now();
+        // SAFETY: plain syscall on our own child.
+        unsafe {
+            libc::kill(measured.id() as libc::pid_t, signal);
+        }
+        let status = loop {
+            if let Some(s) = measured.try_wait().unwrap() {
+                break s;
+            }
+            if sent.elapsed() > Duration::from_secs(5) {
+                let _ = measured.kill();
+                panic!("signal {signal}: measured still running 5 s after it");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130), "signal {signal}");
+        assert_eq!(
+            strings(&db, "SELECT status FROM runs"),
+            ["interrupted"],
+            "signal {signal}"
+        );
+        assert_eq!(
+            strings(&db, "SELECT CAST(repetition AS TEXT) FROM trials WHERE status = 'ok'"),
+            ["0"],
+            "signal {signal}: the finished trial is kept"
+        );
+    }
+}
