@@ -343,28 +343,25 @@ impl From<RevArgs> for commands::RevOptions {
 
 /// A number of seconds within `[MIN, MAX]`.
 fn seconds_between<const MIN: u32, const MAX: u32>(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if v.is_finite() && v >= f64::from(MIN) && v <= f64::from(MAX) {
-        Ok(v)
-    } else {
-        Err(format!("must be between {MIN} and {MAX} seconds"))
-    }
+    seconds_in(s, f64::from(MIN), f64::from(MAX))
 }
 
 /// A queue lease in seconds: 0.1 (a worker renews it every third, so shorter only spins) to a
 /// day.
 fn lease_seconds(s: &str) -> Result<f64, String> {
+    seconds_in(s, 0.1, 86_400.0)
+}
+
+/// A number of seconds from `min` to `max`.
+fn seconds_in(s: &str, min: f64, max: f64) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if v.is_finite() && (0.1..=86_400.0).contains(&v) {
+    if v.is_finite() && (min..=max).contains(&v) {
         Ok(v)
     } else {
-        Err("must be between 0.1 and 86400 seconds".to_owned())
+        Err(format!("must be between {min} and {max} seconds"))
     }
 }
 

@@ -853,10 +853,7 @@ pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8
     }
     let rt = runtime()?;
     // A SQLite file this import creates is removed again when the import fails.
-    let created = store::database_identity(&url)
-        .strip_prefix("sqlite:")
-        .map(PathBuf::from)
-        .filter(|p| !p.exists());
+    let created = store::sqlite_path(&url).filter(|p| !p.exists());
     let db = rt.block_on(Db::connect(&url))?;
     let result = rt.block_on(crate::market::import(&db, &opts));
     rt.block_on(db.close());

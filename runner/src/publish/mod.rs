@@ -246,7 +246,7 @@ fn render_run(
                 root => "../../",
                 title => format!("Run {}", digest.id),
                 run => &digest,
-                experiment_href => format!("../../experiments/{}.html", slug_of_experiment(&digest.experiment)),
+                experiment_href => format!("../../experiments/{}.html", self::slug(&digest.experiment)),
                 facts => facts,
                 data => &digest.data,
                 report_html => minijinja::Value::from_safe_string(html::markdown_to_html(&markdown)),
@@ -259,10 +259,6 @@ fn render_run(
     json.push(b'\n');
     files.push((PathBuf::from("data/runs").join(format!("{slug}.json")), json));
     Ok(RenderedRun { digest, files })
-}
-
-fn slug_of_experiment(name: &str) -> String {
-    slug(name)
 }
 
 /// Loads the runs of `chunk` from the database; a run whose spec cannot be read is reported
@@ -362,8 +358,11 @@ pub fn publish(
                     match r {
                         Ok(run) => {
                             for (path, bytes) in &run.files {
-                                write_if_changed(&out.join(path), bytes)?;
-                                summary.written += 1;
+                                if write_if_changed(&out.join(path), bytes)? {
+                                    summary.written += 1;
+                                } else {
+                                    summary.unchanged += 1;
+                                }
                             }
                             summary.rendered += 1;
                             digests.push(run.digest);

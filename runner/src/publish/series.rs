@@ -81,7 +81,7 @@ pub struct MetricChart {
 /// Short commit (`+dirty` when the tree had changes), or `unknown`.
 pub fn short_commit(run: &RunDigest) -> String {
     match &run.commit {
-        Some(c) => format!("{}{}", &c[..c.len().min(10)], if run.dirty { "+dirty" } else { "" }),
+        Some(c) => crate::report::commit_label(c, run.dirty),
         None => "unknown".to_owned(),
     }
 }

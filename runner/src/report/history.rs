@@ -182,10 +182,18 @@ pub fn build_history(experiment: &str, metric: &str, direction: Option<Direction
 }
 
 fn short_commit(run: &RunData) -> String {
-    let commit = run.environment.get("git_commit").map(String::as_str).unwrap_or("");
+    commit_label(
+        run.environment.get("git_commit").map(String::as_str).unwrap_or(""),
+        run.environment.get("git_dirty").map(String::as_str) == Some("true"),
+    )
+}
+
+/// A commit as charts and tables show it: its first 10 characters (`unknown` when empty), with
+/// `+dirty` when the tree had changes.
+pub(crate) fn commit_label(commit: &str, dirty: bool) -> String {
     let short: String = commit.chars().take(10).collect();
     let short = if short.is_empty() { "unknown".to_owned() } else { short };
-    if run.environment.get("git_dirty").map(String::as_str) == Some("true") {
+    if dirty {
         format!("{short}+dirty")
     } else {
         short

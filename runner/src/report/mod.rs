@@ -55,6 +55,7 @@ pub use compare::{
     compare_runs, CompareGuard, CompareModel, CompareResult, EnvChange, RunStamp, COMPARE_SCHEMA_VERSION,
 };
 pub use compare_view::{build_comparison, compare_view, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
+pub(crate) use history::commit_label;
 pub use history::{build_history, render_history_markdown, History, HistoryPoint, HistoryStep};
 pub use markdown::{render_compare_github, render_compare_markdown, render_github, render_markdown};
 pub use model::{

@@ -204,7 +204,7 @@ pub fn is_sqlite_url(url: &str) -> bool {
 }
 
 /// The file behind a SQLite URL or path, `None` for other schemes.
-fn sqlite_path(url: &str) -> Option<PathBuf> {
+pub fn sqlite_path(url: &str) -> Option<PathBuf> {
     if let Some(rest) = url.strip_prefix("sqlite://") {
         return Some(PathBuf::from(rest));
     }

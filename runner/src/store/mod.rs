@@ -5,7 +5,7 @@ mod db;
 mod results;
 
 pub use db::{
-    database_identity, is_sqlite_url, redact_text, redact_url, sqlite_file_id, Backend, Db, DbError,
+    database_identity, is_sqlite_url, redact_text, redact_url, sqlite_file_id, sqlite_path, Backend, Db, DbError,
     DEFAULT_SQLITE_PATH,
 };
 pub use results::{

@@ -2,7 +2,7 @@
 //! that left its session; odd and extreme output is stored where it can be, never fatal, and
 //! the report still finishes.
 
-use crate::common::{bin, run, strings, text, write};
+use crate::common::{bin, run, run_cmd, strings, text, wait_until, write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -14,11 +14,38 @@ fn alive(pid: &str) -> bool {
         .is_some_and(|zombie| !zombie)
 }
 
+/// `measured run` of `manifest` into the SQLite file `db`, results under `dir`.
+fn measured_cmd(db: &str, dir: &Path, manifest: &Path) -> std::process::Command {
+    let mut c = run_cmd(db, &dir.join("results"), &[]);
+    c.arg(manifest);
+    c
+}
+
 fn measured_run(db: &str, dir: &Path, manifest: &Path) -> std::process::Output {
-    run(bin()
-        .args(["--database", db, "run", "--no-report", "--results-dir"])
-        .arg(dir.join("results"))
-        .arg(manifest))
+    run(&mut measured_cmd(db, dir, manifest))
+}
+
+/// Starts `cmd` with its output discarded.
+fn spawn_quiet(cmd: &mut std::process::Command) -> std::process::Child {
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The exit status of `child` once it ends; kills it and fails when that takes over `limit`.
+fn exit_within(child: &mut std::process::Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -87,25 +114,13 @@ fn odd_and_extreme_output_is_stored_and_the_report_finishes() {
         ["big=1.0e+308", "small=-1.0e+308", "big=1.0e+308", "small=-1.0e+308"]
     );
     let id = strings(&db, "SELECT id FROM runs").remove(0);
-    let mut report = bin()
-        .args(["--database", &db, "report", &id, "--results-dir"])
-        .arg(dir.path().join("results"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = report.try_wait().unwrap() {
-            assert!(status.success(), "report failed: {status}");
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = report.kill();
-            panic!("`measured report` did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut report = spawn_quiet(
+        bin()
+            .args(["--database", &db, "report", &id, "--results-dir"])
+            .arg(dir.path().join("results")),
+    );
+    let status = exit_within(&mut report, Duration::from_secs(60), "`measured report`");
+    assert!(status.success(), "report failed: {status}");
 }
 
 #[test]
@@ -126,29 +141,15 @@ fn killing_measured_takes_its_stage_with_it() {
         ),
     );
     let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
-    let mut measured = bin()
-        .args(["--database", &db, "run", "--no-report", "--results-dir"])
-        .arg(dir.path().join("results"))
-        .arg(&m)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let pid = loop {
-        if let Some(p) = std::fs::read_to_string(&pidfile).ok().filter(|p| p.ends_with('\n')) {
-            break p.trim().to_owned();
-        }
-        assert!(Instant::now() < deadline, "the stage never started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut measured = spawn_quiet(&mut measured_cmd(&db, dir.path(), &m));
+    let written = || std::fs::read_to_string(&pidfile).ok().filter(|p| p.ends_with('\n'));
+    wait_until("the stage to start", Duration::from_secs(30), || written().is_some());
+    let pid = written().unwrap().trim().to_owned();
     measured.kill().unwrap(); // SIGKILL: no handler runs
     measured.wait().unwrap();
-    let gone = Instant::now() + Duration::from_secs(3);
-    while alive(&pid) {
-        assert!(Instant::now() < gone, "the stage {pid} outlived measured by 3 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the stage to end with measured", Duration::from_secs(3), || {
+        !alive(&pid)
+    });
 }
 
 /// SIGTERM and SIGINT end a run within a few seconds, even with a stage that would sleep for a
@@ -177,34 +178,17 @@ fn sigterm_and_sigint_end_a_run_promptly_and_keep_finished_trials() {
             ),
         );
         let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
-        let mut measured = bin()
-            .args(["--database", &db, "run", "--no-report", "--results-dir"])
-            .arg(dir.path().join("results"))
-            .arg(&m)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !marker.exists() {
-            assert!(Instant::now() < deadline, "the second trial never started");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let sent = Instant::now();
+        let mut measured = spawn_quiet(&mut measured_cmd(&db, dir.path(), &m));
+        wait_until("the second trial to start", Duration::from_secs(30), || marker.exists());
         // SAFETY: plain syscall on our own child.
         unsafe {
             libc::kill(measured.id() as libc::pid_t, signal);
         }
-        let status = loop {
-            if let Some(s) = measured.try_wait().unwrap() {
-                break s;
-            }
-            if sent.elapsed() > Duration::from_secs(5) {
-                let _ = measured.kill();
-                panic!("signal {signal}: measured still running 5 s after it");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = exit_within(
+            &mut measured,
+            Duration::from_secs(5),
+            &format!("measured after signal {signal}"),
+        );
         assert_eq!(status.code(), Some(130), "signal {signal}");
         assert_eq!(
             strings(&db, "SELECT status FROM runs"),
