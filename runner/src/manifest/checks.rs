@@ -22,6 +22,7 @@ impl Validator {
         stages: &[StageDef],
         variants: &[String],
         dir: &Path,
+        time_cost: bool,
     ) -> Option<ClaimDef> {
         let (document, section) = match &c.source {
             Some(RawSource { document, section }) => (document.as_ref(), section.as_ref()),
@@ -79,6 +80,17 @@ impl Validator {
         if let Err((msg, hint)) = super::validate::check_claim(speedup) {
             let span = self.value_span(&["compare", "claims", idx, "speedup"]);
             self.err(ManifestError::new(msg, span).maybe_hint(hint));
+        } else if let Some(msg) = impossible_cut(speedup, time_cost) {
+            let span = self.value_span(&["compare", "claims", idx, "speedup"]);
+            self.err(
+                ManifestError::new(format!("claimed speedup `{speedup}`: {msg}"), span)
+                    .label("impossible for a time")
+                    .hint(format!(
+                        "`{metric}` is a time (lower is better): a claim of p% less time means the optimized \
+                         run takes (100 - p)% of the time, so p stays below 100; a speedup of k x is \
+                         written \"kx\""
+                    )),
+            );
         }
         for (key, text) in [
             ("change", Some(change)),
@@ -129,6 +141,18 @@ impl Validator {
             untestable: c.untestable.clone(),
             requires,
         })
+    }
+
+    /// Whether `metric` is a time where lower is better: `trial.seconds`, `<stage>.seconds`, or a
+    /// metric the stage catalog declares in seconds, unless `[compare] direction` says otherwise
+    /// for the primary metric. `false` when unknown (a command's own metrics).
+    pub(super) fn is_time_cost(
+        metric: &str,
+        primary: &str,
+        higher_is_better: Option<bool>,
+        stages: &[StageDef],
+    ) -> bool {
+        !(metric == primary && higher_is_better == Some(true)) && metric_unit(metric, stages) == Some("s")
     }
 
     /// A claim's `requires`: the device it names must be one measured knows, and every
@@ -496,4 +520,27 @@ pub fn check_stock_backend(exp: &Experiment, stock_is_postgres: bool) -> Result<
         text: exp.text.clone(),
         errors: in_file_order(errors),
     })
+}
+
+/// The unit of a metric as far as the manifest tells: `s` for stage and trial wall times, the
+/// catalog's unit for a built-in stage's metric; `None` for what a command prints.
+fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static str> {
+    let (stage, name) = metric.split_once('.')?;
+    if stage == "trial" {
+        return (name == "seconds").then_some("s");
+    }
+    let def = stages.iter().find(|s| s.name == stage)?;
+    match crate::stage::catalog::find(&def.kind, name) {
+        Some(decl) => Some(decl.unit),
+        None => (name == "seconds").then_some("s"),
+    }
+}
+
+/// Why a percentage claim on a time cannot hold: a time that falls by 100% or more is zero or
+/// negative. `None` when it can (or the claim is a factor, or the metric is no time).
+fn impossible_cut(speedup: &str, time_cost: bool) -> Option<&'static str> {
+    let claim = crate::stats::Claim::parse(speedup).ok()?;
+    let reaches = |v: f64| v.is_finite() && v >= 100.0;
+    (time_cost && claim.unit == crate::stats::ClaimUnit::Percent && (reaches(claim.low) || reaches(claim.high)))
+        .then_some("a time cannot fall by 100% or more")
 }

@@ -93,9 +93,13 @@ fn stage_kind(generator: &mut SchemaGenerator, spec: &KindSpec) -> Value {
     let takes = spec.input.map_or_else(|| "nothing".to_owned(), |i| i.to_string());
     def.insert(
         "description".into(),
-        format!("{params_doc} Takes {takes}; produces {}.", spec.output)
-            .trim_start()
-            .into(),
+        format!(
+            "{params_doc} Takes {takes}; produces {}. {}",
+            spec.output,
+            crate::stage::catalog::describe(spec.kind)
+        )
+        .trim_start()
+        .into(),
     );
     def.insert("type".into(), "object".into());
     let mut properties = Map::new();

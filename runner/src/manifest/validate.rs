@@ -941,6 +941,37 @@ impl Validator {
             );
             return false;
         }
+        if let Some(def) = stages.iter().find(|s| s.name == stage) {
+            if let Some(known) = crate::stage::catalog::names(&def.kind) {
+                if !known.iter().any(|(n, _)| n == name) {
+                    let hint = did_you_mean(name, known.iter().map(|(n, _)| n.as_str()))
+                        .map(|d| d.replace("did you mean `", &format!("did you mean `{stage}.")))
+                        .unwrap_or_else(|| {
+                            let listed: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).take(12).collect();
+                            let more = known.len().saturating_sub(listed.len());
+                            format!(
+                                "a `{}` stage records {}{}; `measured schema` lists them all",
+                                def.kind,
+                                listed.join(", "),
+                                if more > 0 {
+                                    format!(" and {more} more")
+                                } else {
+                                    String::new()
+                                }
+                            )
+                        });
+                    self.err(
+                        ManifestError::new(
+                            format!("metric `{metric}`: a `{}` stage records no metric `{name}`", def.kind),
+                            span,
+                        )
+                        .label("no such metric")
+                        .hint(hint),
+                    );
+                    return false;
+                }
+            }
+        }
         if stages.iter().any(|s| s.name == stage && s.cache) {
             self.err(
                 ManifestError::new(
@@ -1100,7 +1131,11 @@ impl Validator {
         let mut claims = Vec::new();
         for (i, c) in raw.claims.iter().enumerate() {
             let idx = i.to_string();
-            if let Some(claim) = self.claim(c, &idx, &baseline, stages, variants, dir) {
+            let time_cost = c
+                .metric
+                .as_deref()
+                .is_some_and(|m| Self::is_time_cost(m, &primary, higher_is_better, stages));
+            if let Some(claim) = self.claim(c, &idx, &baseline, stages, variants, dir, time_cost) {
                 claims.push(claim);
             }
         }

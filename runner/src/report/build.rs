@@ -203,6 +203,7 @@ pub fn build_report(run: &RunData) -> Report {
             metric: primary.clone(),
             unit: unit.clone(),
             direction,
+            about: about_metric(run, primary),
         },
         method: method(run, &comparisons, Samples::OneRun),
         summary: Vec::new(),
@@ -249,4 +250,24 @@ pub fn build_report(run: &RunData) -> Report {
     };
     report.summary = summary(&report, Style::Plain);
     report
+}
+
+/// What `metric` measures, from the stage catalog of the kind that recorded it.
+pub(crate) fn about_metric(run: &RunData, metric: &str) -> Option<String> {
+    use crate::stage::catalog;
+    if metric == "trial.seconds" {
+        return Some("the trial's wall time, every stage together".to_owned());
+    }
+    let (stage, name) = metric.split_once('.')?;
+    let kind = run
+        .configs
+        .iter()
+        .flat_map(|c| &c.trials)
+        .flat_map(|t| &t.stages)
+        .find(|s| s.name == stage)
+        .map(|s| s.kind.as_str())?;
+    match catalog::find(kind, name) {
+        Some(decl) => Some(decl.about_one_value()),
+        None => (name == "seconds").then(|| catalog::STAGE_SECONDS.about.to_owned()),
+    }
 }

@@ -336,6 +336,7 @@ pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Res
             metric: primary.clone(),
             unit,
             direction,
+            about: super::build::about_metric(a, primary),
         },
         method: method(a, &comparisons, Samples::TwoRuns),
         summary: Vec::new(),

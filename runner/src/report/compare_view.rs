@@ -22,6 +22,7 @@ pub struct CompareReport {
     pub before_started: String,
     pub after_started: String,
     pub primary: String,
+    pub primary_about: Option<String>,
     pub direction: String,
     pub method: String,
     pub summary: Vec<String>,
@@ -107,6 +108,7 @@ pub fn compare_view(m: &CompareModel) -> CompareReport {
         before_started: stamp(m.before.started_at),
         after_started: stamp(m.after.started_at),
         primary: m.primary.metric.clone(),
+        primary_about: m.primary.about.clone(),
         direction: m.primary.direction.as_str().to_owned(),
         method: method_sentence(&m.method),
         summary: m

@@ -118,6 +118,9 @@ pub struct Primary {
     pub metric: String,
     pub unit: String,
     pub direction: Direction,
+    /// What the metric measures, from the stage catalog; `None` for a command's own metrics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub about: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -4,6 +4,7 @@
 //! Parameters are checked when the manifest is validated (the constructor runs then), so
 //! nothing runs before every stage of every config has been built.
 
+pub mod catalog;
 mod command;
 mod load;
 mod model;

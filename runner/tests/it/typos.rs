@@ -333,3 +333,88 @@ allow_identical = true
     // Before, the nested form replaced the whole table and dropped `b`.
     assert_eq!(vars(2).to_string(), "{ a = 6, b = 2 }");
 }
+
+/// Every built-in stage kind, with the options that make it record its optional metrics.
+const EVERY_KIND: &str = r#"
+[experiment]
+name = "catalog"
+[data]
+synth = { symbols = 6, days = 200, start = 2021-01-04, seed = 7 }
+[schedule]
+warmup = 0
+repetitions = 1
+[stages.load]
+kind = "load"
+[stages.features]
+kind = "normalize"
+needs = ["load"]
+seq_len = 10
+preset = "minimal"
+[stages.train]
+kind = "train"
+needs = ["features"]
+hidden = [8]
+batch_size = 64
+epochs = 2
+phase_timing = true
+target = { mse_vs_zero = 100.0 }
+[stages.check]
+kind = "validate"
+needs = ["train"]
+[stages.copy]
+kind = "transfer"
+sizes = ["4KiB", "16KiB"]
+direction = "both"
+host_memory = "pinned"
+allocation = "reuse"
+iterations = 2
+[stages.copies]
+kind = "transfer"
+sizes = ["4KiB"]
+host_memory = ["pageable", "pinned"]
+sync = ["blocking", "non_blocking"]
+iterations = 2
+"#;
+
+/// The stage catalog is the contract the validator, the report and `measured schema` read: a
+/// metric a built-in stage records under a name or unit the catalog does not declare would be
+/// refused in `[compare]` while it sits in the database, or described wrongly.
+#[test]
+fn every_metric_a_built_in_stage_records_is_in_the_catalog_with_its_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "every-kind.toml", EVERY_KIND);
+    let db = dir.path().join("r.sqlite");
+    let out = run(run_cmd(&db, dir.path(), &[]).arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let url = format!("sqlite://{}", db.display());
+    let recorded = strings(
+        &url,
+        "SELECT DISTINCT s.kind || '|' || m.name || '|' || m.unit FROM metrics m \
+         JOIN stage_results s ON s.run_id = m.run_id AND s.trial_index = m.trial_index AND s.stage = m.stage \
+         ORDER BY 1",
+    );
+    let mut kinds_seen = std::collections::BTreeSet::new();
+    for row in &recorded {
+        let [kind, name, unit] = row.splitn(3, '|').collect::<Vec<_>>()[..] else {
+            panic!("{row}")
+        };
+        kinds_seen.insert(kind.to_owned());
+        let decl = measured::stage::catalog::find(kind, name)
+            .unwrap_or_else(|| panic!("a `{kind}` stage recorded `{name}`, which the catalog does not declare"));
+        assert_eq!(decl.unit, unit, "unit of {kind}.{name}");
+    }
+    for kind in ["load", "normalize", "train", "validate", "transfer"] {
+        assert!(
+            kinds_seen.contains(kind),
+            "no metric of a `{kind}` stage in {recorded:?}"
+        );
+    }
+    // The optional ones this manifest asks for are there, so the check above covered them.
+    for name in [
+        "train|seconds_to_target|s",
+        "train|compute_seconds|s",
+        "transfer|h2d_seconds|s",
+    ] {
+        assert!(recorded.iter().any(|r| r == name), "{name} not recorded: {recorded:?}");
+    }
+}

@@ -1,0 +1,333 @@
+//! The metrics each built-in stage kind records, declared once: the validator checks the metric
+//! names of `[compare]` against it (with a did-you-mean), the report describes the primary
+//! metric from it, and `measured schema` lists it in each stage kind's description.
+//!
+//! A `command` stage records what its program prints, so its names are open. Every stage also
+//! has `seconds`, its wall time, unless its kind records a `seconds` of its own.
+//!
+//! The catalog is the stages' contract: a test runs every built-in kind and fails when one
+//! records a name or unit the catalog does not declare.
+
+use crate::transfer::{Allocation, CopyDirection, HostMemory, Mode, SyncMode};
+
+/// One metric a built-in stage kind records.
+#[derive(Debug)]
+pub struct MetricDecl {
+    /// The name, or a pattern: `{mode}` stands for a transfer mode (`h2d_pinned_reuse`,
+    /// `d2h_pageable_per_copy_non_blocking`, ...), `{dir}` for `h2d` or `d2h`.
+    pub name: &'static str,
+    /// `s`, `B`, `count`, `ratio`, `loss`, `score`, or a rate ending in `/s`.
+    pub unit: &'static str,
+    /// What it measures, as a phrase (`mean seconds per training epoch`).
+    pub about: &'static str,
+    pub shape: Shape,
+}
+
+/// Whether a metric is one value per trial, a series, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Single,
+    /// One value, and also a series over what is named (`epoch`).
+    AlsoPer(&'static str),
+    /// Only a series over what is named (`size`): one trial's value is its mean.
+    Per(&'static str),
+}
+
+const fn m(name: &'static str, unit: &'static str, about: &'static str) -> MetricDecl {
+    MetricDecl {
+        name,
+        unit,
+        about,
+        shape: Shape::Single,
+    }
+}
+
+const fn also_per(per: &'static str, name: &'static str, unit: &'static str, about: &'static str) -> MetricDecl {
+    MetricDecl {
+        name,
+        unit,
+        about,
+        shape: Shape::AlsoPer(per),
+    }
+}
+
+const fn per(per: &'static str, name: &'static str, unit: &'static str, about: &'static str) -> MetricDecl {
+    MetricDecl {
+        name,
+        unit,
+        about,
+        shape: Shape::Per(per),
+    }
+}
+
+impl MetricDecl {
+    /// The phrase for a report, where one trial gives one value.
+    pub fn about_one_value(&self) -> String {
+        match self.shape {
+            Shape::Per(per) => format!("{}, the mean over the {per}s of a trial", self.about),
+            _ => self.about.to_owned(),
+        }
+    }
+
+    /// The phrase for the catalog, with its series.
+    fn about_with_shape(&self) -> String {
+        match self.shape {
+            Shape::Single => self.about.to_owned(),
+            Shape::AlsoPer(per) => format!("{}, also per {per}", self.about),
+            Shape::Per(per) => format!("{}, per {per}", self.about),
+        }
+    }
+}
+
+/// `<stage>.seconds` of a stage kind that records no `seconds` of its own.
+pub const STAGE_SECONDS: MetricDecl = m("seconds", "s", "the stage's wall time in one trial");
+
+const LOAD: &[MetricDecl] = &[
+    m("seconds", "s", "seconds spent reading the bars from the stock database"),
+    m("rows", "count", "bars read"),
+    m("rows_per_second", "rows/s", "bars read per second"),
+    m("symbols", "count", "symbols with bars"),
+    m(
+        "symbols_dropped",
+        "count",
+        "symbols asked for that have no bars in the range",
+    ),
+    m("bytes", "B", "bytes of the bars held in memory"),
+    m("wire_bytes", "B", "bytes received from the database (COPY only)"),
+];
+
+const NORMALIZE: &[MetricDecl] = &[
+    m("features_seconds", "s", "seconds computing the features"),
+    m("normalize_seconds", "s", "seconds normalizing the features"),
+    m("windows_seconds", "s", "seconds building the windows"),
+    m("windows_per_second", "windows/s", "windows built per second"),
+    m("windows", "count", "windows built (training and validation)"),
+    m("train_windows", "count", "training windows"),
+    m("valid_windows", "count", "validation windows"),
+    m("features", "count", "features per day"),
+    m("symbols", "count", "symbols that produced windows"),
+    m("bytes", "B", "bytes of the windows held in memory"),
+    m("threads", "count", "worker threads used"),
+];
+
+const TRAIN: &[MetricDecl] = &[
+    also_per("epoch", "epoch_seconds", "s", "mean seconds per training epoch"),
+    m(
+        "samples_per_second",
+        "samples/s",
+        "training samples per second over all epochs",
+    ),
+    also_per("epoch", "train_loss", "loss", "training MSE after the last epoch"),
+    also_per("epoch", "mean_batch_loss", "loss", "mean batch loss of the last epoch"),
+    per(
+        "epoch",
+        "valid_mse_vs_zero",
+        "ratio",
+        "validation MSE over the MSE of predicting zero",
+    ),
+    m(
+        "seconds_to_target",
+        "s",
+        "seconds until the validation MSE reached the target",
+    ),
+    m(
+        "epochs_to_target",
+        "count",
+        "epochs until the validation MSE reached the target",
+    ),
+    m(
+        "prep_seconds",
+        "s",
+        "seconds preparing batches on the host (phase_timing)",
+    ),
+    m(
+        "h2d_seconds",
+        "s",
+        "seconds copying batches to the device (phase_timing)",
+    ),
+    m(
+        "compute_seconds",
+        "s",
+        "seconds of forward, backward and update (phase_timing)",
+    ),
+    m("readback_seconds", "s", "seconds reading the loss back (phase_timing)"),
+    m("device_mem_bytes", "B", "device memory held by the process (CUDA)"),
+];
+
+const VALIDATE: &[MetricDecl] = &[
+    m("mse", "loss", "validation mean squared error of the model"),
+    m("mae", "loss", "validation mean absolute error of the model"),
+    m("mse_vs_zero", "ratio", "model MSE over the MSE of predicting zero"),
+    m(
+        "mse_vs_mean",
+        "ratio",
+        "model MSE over the MSE of predicting the training mean",
+    ),
+    m(
+        "direction_accuracy",
+        "score",
+        "share of validation windows whose sign the model got right",
+    ),
+    m("ic", "score", "Spearman rank correlation of predictions and targets"),
+    m("ic_per_date", "score", "mean cross-sectional rank correlation per date"),
+    m("ic_t", "score", "t-statistic of the per-date rank correlation"),
+    m("ic_dates", "count", "dates the per-date rank correlation averages"),
+    m("valid_windows", "count", "validation windows scored"),
+    m("naive_zero_mse", "loss", "MSE of predicting zero"),
+    m("naive_zero_mae", "loss", "MAE of predicting zero"),
+    m("naive_mean_mse", "loss", "MSE of predicting the training mean"),
+    m("naive_last_mse", "loss", "MSE of predicting the last return"),
+    m(
+        "naive_last_direction_accuracy",
+        "score",
+        "direction accuracy of predicting the last return",
+    ),
+    m(
+        "naive_last_ic",
+        "score",
+        "rank correlation of the last return with the target",
+    ),
+];
+
+const TRANSFER: &[MetricDecl] = &[
+    per("size", "{mode}_seconds", "s", "median seconds per copy in this mode"),
+    per("size", "{mode}_gbps", "GB/s", "bandwidth in this mode"),
+    per(
+        "size",
+        "{dir}_seconds",
+        "s",
+        "median seconds per copy in the direction's only mode",
+    ),
+    m(
+        "{dir}_gbps_at_max",
+        "GB/s",
+        "bandwidth of the direction's only mode at the largest size",
+    ),
+    per("size", "peak_gbps", "GB/s", "best bandwidth over the modes"),
+    per(
+        "size",
+        "pinned_locked",
+        "count",
+        "1 when every pinned buffer was page-locked",
+    ),
+    m("d2d_gbps", "GB/s", "device-to-device bandwidth (CUDA)"),
+];
+
+/// The metrics of a stage kind: `None` for `command` (its program names them) and unknown kinds.
+pub fn declared(kind: &str) -> Option<&'static [MetricDecl]> {
+    Some(match kind {
+        "load" => LOAD,
+        "normalize" => NORMALIZE,
+        "train" => TRAIN,
+        "validate" => VALIDATE,
+        "transfer" => TRANSFER,
+        _ => return None,
+    })
+}
+
+/// Every concrete metric name of a stage kind with its declaration, patterns expanded, `seconds`
+/// included; `None` when the kind's names are open.
+pub fn names(kind: &str) -> Option<Vec<(String, &'static MetricDecl)>> {
+    let decls = declared(kind)?;
+    let mut out: Vec<(String, &'static MetricDecl)> = Vec::new();
+    for d in decls {
+        if d.name.contains("{mode}") {
+            out.extend(
+                mode_names()
+                    .into_iter()
+                    .map(|mode| (d.name.replace("{mode}", &mode), d)),
+            );
+        } else if d.name.contains("{dir}") {
+            out.extend(["h2d", "d2h"].map(|dir| (d.name.replace("{dir}", dir), d)));
+        } else {
+            out.push((d.name.to_owned(), d));
+        }
+    }
+    if !out.iter().any(|(n, _)| n == "seconds") {
+        out.push(("seconds".to_owned(), &STAGE_SECONDS));
+    }
+    Some(out)
+}
+
+/// The declaration of `name` in a stage of `kind`; `None` when the kind's names are open or it
+/// records no such metric.
+pub fn find(kind: &str, name: &str) -> Option<&'static MetricDecl> {
+    names(kind)?.into_iter().find(|(n, _)| n == name).map(|(_, d)| d)
+}
+
+/// Every transfer mode name, in a fixed order.
+fn mode_names() -> Vec<String> {
+    let mut out = Vec::new();
+    for direction in [CopyDirection::H2d, CopyDirection::D2h] {
+        for host_memory in [HostMemory::Pageable, HostMemory::Pinned] {
+            for allocation in [Allocation::PerCopy, Allocation::Reuse] {
+                for sync in [SyncMode::Blocking, SyncMode::NonBlocking] {
+                    let mode = Mode {
+                        direction,
+                        host_memory,
+                        allocation,
+                        sync,
+                    };
+                    out.push(mode.name());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The catalog of a kind as one sentence for `measured schema`: `Records: `mse` (loss):
+/// validation mean squared error of the model; ...`.
+pub fn describe(kind: &str) -> String {
+    match declared(kind) {
+        None => "Records the metrics its program prints as JSON lines, and `seconds`, its wall time.".to_owned(),
+        Some(decls) => {
+            let mut parts: Vec<String> = decls
+                .iter()
+                .map(|d| format!("`{}` ({}): {}", d.name, d.unit, d.about_with_shape()))
+                .collect();
+            if !decls.iter().any(|d| d.name == "seconds") {
+                parts.push(format!("`seconds` (s): {}", STAGE_SECONDS.about));
+            }
+            format!("Records {}.", parts.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_expand_to_every_transfer_mode_and_direction() {
+        let names: Vec<String> = names("transfer").unwrap().into_iter().map(|(n, _)| n).collect();
+        for n in [
+            "h2d_pinned_reuse_seconds",
+            "d2h_pageable_per_copy_non_blocking_gbps",
+            "h2d_seconds",
+            "d2h_gbps_at_max",
+            "seconds",
+        ] {
+            assert!(names.contains(&n.to_owned()), "{n} missing from {names:?}");
+        }
+        assert!(!names.iter().any(|n| n.contains('{')));
+        assert_eq!(names.iter().filter(|n| n.ends_with("_gbps")).count(), 16 + 1 + 1);
+    }
+
+    #[test]
+    fn a_kind_with_its_own_seconds_keeps_its_meaning() {
+        assert_eq!(find("load", "seconds").unwrap().about, LOAD[0].about);
+        assert_eq!(find("train", "seconds").unwrap().about, STAGE_SECONDS.about);
+        assert!(find("train", "epoch_secnds").is_none());
+        assert!(names("command").is_none());
+    }
+
+    #[test]
+    fn no_name_is_declared_twice_in_a_kind() {
+        for kind in ["load", "normalize", "train", "validate", "transfer"] {
+            let names: Vec<String> = names(kind).unwrap().into_iter().map(|(n, _)| n).collect();
+            let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+            assert_eq!(unique.len(), names.len(), "{kind}: {names:?}");
+        }
+    }
+}
