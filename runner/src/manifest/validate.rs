@@ -1215,7 +1215,14 @@ impl Validator {
                 let mut resolved = Vec::new();
                 for (si, s) in stages.iter().enumerate() {
                     let Some(spec) = find_kind(&s.kind) else { continue };
-                    match (spec.build)(&tables[si]) {
+                    let built = (spec.build)(&tables[si]).and_then(|stage| {
+                        if s.kind == "train" {
+                            let normalize = s.needs.iter().find(|&&n| stages[n].kind == "normalize");
+                            crate::stage::check_train_memory(&tables[si], normalize.map(|&n| &tables[n]))?;
+                        }
+                        Ok(stage)
+                    });
+                    match built {
                         Ok(stage) => resolved.push(ResolvedStage {
                             params: tables[si].clone(),
                             stage,

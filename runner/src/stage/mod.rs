@@ -13,6 +13,7 @@ mod params;
 mod transfer;
 
 pub use command::{template_variables, CommandParams};
+pub(crate) use model::check_train_memory;
 pub(crate) use params::{field_names, params_from_table};
 
 use crate::artifact::{Artifact, ArtifactKind};

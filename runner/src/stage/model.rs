@@ -52,3 +52,21 @@ impl Stage for ValidateStage {
         Ok(Artifact::None)
     }
 }
+
+/// The memory check of a `train` stage before any trial runs: its model on the input width the
+/// upstream `normalize` stage gives (`seq_len` x features). Without a readable `normalize`
+/// table the width is unknown and the check waits for `train` itself, which repeats it on the
+/// real windows before allocating.
+pub(crate) fn check_train_memory(train: &toml::Table, normalize: Option<&toml::Table>) -> Result<(), BuildError> {
+    let params: TrainParams = super::params_from_table(train)?;
+    let Some(norm) = normalize.and_then(|t| super::params_from_table::<crate::features::NormalizeParams>(t).ok())
+    else {
+        return Ok(());
+    };
+    let Ok(features) = norm.feature_list() else {
+        return Ok(());
+    };
+    let input = norm.seq_len.saturating_mul(features.len());
+    crate::tensor::memory::check(&params, input, 1)?;
+    Ok(())
+}

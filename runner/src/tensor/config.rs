@@ -135,6 +135,10 @@ pub struct TrainParams {
     /// A quality to reach, checked on the validation windows at the end of every epoch
     /// (untimed): records `seconds_to_target` and `epochs_to_target` when an epoch reaches it.
     pub target: Option<TrainTarget>,
+    /// The most memory training may take (`"64GiB"`), checked against an estimate of the
+    /// weights, gradients, optimizer state, activations and batches before anything runs.
+    /// Default 16 GiB.
+    pub max_memory: Option<crate::transfer::SizeSpec>,
     /// The CPU step's implementation (set from code only).
     #[serde(skip)]
     pub cpu_engine: CpuEngine,
@@ -171,6 +175,7 @@ impl Default for TrainParams {
             precision: Precision::F32,
             phase_timing: true,
             target: None,
+            max_memory: None,
             cpu_engine: CpuEngine::Native,
         }
     }
@@ -184,6 +189,7 @@ impl TrainParams {
     /// training loop cannot honour.
     pub fn check(&self) -> Result<(), ParamError> {
         check_device(self.device)?;
+        super::memory::bound(self)?;
         if let Some(i) = self.hidden.iter().position(|&w| w == 0) {
             return Err(ParamError::new(
                 "hidden",

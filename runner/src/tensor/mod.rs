@@ -10,6 +10,7 @@
 mod batches;
 mod config;
 mod eval;
+pub mod memory;
 mod mlp;
 mod native;
 mod optim;

@@ -331,6 +331,24 @@ fn cancellation_stops_training() {
     }
 }
 
+/// `hidden = [100000000]` used to abort the process for want of memory; now `train` refuses
+/// it on the real windows before allocating, with the estimate.
+#[test]
+fn a_model_too_large_for_its_bound_is_an_error_before_anything_is_allocated() {
+    let windows = learnable_windows(16, 4, 6);
+    let params = TrainParams {
+        hidden: vec![100_000_000],
+        ..TrainParams::default()
+    };
+    let r = train(windows, &params, 0, &mut Recorder::new(), &AtomicBool::new(false));
+    let Err(TrainError::Params(e)) = r else {
+        panic!("expected a parameter error, got {r:?}")
+    };
+    // On these narrow windows the batch's activations take most of it.
+    assert_eq!(e.field, "batch_size");
+    assert!(e.message.contains("above the limit of 16.0 GiB"), "{}", e.message);
+}
+
 #[test]
 fn malformed_windows_are_errors() {
     let mut windows = (*learnable_windows(16, 4, 5)).clone();

@@ -52,6 +52,7 @@ where
     widths.push(input);
     widths.extend_from_slice(&params.hidden);
     widths.push(horizons);
+    super::memory::check(params, input, horizons)?;
 
     // The network learns standardized targets (training statistics only); predictions are
     // mapped back to target units with the same numbers, stored in the model.
