@@ -70,6 +70,7 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
         smoke_origin: Vec::new(),
         revisions: IndexMap::new(),
         smoke_data: Vec::new(),
+        smoke_sweep_at: std::collections::BTreeMap::new(),
         variant_changes: IndexMap::new(),
     };
     for key in &ignored {
@@ -182,6 +183,10 @@ pub(super) struct Validator {
     pub(super) revisions: IndexMap<String, super::Revision>,
     /// `[smoke]` overrides of `data.*`, applied to `[data]` for a smoke run (and checked always).
     pub(super) smoke_data: Vec<Override>,
+    /// Where `[smoke]` replaced a sweep axis (axis path -> its `[smoke]` key), so the smoke
+    /// version of that axis is located at its `[smoke]` line, not at the `[sweep]` it replaces.
+    /// Set only while the smoke sweep is checked.
+    pub(super) smoke_sweep_at: std::collections::BTreeMap<String, Vec<String>>,
     /// Variant -> the change it makes, in words (`change = ...`), for the variants that say.
     pub(super) variant_changes: IndexMap<String, String>,
 }
@@ -278,6 +283,7 @@ impl Validator {
         // The base as `--smoke` would run it, to check [smoke] even when it is not used, so a
         // broken smoke mode is caught by `check`.
         let mut smoke_base = None;
+        let mut smoke_sweep_raw = None;
         if smoke {
             schedule.warmup = 0;
             schedule.repetitions = schedule.repetitions.min(2);
@@ -290,7 +296,9 @@ impl Validator {
             let mut sw = sweep_raw.clone();
             self.apply_smoke(table, &stages, &mut b, &mut s, &mut sw);
             smoke_base = Some(b);
+            smoke_sweep_raw = Some(sw);
         }
+        let smoke_sweep_at = std::mem::take(&mut self.smoke_sweep_at);
 
         let smoke_data = std::mem::take(&mut self.smoke_data);
         let dir = path
@@ -306,7 +314,11 @@ impl Validator {
             self.data(raw.data.as_ref(), &[], dir)
         };
         let variants = self.variants(raw.variants.as_ref(), &stages);
+        if smoke {
+            self.smoke_sweep_at = smoke_sweep_at.clone();
+        }
         let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants);
+        self.smoke_sweep_at.clear();
         let variant_names: Vec<String> = variants.iter().map(|(n, _)| n.clone()).collect();
         let compare = self.compare(raw.compare.as_ref(), &stages, &variant_names, dir);
         let smoke_origin = std::mem::take(&mut self.smoke_origin);
@@ -316,7 +328,11 @@ impl Validator {
             self.configs(&stages, &base, &variants, &sweep, &[])
         };
         if let Some(b) = &smoke_base {
-            self.configs(&stages, b, &variants, &sweep, &smoke_origin);
+            // The smoke sweep too, located at the [smoke] keys that set it.
+            self.smoke_sweep_at = smoke_sweep_at;
+            let smoke_sweep = self.sweep(smoke_sweep_raw.flatten().as_ref(), &stages, &variants);
+            self.smoke_sweep_at.clear();
+            self.configs(&stages, b, &variants, &smoke_sweep, &smoke_origin);
         }
         let planned = configs.len() as u64 * (u64::from(schedule.warmup) + u64::from(schedule.repetitions));
         let within = schedule.repetitions <= MAX_REPETITIONS && schedule.warmup <= MAX_WARMUP;
@@ -725,7 +741,10 @@ impl Validator {
             }
             if let Some(axis) = ov.path.strip_prefix("sweep.") {
                 match sweep.as_mut().and_then(|s| s.get_mut(axis)) {
-                    Some(slot) => *slot = ov.value.clone(),
+                    Some(slot) => {
+                        *slot = ov.value.clone();
+                        self.smoke_sweep_at.insert(axis.to_owned(), ov.at.clone());
+                    }
                     None => {
                         let span = self.key_span(&at);
                         self.err(
@@ -841,7 +860,10 @@ impl Validator {
             table.insert(k.clone(), v.clone());
         }
         let mut out = Vec::new();
-        for ov in flatten_until_array(&table, &["sweep".to_owned()]) {
+        for mut ov in flatten_until_array(&table, &["sweep".to_owned()]) {
+            if let Some(at) = self.smoke_sweep_at.get(&ov.path) {
+                ov.at = at.clone();
+            }
             let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
             if self.check_path(&ov, stages, "sweep axis").is_none() {
                 continue;
@@ -1257,6 +1279,9 @@ impl Validator {
                             let field = e.field.clone().unwrap_or_default();
                             let context = match (&from_override, &from_smoke) {
                                 (Some(a), Some(b)) if a == b => " (as set by [smoke])".to_owned(),
+                                (Some((_, _, at)), _) if at.first().is_some_and(|k| k == "smoke") => {
+                                    format!(" (as [smoke] sets it, in config `{name}`)")
+                                }
                                 (Some(_), _) => format!(" (in config `{name}`)"),
                                 (None, _) => String::new(),
                             };

@@ -91,6 +91,21 @@ fn smoke_overrides_validate_and_apply() {
     assert!(full.configs[0].stages[0].params.get("timeout").is_none());
 }
 
+/// `check --smoke` used to point at the `[sweep]` axis a `[smoke]` sweep replaces; plain
+/// `check` did not check the smoke sweep at all.
+#[test]
+fn a_bad_smoke_sweep_is_located_at_its_smoke_line_with_and_without_smoke() {
+    let path = fixture("invalid/smoke_sweep_bad_value.toml");
+    for args in [&["check", "--smoke"][..], &["check"][..]] {
+        let out = run(bin().args(args).arg(&path));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let t = text(&out);
+        assert!(t.contains("smoke_sweep_bad_value.toml:14:31"), "{args:?}: {t}");
+        assert!(!t.contains(":11:"), "{args:?} points at the [sweep] line: {t}");
+        assert!(t.contains("as [smoke] sets it"), "{args:?}: {t}");
+    }
+}
+
 /// A TOML document as the JSON an editor validates against the schema (dates become strings,
 /// as editors present them).
 fn toml_to_json(v: &toml::Value) -> serde_json::Value {
