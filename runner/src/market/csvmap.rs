@@ -87,6 +87,8 @@ enum Symbol {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
     Columns,
+    /// `--columns` named some fields; the others were found under their usual names.
+    ColumnsAndDetected,
     Layout(Layout),
     Detected,
 }
@@ -241,7 +243,25 @@ impl Mapping {
         let columns_hint = "name the columns with --columns \
             date=Date,open=Open,high=High,low=Low,close=Close,volume=Volume[,amount=..,symbol=..]";
         let (source, mut named) = if let Some(spec) = &opts.columns {
-            (Source::Columns, parse_columns(spec)?)
+            let mut named = parse_columns(spec)?;
+            // Fields --columns leaves out are found under their usual names, in columns it
+            // does not already use; a symbol only when --symbol does not give one.
+            let detected: Vec<(&'static str, String)> = detect(headers)
+                .into_iter()
+                .filter(|(f, c)| {
+                    let taken = named
+                        .iter()
+                        .any(|(g, d)| g == f || find(headers, d) == find(headers, c));
+                    let given = *f == "symbol" && opts.symbol.is_some();
+                    !taken && !given
+                })
+                .collect();
+            if detected.is_empty() {
+                (Source::Columns, named)
+            } else {
+                named.extend(detected);
+                (Source::ColumnsAndDetected, named)
+            }
         } else if let Some(layout) = opts.layout {
             (Source::Layout(layout), layout_columns(layout))
         } else if ["ts_code", "trade_date", "vol"]
@@ -392,6 +412,7 @@ impl Mapping {
         }
         let how = match self.source {
             Source::Columns => "--columns",
+            Source::ColumnsAndDetected => "--columns, the rest detected",
             Source::Layout(Layout::Yahoo) => "yahoo layout",
             Source::Layout(Layout::Tushare) => "tushare layout: vol in lots of 100, amount in thousands",
             Source::Detected => "detected",

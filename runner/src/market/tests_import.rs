@@ -316,7 +316,15 @@ fn a_symbol_column_read_as_one_symbol_gets_a_columns_hint_that_works() {
     let path = write(dir.path(), "long.csv", long);
     // Found by name: imports as long format.
     assert_eq!(prepare(&opts(vec![path.clone()])).unwrap().codes, ["AAA", "BBB"]);
-    // Read as one symbol three ways: --symbol, --layout yahoo, --columns without a symbol.
+    // --columns without a symbol: the Ticker column is still found by its name.
+    let columns = ImportOptions {
+        columns: Some("date=Date,open=Open,high=High,low=Low,close=Close,volume=Volume".into()),
+        ..opts(vec![path.clone()])
+    };
+    let plan = prepare(&columns).unwrap();
+    assert_eq!(plan.codes, ["AAA", "BBB"]);
+    assert!(plan.to_string().contains("(--columns, the rest detected)"), "{plan}");
+    // Read as one symbol two ways: --symbol, --layout yahoo.
     for how in [
         ImportOptions {
             symbol: Some("ONE".into()),
@@ -324,10 +332,6 @@ fn a_symbol_column_read_as_one_symbol_gets_a_columns_hint_that_works() {
         },
         ImportOptions {
             layout: Some(Layout::Yahoo),
-            ..opts(vec![path.clone()])
-        },
-        ImportOptions {
-            columns: Some("date=Date,open=Open,high=High,low=Low,close=Close,volume=Volume".into()),
             ..opts(vec![path.clone()])
         },
     ] {
@@ -359,6 +363,52 @@ fn a_symbol_column_read_as_one_symbol_gets_a_columns_hint_that_works() {
         err.contains("duplicate date 2024-01-02 for D") && err.contains("--skip-bad"),
         "{err}"
     );
+}
+
+/// `--columns symbol=Sym` used to leave every other field unmapped ("no column for date"):
+/// the fields it does not name are found under their usual names, in the columns it leaves.
+#[test]
+fn a_partial_columns_mapping_is_completed_from_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "Sym,Date,Open,High,Low,Close,Volume,Sales\n\
+                AAA,2024-01-02,1,2,0.5,1.5,10,7\n\
+                BBB,2024-01-02,1,2,0.5,1.5,10,8\n";
+    let path = write(dir.path(), "p.csv", file);
+    let partial = ImportOptions {
+        columns: Some("symbol=Sym,amount=Sales".into()),
+        ..opts(vec![path.clone()])
+    };
+    let plan = prepare(&partial).unwrap();
+    assert_eq!(
+        (plan.codes.clone(), plan.rows),
+        (vec!["AAA".to_owned(), "BBB".to_owned()], 2)
+    );
+    let shown = plan.to_string();
+    assert!(
+        shown.contains("date=Date,open=Open,high=High,low=Low,close=Close,volume=Volume,amount=Sales,symbol=Sym"),
+        "{shown}"
+    );
+    assert!(shown.contains("(--columns, the rest detected)"), "{shown}");
+    // A column --columns maps to one field is not taken again for another.
+    let taken = ImportOptions {
+        columns: Some("close=Open".into()),
+        ..opts(vec![path.clone()])
+    };
+    let err = prepare(&taken).unwrap_err().to_string();
+    assert!(err.contains("no column for open"), "{err}");
+    // What neither names is still an error that says what is missing.
+    let none = write(
+        dir.path(),
+        "n.csv",
+        "Sym,When,O,H,L,C,V\nAAA,2024-01-02,1,2,0.5,1.5,10\n",
+    );
+    let err = prepare(&ImportOptions {
+        columns: Some("symbol=Sym".into()),
+        ..opts(vec![none])
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no column for date"), "{err}");
 }
 
 #[test]
