@@ -97,7 +97,7 @@ pub struct TrainParams {
     #[schemars(range(min = 1))]
     pub batch_size: usize,
     /// Passes over the training windows.
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = MAX_EPOCHS))]
     pub epochs: usize,
     /// Adam learning rate.
     pub lr: f64,
@@ -181,6 +181,9 @@ impl Default for TrainParams {
     }
 }
 
+/// Most epochs one trial trains.
+const MAX_EPOCHS: usize = 100_000;
+
 /// Most batches a producer thread may hold ahead; more only costs memory.
 const MAX_PREFETCH: usize = 64;
 
@@ -204,6 +207,12 @@ impl TrainParams {
         }
         at_least_one("batch_size", self.batch_size)?;
         at_least_one("epochs", self.epochs)?;
+        if self.epochs > MAX_EPOCHS {
+            return Err(
+                ParamError::new("epochs", format!("must be at most {MAX_EPOCHS}, got {}", self.epochs))
+                    .with_hint("every trial trains this many epochs; `target` stops counting at a quality"),
+            );
+        }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return Err(ParamError::new(
                 "lr",

@@ -404,6 +404,19 @@ fn params_parse_with_defaults_and_reject_unknown_keys() {
 }
 
 #[test]
+fn epochs_stop_at_their_documented_bound() {
+    let at = |epochs| TrainParams {
+        epochs,
+        ..Default::default()
+    };
+    assert!(at(100_000).check().is_ok());
+    let e = at(100_001).check().unwrap_err();
+    assert_eq!(e.field, "epochs");
+    assert!(e.message.contains("at most 100000"), "{}", e.message);
+    assert_eq!(at(usize::MAX).check().unwrap_err().field, "epochs");
+}
+
+#[test]
 fn check_reports_the_offending_field() {
     let cases: Vec<(TrainParams, &str)> = vec![
         (

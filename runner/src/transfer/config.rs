@@ -41,10 +41,11 @@ pub struct TransferParams {
     pub prepare_next: bool,
     /// Recorded samples per (size, mode).
     #[serde(default = "default_iterations")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = MAX_ITERATIONS))]
     pub iterations: u32,
     /// Unrecorded samples per (size, mode) before those.
     #[serde(default = "default_warmup")]
+    #[schemars(range(max = MAX_ITERATIONS))]
     pub warmup: u32,
     /// `"cpu"` (a second host buffer stands in for the device: host memcpy costs) or `"cuda"`.
     #[serde(default)]
@@ -235,6 +236,13 @@ impl TransferParams {
                 )
                 .with_hint("list each size once"));
             }
+            if bytes > MAX_SIZE {
+                return Err(ParamError::new(
+                    "sizes",
+                    format!("`{spec}` is {bytes} bytes, above the limit of 16 GiB per copy"),
+                )
+                .with_hint("a copy's bandwidth levels off long before 16 GiB; 256MiB or 1GiB is plenty"));
+            }
             sizes.push(bytes);
         }
         check_list("direction", &self.direction, Direction::as_str)?;
@@ -280,6 +288,14 @@ impl TransferParams {
             return Err(ParamError::new("iterations", "must be at least 1, got 0")
                 .with_hint("the median of 5 or more samples is a steadier value"));
         }
+        for (field, value) in [("iterations", self.iterations), ("warmup", self.warmup)] {
+            if value > MAX_ITERATIONS {
+                return Err(
+                    ParamError::new(field, format!("must be at most {MAX_ITERATIONS}, got {value}"))
+                        .with_hint("every (size, mode) runs this many copies in every trial"),
+                );
+            }
+        }
         if self.device == TransferDevice::Cuda && !cfg!(feature = "cuda") {
             return Err(no_cuda_error());
         }
@@ -319,3 +335,9 @@ pub(crate) fn no_cuda_error() -> ParamError {
          --features cuda` where the CUDA toolkit is installed; or use `device = \"cpu\"`",
     )
 }
+
+/// Largest size of one copy: 16 GiB (the source, the destination and a pinned copy of it must
+/// all fit in memory).
+pub(crate) const MAX_SIZE: u64 = 16 << 30;
+/// Most samples (or warm-up copies) per (size, mode) in one trial.
+pub(crate) const MAX_ITERATIONS: u32 = 100_000;

@@ -261,3 +261,22 @@ fn non_blocking_loops_copy_and_prepare_through_the_copy_engine_thread() {
     let err = run_transfer(&p, &mut rec, &AtomicBool::new(true)).unwrap_err();
     assert!(matches!(err, TransferError::Cancelled), "{err}");
 }
+
+#[test]
+fn sizes_iterations_and_warmup_stop_at_their_documented_bounds() {
+    let at = params("sizes = [\"16GiB\"]\niterations = 100000\nwarmup = 100000");
+    let plan = at.plan().expect("the bounds themselves are allowed");
+    assert_eq!(plan.sizes, [16u64 << 30]);
+    let over_size = params("sizes = [17179869185]").plan().unwrap_err();
+    assert_eq!(over_size.field, "sizes");
+    assert!(
+        over_size.message.contains("above the limit of 16 GiB"),
+        "{}",
+        over_size.message
+    );
+    for (field, text) in [("iterations", "iterations = 100001"), ("warmup", "warmup = 100001")] {
+        let e = params(text).plan().unwrap_err();
+        assert_eq!(e.field, field);
+        assert!(e.message.contains("at most 100000"), "{}", e.message);
+    }
+}
