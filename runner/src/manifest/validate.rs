@@ -20,14 +20,33 @@ const STAGE_KEYS: [&str; 3] = ["kind", "needs", "cache"];
 
 /// Reads and validates a manifest file. `smoke` applies its `[smoke]` overrides.
 pub fn parse_file(path: &Path, smoke: bool) -> Result<Experiment, ManifestErrors> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        ManifestErrors::single(
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| {
+            ManifestErrors::single(
+                path,
+                "",
+                ManifestError::new(format!("cannot read {}: {e}", path.display()), None)
+                    .hint("check the path; manifests usually live under experiments/"),
+            )
+        })?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(ManifestErrors::single(
             path,
             "",
-            ManifestError::new(format!("cannot read {}: {e}", path.display()), None)
-                .hint("check the path; manifests usually live under experiments/"),
-        )
-    })?;
+            ManifestError::new(
+                format!(
+                    "{} is larger than {} MiB, the limit for a manifest",
+                    path.display(),
+                    MAX_MANIFEST_BYTES >> 20
+                ),
+                None,
+            )
+            .hint("a manifest describes an experiment; data belongs in the stock database or in files it names"),
+        ));
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         // Located at the first byte that is not UTF-8, shown in a lossy copy of the file.
         let at = e.utf8_error().valid_up_to();
@@ -92,13 +111,9 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
 
 /// Errors sorted by where they are in the file (unlocated ones first), each reported once.
 pub(super) fn in_file_order(mut errors: Vec<ManifestError>) -> Vec<ManifestError> {
-    let mut seen = Vec::new();
-    errors.retain(|e| {
-        let key = (e.message.clone(), e.span.clone());
-        let fresh = !seen.contains(&key);
-        seen.push(key);
-        fresh
-    });
+    // A set, not a list: a file of 40,000 mistakes must not take 40,000^2 comparisons.
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|e| seen.insert((e.message.clone(), e.span.as_ref().map(|s| (s.start, s.end)))));
     errors.sort_by_key(|e| e.span.as_ref().map(|s| (s.start, s.end)));
     errors
 }
@@ -191,15 +206,17 @@ pub(super) struct Validator {
     pub(super) variant_changes: IndexMap<String, String>,
 }
 
-/// A name that may become part of a path: an experiment, stage or variant name.
 /// Most measured repetitions per config in one run.
 pub const MAX_REPETITIONS: u32 = 100_000;
+/// Largest manifest file read: 4 MiB.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// Most warm-up repetitions per config in one run.
 pub const MAX_WARMUP: u32 = 10_000;
 /// Most trials one run plans (configs x (warm-up + repetitions)): a plan of this size still
 /// fits in memory and in the results database.
 pub const MAX_TRIALS: u64 = 1_000_000;
 
+/// A name that may become part of a path: an experiment, stage or variant name.
 pub fn is_valid_name(s: &str) -> bool {
     is_ident(s)
 }
