@@ -259,14 +259,7 @@ pub(crate) fn about_metric(run: &RunData, metric: &str) -> Option<String> {
         return Some("the trial's wall time, every stage together".to_owned());
     }
     let (stage, name) = metric.split_once('.')?;
-    let kind = run
-        .configs
-        .iter()
-        .flat_map(|c| &c.trials)
-        .flat_map(|t| &t.stages)
-        .find(|s| s.name == stage)
-        .map(|s| s.kind.as_str())?;
-    match catalog::find(kind, name) {
+    match catalog::find(run.stage_kind(stage)?, name) {
         Some(decl) => Some(decl.about_one_value()),
         None => (name == "seconds").then(|| catalog::STAGE_SECONDS.about.to_owned()),
     }

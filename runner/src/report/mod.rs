@@ -108,6 +108,18 @@ pub struct RunData {
     pub stage_notes: Vec<StageNoteRow>,
 }
 
+impl RunData {
+    /// The kind of the stage named `stage` (`train`, `command`, ...), as its trials recorded it.
+    pub(crate) fn stage_kind(&self, stage: &str) -> Option<&str> {
+        self.configs
+            .iter()
+            .flat_map(|c| &c.trials)
+            .flat_map(|t| &t.stages)
+            .find(|s| s.name == stage)
+            .map(|s| s.kind.as_str())
+    }
+}
+
 /// One variant at one sweep point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigData {

@@ -90,7 +90,7 @@ const LOAD: &[MetricDecl] = &[
     m(
         "symbols_dropped",
         "count",
-        "symbols asked for that have no bars in the range",
+        "symbols asked for with fewer than `min_history` bars in the range",
     ),
     m("bytes", "B", "bytes of the bars held in memory"),
     m("wire_bytes", "B", "bytes received from the database (COPY only)"),

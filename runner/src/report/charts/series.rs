@@ -225,14 +225,7 @@ impl Ranged for Steps {
 
 /// What a step of `stage`'s series counts: training stages record one point per epoch.
 pub(super) fn step_unit(run: &RunData, stage: &str) -> &'static str {
-    let kind = run
-        .configs
-        .iter()
-        .flat_map(|c| &c.trials)
-        .flat_map(|t| &t.stages)
-        .find(|s| s.name == stage)
-        .map(|s| s.kind.as_str());
-    if kind == Some("train") {
+    if run.stage_kind(stage) == Some("train") {
         "epoch"
     } else {
         "step"
