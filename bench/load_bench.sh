@@ -13,6 +13,8 @@ days=${2:-2500}
 runs=${3:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
+# The throwaway server runs as the postgres user when this runs as root: it must reach $work/pg.
+chmod 755 "$work"
 started_pg=""
 cleanup() {
   if [ -n "${db_url:-}" ]; then

@@ -15,6 +15,8 @@ rounds=${4:-3}
 cargo build --release -q
 bin=$PWD/target/release/measured
 work=$(mktemp -d)
+# The throwaway server runs as the postgres user when this runs as root: it must reach $work/pg.
+chmod 755 "$work"
 cleanup() {
   [ -n "${MEASURED_PG_DIR:-}" ] && [ "${started_pg:-0}" = 1 ] && scripts/pg-stop.sh
   rm -rf "$work"

@@ -28,6 +28,10 @@ if [ "$(id -u)" -eq 0 ]; then
   id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
   chown postgres "$dir"
   run=(runuser -u postgres --)
+  if ! "${run[@]}" test -x "$dir"; then
+    echo "the postgres user cannot reach $dir: a folder above it is not searchable by others (mktemp -d makes 0700 folders; chmod 755 it)" >&2
+    exit 1
+  fi
 fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 password="pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
