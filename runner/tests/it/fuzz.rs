@@ -44,18 +44,26 @@ fn runner() -> TestRunner {
     })
 }
 
-/// Runs the property over `cases()` inputs and prints how many ran and how long they took.
-fn fuzz<S: Strategy>(target: &str, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
+/// Runs the property over `cases()` inputs and prints how many ran, how many of them the code
+/// under test accepted (`Ok(true)`: a valid manifest, a clean import, a metric), and how long
+/// they took.
+fn fuzz<S: Strategy>(target: &str, strategy: S, test: impl Fn(S::Value) -> Result<bool, TestCaseError>)
 where
     S::Value: std::fmt::Debug,
 {
     let started = Instant::now();
     let n = cases();
-    if let Err(e) = runner().run(&strategy, test) {
+    let accepted = std::cell::Cell::new(0u64);
+    let result = runner().run(&strategy, |v| {
+        accepted.set(accepted.get() + u64::from(test(v)?));
+        Ok(())
+    });
+    if let Err(e) = result {
         panic!("fuzz target `{target}` failed: {e}");
     }
     println!(
-        "fuzz target {target}: {n} cases, 0 failures, {:.1} s",
+        "fuzz target {target}: {n} cases, 0 failures, {} accepted, {:.1} s",
+        accepted.get(),
         started.elapsed().as_secs_f64()
     );
 }
@@ -395,15 +403,15 @@ fn mutated() -> impl Strategy<Value = (usize, Vec<Op>)> {
 // Manifests
 
 /// Parses `bytes` as the manifest `path` (written there first) and checks the bounds.
-fn check_manifest(path: PathBuf, bytes: Vec<u8>) -> Result<(), TestCaseError> {
+fn check_manifest(path: PathBuf, bytes: Vec<u8>) -> Result<bool, TestCaseError> {
     std::fs::write(&path, &bytes).unwrap();
     let rendered = bounded(path, |p| {
         measured::manifest::parse_file(&p, false).err().map(|e| e.render())
     })?;
-    if let Some(text) = rendered {
+    if let Some(text) = &rendered {
         prop_assert!(text.len() <= MAX_RENDERED, "{} bytes of rendered errors", text.len());
     }
-    Ok(())
+    Ok(rendered.is_none())
 }
 
 /// Text shaped like TOML: tables, keys, values of every kind, some of them hostile.
@@ -530,7 +538,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 /// Prepares an import of `bytes` (as `FUZZ.csv`, or `FUZZ.csv.gz` gzip-compressed): it must
 /// return, Ok or Err.
-fn check_csv(dir: &Path, mut bytes: Vec<u8>, o: CsvOptions) -> Result<(), TestCaseError> {
+fn check_csv(dir: &Path, mut bytes: Vec<u8>, o: CsvOptions) -> Result<bool, TestCaseError> {
     let path = if o.gzip {
         bytes = gzip(&bytes);
         dir.join("FUZZ.csv.gz")
@@ -554,7 +562,7 @@ fn check_csv(dir: &Path, mut bytes: Vec<u8>, o: CsvOptions) -> Result<(), TestCa
         Ok(s) | Err(s) => s.len(),
     };
     prop_assert!(shown <= 1 << 20, "{shown} bytes of import summary or error");
-    Ok(())
+    Ok(outcome.is_ok())
 }
 
 #[test]
@@ -605,9 +613,32 @@ fn metricish() -> impl Strategy<Value = String> {
     })
 }
 
-fn check_metric_line(line: &str) -> Result<(), TestCaseError> {
+/// Well-formed metric lines whose name, unit and step may be out of bounds.
+fn metric_line() -> impl Strategy<Value = String> {
+    let name = prop_oneof![
+        3 => "[A-Za-z0-9_.-]{1,20}",
+        1 => "[A-Za-z0-9_.-]{120,135}",
+        1 => any::<String>(),
+    ];
+    let unit = prop_oneof![
+        Just("s".to_owned()),
+        Just("items/s".to_owned()),
+        "[a-zA-Z/%]{0,70}",
+        any::<String>()
+    ];
+    let step = proptest::option::of(any::<i64>());
+    (name, -1e300f64..1e300, unit, step).prop_map(|(name, value, unit, step)| {
+        let mut line = serde_json::json!({"metric": name, "value": value, "unit": unit});
+        if let Some(step) = step {
+            line["step"] = step.into();
+        }
+        line.to_string()
+    })
+}
+
+fn check_metric_line(line: &str) -> Result<bool, TestCaseError> {
     let parsed = bounded(line.to_owned(), |l| parse_metric_line(&l))?;
-    match parsed {
+    match &parsed {
         None => prop_assert!(!line.trim_start().starts_with('{'), "{:?}", line),
         Some(Ok(m)) => {
             prop_assert!(!m.metric.is_empty() && m.metric.len() <= 128, "{:?}", m.metric);
@@ -622,7 +653,7 @@ fn check_metric_line(line: &str) -> Result<(), TestCaseError> {
         }
         Some(Err(why)) => prop_assert!(!why.is_empty()),
     }
-    Ok(())
+    Ok(matches!(parsed, Some(Ok(_))))
 }
 
 /// A reader handing out the given chunks one read at a time (as a pipe does; an empty chunk
@@ -671,6 +702,7 @@ fn check_stdout(chunks: Vec<Vec<u8>>) -> Result<(), TestCaseError> {
 fn fuzz_stage_output() {
     let line = prop_oneof![
         3 => metricish(),
+        3 => metric_line(),
         1 => any::<String>(),
         1 => any::<String>().prop_map(|s| format!("{{{s}")),
     ];
@@ -684,8 +716,9 @@ fn fuzz_stage_output() {
         "stage output",
         (line, proptest::collection::vec(chunk, 0..12)),
         |(line, chunks)| {
-            check_metric_line(&line)?;
-            check_stdout(chunks)
+            let metric = check_metric_line(&line)?;
+            check_stdout(chunks)?;
+            Ok(metric)
         },
     );
 }
@@ -781,6 +814,66 @@ impl Rng {
     }
 }
 
+/// Files that are no manifest, or manifests of a size or shape meant to exhaust the checker:
+/// deep nesting, a sweep of 40^6 points, a chain of 2,000 stages, `errors` errors.
+fn hostile_shapes(errors: usize) -> Vec<(&'static str, Vec<u8>)> {
+    let points = (0..40).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let mut sweep = String::from(
+        "[experiment]\nname = \"bomb\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n[stages.work]\n\
+         kind = \"command\"\nargv = [\"true\"]\n[stages.work.vars]\n",
+    );
+    for i in 0..6 {
+        sweep.push_str(&format!("v{i} = 0\n"));
+    }
+    sweep.push_str("[variants.a]\n[variants.b]\n[sweep]\n");
+    for i in 0..6 {
+        sweep.push_str(&format!("\"stages.work.vars.v{i}\" = [{points}]\n"));
+    }
+    let mut chain = String::from("[experiment]\nname = \"chain\"\n[schedule]\nrepetitions = 1\n");
+    for i in 0..2000 {
+        chain.push_str(&format!("[stages.s{i}]\nkind = \"command\"\nargv = [\"true\"]\n"));
+        if i > 0 {
+            chain.push_str(&format!("needs = [\"s{}\"]\n", i - 1));
+        }
+    }
+    let mut many = String::from("[experiment]\nname = \"many\"\n");
+    for i in 0..errors {
+        many.push_str(&format!("unknown_{i} = {i}\n"));
+    }
+    vec![
+        ("empty.toml", Vec::new()),
+        ("binary.toml", (0..=255u8).cycle().take(10_000).collect()),
+        ("huge_line.toml", hostile(20, true)),
+        ("nul.toml", vec![0; 1000]),
+        (
+            "deep_arrays.toml",
+            format!("x = {}{}\n", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+        ),
+        (
+            "deep_tables.toml",
+            format!("x = {}1{}\n", "{a = ".repeat(5000), "}".repeat(5000)).into_bytes(),
+        ),
+        ("sweep_bomb.toml", sweep.into_bytes()),
+        ("stage_chain.toml", chain.into_bytes()),
+        ("many_errors.toml", many.into_bytes()),
+    ]
+}
+
+/// Known to fail: the time `measured check` takes grows faster than the number of errors in
+/// the file (10,000: under 1 s; 40,000: about 12 s in a debug build).
+#[test]
+#[ignore = "check of a manifest with 40,000 errors takes more than 10 s"]
+fn fuzz_check_of_40000_errors_is_quick() {
+    let dir = tempfile::tempdir().unwrap();
+    let (name, body) = hostile_shapes(40_000).pop().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, body).unwrap();
+    let (code, printed, took) = check_file(&path, dir.path());
+    assert_eq!(code, Some(2));
+    assert!(took <= CASE_LIMIT, "took {took:?}");
+    assert!(printed as usize <= MAX_RENDERED, "printed {printed} bytes");
+}
+
 /// Mutated manifests `measured check` reads, next to the corpus files.
 const CHECKED_MUTANTS: usize = 40;
 
@@ -804,12 +897,7 @@ fn fuzz_check_exits_0_1_or_2_quickly_with_bounded_output() {
     // Files that are no manifest at all.
     let odd = ws.root.path().join("odd");
     std::fs::create_dir_all(&odd).unwrap();
-    for (name, body) in [
-        ("empty.toml", Vec::new()),
-        ("binary.toml", (0..=255u8).cycle().take(10_000).collect()),
-        ("huge_line.toml", hostile(20, true)),
-        ("nul.toml", vec![0; 1000]),
-    ] {
+    for (name, body) in hostile_shapes(10_000) {
         std::fs::write(odd.join(name), body).unwrap();
         files.push(odd.join(name));
     }
