@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 /// Cases per target when `MEASURED_FUZZ_CASES` is not set: bounded for CI.
 const DEFAULT_CASES: u32 = 2048;
+/// A long run prints a progress line after this many cases of a target.
+const PROGRESS_EVERY: u64 = 100_000;
 /// Longest one case may take.
 const CASE_LIMIT: Duration = Duration::from_secs(10);
 /// Most bytes of rendered manifest errors (the renderer cuts at 64 KiB and then appends a
@@ -54,8 +56,17 @@ where
     let started = Instant::now();
     let n = cases();
     let accepted = std::cell::Cell::new(0u64);
+    let ran = std::cell::Cell::new(0u64);
     let result = runner().run(&strategy, |v| {
         accepted.set(accepted.get() + u64::from(test(v)?));
+        ran.set(ran.get() + 1);
+        if ran.get().is_multiple_of(PROGRESS_EVERY) {
+            println!(
+                "fuzz target {target}: {} cases so far, 0 failures, {:.0} s",
+                ran.get(),
+                started.elapsed().as_secs_f64()
+            );
+        }
         Ok(())
     });
     if let Err(e) = result {
