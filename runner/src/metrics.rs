@@ -19,6 +19,9 @@ pub struct Metric {
     pub step: Option<i64>,
 }
 
+/// Metrics one stage run keeps (a program printing metric lines without end cannot make
+/// measured hold more); further ones are counted and noted, not kept.
+pub const MAX_METRICS: usize = 100_000;
 /// Notes one stage run keeps; further ones are counted, not kept.
 pub const MAX_NOTES: usize = 20;
 /// Characters of one note; a longer note is cut and ends with `…`.
@@ -30,6 +33,8 @@ pub const MAX_NAMED: usize = 10;
 #[derive(Debug, Default, Clone)]
 pub struct Recorder {
     metrics: Vec<Metric>,
+    /// Metrics past [`MAX_METRICS`].
+    metrics_left_out: usize,
     notes: Vec<String>,
     /// Notes past [`MAX_NOTES`].
     notes_left_out: usize,
@@ -40,24 +45,32 @@ impl Recorder {
         Self::default()
     }
 
-    /// Records a single value.
+    /// Records a single value (at most [`MAX_METRICS`] per stage run).
     pub fn record(&mut self, name: impl Into<String>, value: f64, unit: &str) {
-        self.metrics.push(Metric {
-            name: name.into(),
-            value,
-            unit: unit.to_owned(),
-            step: None,
-        });
+        self.push(name.into(), None, value, unit);
     }
 
     /// Records one point of a series (per epoch, per size, ...).
     pub fn record_step(&mut self, name: impl Into<String>, step: i64, value: f64, unit: &str) {
+        self.push(name.into(), Some(step), value, unit);
+    }
+
+    fn push(&mut self, name: String, step: Option<i64>, value: f64, unit: &str) {
+        if self.metrics.len() >= MAX_METRICS {
+            self.metrics_left_out += 1;
+            return;
+        }
         self.metrics.push(Metric {
-            name: name.into(),
+            name,
             value,
             unit: unit.to_owned(),
-            step: Some(step),
+            step,
         });
+    }
+
+    /// Metrics recorded past [`MAX_METRICS`] and not kept.
+    pub fn metrics_left_out(&self) -> usize {
+        self.metrics_left_out
     }
 
     /// Records a note: what the stage dropped, skipped or changed, with figures. Kept once
@@ -87,9 +100,16 @@ impl Recorder {
         self.metrics
     }
 
-    /// The metrics and the notes (with one saying how many were left out, if any).
+    /// The metrics and the notes (with one saying how many metrics, and one how many notes,
+    /// were left out, if any).
     pub fn into_parts(self) -> (Vec<Metric>, Vec<String>) {
         let mut notes = self.notes;
+        if self.metrics_left_out > 0 {
+            notes.push(format!(
+                "{} more metrics were recorded but not kept (at most {MAX_METRICS} per stage run)",
+                self.metrics_left_out
+            ));
+        }
         if self.notes_left_out > 0 {
             notes.push(format!(
                 "{} more notes were recorded but not kept (at most {MAX_NOTES} per stage run)",
@@ -146,6 +166,29 @@ mod tests {
             notes[MAX_NOTES],
             "12 more notes were recorded but not kept (at most 20 per stage run)"
         );
+    }
+
+    #[test]
+    fn metrics_are_bounded_in_number_and_the_rest_counted() {
+        let mut rec = Recorder::new();
+        for i in 0..MAX_METRICS + 5 {
+            if i % 2 == 0 {
+                rec.record("m", i as f64, "s");
+            } else {
+                rec.record_step("curve", i as i64, 1.0, "loss");
+            }
+        }
+        assert_eq!(rec.metrics().len(), MAX_METRICS);
+        assert_eq!(rec.metrics_left_out(), 5);
+        assert_eq!(rec.metrics()[MAX_METRICS - 1].step, Some(MAX_METRICS as i64 - 1));
+        let (metrics, notes) = rec.into_parts();
+        assert_eq!(metrics.len(), MAX_METRICS);
+        assert_eq!(
+            notes,
+            ["5 more metrics were recorded but not kept (at most 100000 per stage run)"]
+        );
+        let (_, none) = Recorder::new().into_parts();
+        assert!(none.is_empty());
     }
 
     #[test]

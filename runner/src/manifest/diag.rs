@@ -110,12 +110,14 @@ impl ManifestErrors {
             ));
         }
         if text.len() > MAX_RENDERED_BYTES {
-            let mut cut = MAX_RENDERED_BYTES;
+            // Cut so that the text and the note together stay within the bound.
+            const NOTE: &str = "\n… (error output cut at 64 KiB)\n";
+            let mut cut = MAX_RENDERED_BYTES - NOTE.len();
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
             text.truncate(cut);
-            text.push_str("\n… (error output cut at 64 KiB)\n");
+            text.push_str(NOTE);
         }
         text
     }

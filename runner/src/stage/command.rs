@@ -59,6 +59,10 @@ fn yes() -> bool {
 /// How many ignored stdout lines a warning names.
 const BAD_LINES_SHOWN: usize = 3;
 
+/// Characters of the reason given for one ignored stdout line (serde's messages quote the
+/// offending value, which may be a whole line).
+const BAD_LINE_REASON_CHARS: usize = 200;
+
 /// How many stderr lines a failure message carries.
 const STDERR_TAIL_LINES: usize = 20;
 
@@ -298,14 +302,78 @@ fn describe_template_error(template: &str, e: &minijinja::Error, known: &serde_j
     msg
 }
 
-/// A metric line printed by the program.
-#[derive(Deserialize)]
-struct MetricLine {
-    metric: String,
-    value: f64,
+/// Longest metric name a program may print, in bytes.
+pub const MAX_METRIC_NAME: usize = 128;
+/// Longest unit a program may print, in bytes.
+pub const MAX_METRIC_UNIT: usize = 64;
+
+/// A metric line printed by the program:
+/// `{"metric": "loss", "value": 0.31, "unit": "loss", "step": 3}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MetricLine {
+    /// Stage-local name: 1 to [`MAX_METRIC_NAME`] of `A-Z a-z 0-9 _ - .`, so that
+    /// `<stage>.<metric>` names it in a manifest.
+    pub metric: String,
+    pub value: f64,
+    /// At most [`MAX_METRIC_UNIT`] bytes, without control characters.
     #[serde(default)]
-    unit: String,
-    step: Option<i64>,
+    pub unit: String,
+    pub step: Option<i64>,
+}
+
+/// What one stdout line of a command stage says: `None` for a line that is no metric line
+/// (it does not start with `{`, so plain output is not an error), `Some(Ok)` for a metric,
+/// `Some(Err(why))` for a line that looks like JSON but is no valid metric line.
+pub fn parse_metric_line(line: &str) -> Option<Result<MetricLine, String>> {
+    if !line.trim_start().starts_with('{') {
+        return None;
+    }
+    let m = match serde_json::from_str::<MetricLine>(line) {
+        Ok(m) => m,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    Some(if m.metric.is_empty() {
+        Err("the metric name is empty".to_owned())
+    } else if m.metric.len() > MAX_METRIC_NAME {
+        Err(format!(
+            "the metric name is {} bytes long (at most {MAX_METRIC_NAME})",
+            m.metric.len()
+        ))
+    } else if !m.metric.chars().all(name_ok) {
+        Err(format!(
+            "metric name `{}` has characters other than A-Z a-z 0-9 _ - .",
+            m.metric.escape_debug()
+        ))
+    } else if m.unit.len() > MAX_METRIC_UNIT {
+        Err(format!(
+            "the unit is {} bytes long (at most {MAX_METRIC_UNIT})",
+            m.unit.len()
+        ))
+    } else if m.unit.chars().any(char::is_control) {
+        Err(format!("unit `{}` has control characters", m.unit.escape_debug()))
+    } else {
+        Ok(m)
+    })
+}
+
+/// Stdout lines of one stage run that look like JSON but are no metric line: the first
+/// [`BAD_LINES_SHOWN`] with their reason, the rest only counted.
+#[derive(Debug, Default, PartialEq)]
+struct BadLines {
+    /// (1-based line number, why)
+    shown: Vec<(usize, String)>,
+    total: usize,
+}
+
+impl BadLines {
+    fn push(&mut self, line: usize, why: String) {
+        if self.shown.len() < BAD_LINES_SHOWN {
+            self.shown
+                .push((line, crate::metrics::cut(&why, BAD_LINE_REASON_CHARS)));
+        }
+        self.total += 1;
+    }
 }
 
 impl Stage for CommandStage {
@@ -413,19 +481,18 @@ impl Stage for CommandStage {
                 kill_tree(None, token_ref);
                 exit
             });
-            // (line number, why) of stdout lines that look like JSON but are no metric line.
-            let mut bad_lines: Vec<(usize, String)> = Vec::new();
+            let mut bad_lines = BadLines::default();
             each_line(stdout, |i, line| {
-                if !parse_metrics || !line.trim_start().starts_with('{') {
+                if !parse_metrics {
                     return;
                 }
-                match serde_json::from_str::<MetricLine>(line) {
-                    Ok(m) => match m.step {
+                match parse_metric_line(line) {
+                    None => {}
+                    Some(Ok(m)) => match m.step {
                         Some(step) => rec.record_step(m.metric, step, m.value, &m.unit),
                         None => rec.record(m.metric, m.value, &m.unit),
                     },
-                    Err(e) if bad_lines.len() < BAD_LINES_SHOWN => bad_lines.push((i + 1, e.to_string())),
-                    Err(_) => bad_lines.push((i + 1, String::new())),
+                    Some(Err(why)) => bad_lines.push(i + 1, why),
                 }
             });
             let (status, maxrss_kib) = waiter.join().unwrap_or((Err(0), None));
@@ -435,18 +502,18 @@ impl Stage for CommandStage {
         });
         drop(child);
         ctx.peak_rss_child = maxrss_kib.map(|k| k * 1024);
-        if !bad_lines.is_empty() {
+        if bad_lines.total > 0 {
             let shown: Vec<String> = bad_lines
+                .shown
                 .iter()
-                .take(BAD_LINES_SHOWN)
                 .map(|(n, why)| format!("line {n}: {why}"))
                 .collect();
-            let more = bad_lines.len().saturating_sub(BAD_LINES_SHOWN);
+            let more = bad_lines.total - bad_lines.shown.len();
             tracing::warn!(
                 "stage `{}`: ignored {} stdout line(s) that look like JSON but are no metric line \
                  (expected {{\"metric\": NAME, \"value\": NUMBER, \"unit\": ..., \"step\": ...}}): {}{}",
                 ctx.stage,
-                bad_lines.len(),
+                bad_lines.total,
                 shown.join("; "),
                 if more > 0 {
                     format!("; and {more} more")
@@ -597,13 +664,13 @@ fn wait_with_rusage(pid: libc::pid_t) -> (Result<i32, i32>, Option<u64>) {
 }
 
 /// Longest output line kept, in bytes; the rest of a longer line is dropped.
-const MAX_LINE: usize = 1 << 20;
+pub const MAX_LINE: usize = 1 << 20;
 
 /// Calls `f` with each line of `r` (0-based number, text), reading until the end: output is
 /// bytes, so invalid UTF-8 is replaced rather than fatal, and a line longer than `MAX_LINE`
 /// is cut rather than held. The pipe is drained even when a line is unreadable, so the
 /// program never dies of a closed pipe.
-fn each_line(r: impl Read, mut f: impl FnMut(usize, &str)) {
+pub fn each_line(r: impl Read, mut f: impl FnMut(usize, &str)) {
     let mut reader = BufReader::new(r);
     let mut line = Vec::new();
     let mut n = 0;
@@ -671,6 +738,61 @@ mod tests {
                 (3, 4, "las".to_owned())
             ]
         );
+    }
+
+    #[test]
+    fn metric_lines_parse_and_bad_ones_say_why() {
+        assert_eq!(parse_metric_line("plain text"), None);
+        assert_eq!(parse_metric_line(""), None);
+        assert_eq!(
+            parse_metric_line(r#" {"metric": "epoch.loss-2_x", "value": 0.5, "unit": "loss", "step": 3}"#),
+            Some(Ok(MetricLine {
+                metric: "epoch.loss-2_x".into(),
+                value: 0.5,
+                unit: "loss".into(),
+                step: Some(3)
+            }))
+        );
+        let bad = |line: &str| match parse_metric_line(line) {
+            Some(Err(why)) => why,
+            other => panic!("{line}: {other:?}"),
+        };
+        assert!(bad(r#"{"metrc": "a", "value": 1}"#).contains("missing field `metric`"));
+        assert_eq!(bad(r#"{"metric": "", "value": 1}"#), "the metric name is empty");
+        let long = "x".repeat(MAX_METRIC_NAME + 1);
+        assert_eq!(
+            bad(&format!(r#"{{"metric": "{long}", "value": 1}}"#)),
+            "the metric name is 129 bytes long (at most 128)"
+        );
+        let longest = "x".repeat(MAX_METRIC_NAME);
+        assert!(matches!(
+            parse_metric_line(&format!(r#"{{"metric": "{longest}", "value": 1}}"#)),
+            Some(Ok(_))
+        ));
+        for name in ["a b", "a/b", "ä", r"a\nb", "a`b", r"a\u0000"] {
+            assert!(
+                bad(&format!(r#"{{"metric": "{name}", "value": 1}}"#)).contains("has characters other than"),
+                "{name}"
+            );
+        }
+        let unit = "u".repeat(MAX_METRIC_UNIT + 1);
+        assert!(bad(&format!(r#"{{"metric": "a", "value": 1, "unit": "{unit}"}}"#)).contains("unit is 65 bytes"));
+        assert!(bad(r#"{"metric": "a", "value": 1, "unit": "s\n"}"#).contains("control characters"));
+    }
+
+    #[test]
+    fn bad_lines_keep_the_first_few_with_short_reasons_and_count_the_rest() {
+        let mut bad = BadLines::default();
+        for i in 0..1000 {
+            bad.push(i + 1, "y".repeat(10_000));
+        }
+        assert_eq!(bad.total, 1000);
+        assert_eq!(bad.shown.len(), BAD_LINES_SHOWN);
+        assert!(bad
+            .shown
+            .iter()
+            .all(|(_, why)| why.chars().count() == BAD_LINE_REASON_CHARS));
+        assert_eq!(bad.shown.last().unwrap().0, BAD_LINES_SHOWN);
     }
 
     #[test]

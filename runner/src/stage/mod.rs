@@ -12,7 +12,7 @@ mod normalize;
 mod params;
 mod transfer;
 
-pub use command::{template_variables, CommandParams};
+pub use command::{each_line, parse_metric_line, template_variables, CommandParams, MetricLine, MAX_LINE};
 pub(crate) use model::check_train_memory;
 pub(crate) use params::{field_names, params_from_table};
 

@@ -9,6 +9,7 @@ mod docs;
 mod durability;
 mod experiments;
 mod formats;
+mod fuzz;
 mod gitrev;
 mod history;
 mod import;
