@@ -192,22 +192,85 @@ pub(crate) fn medians_replicates(
 
 /// 95% percentile-bootstrap interval of the median of `values`; `None` for fewer than 2 values.
 /// Used by reports for the CI bands of sweep curves.
+///
+/// The interval depends only on the values (as a multiset), `resamples` and `seed`, so it is
+/// computed once per process for each: a report asks for a config's interval in its results,
+/// its sweep table and two charts (4 bootstraps of 10,000 resamples each, 3 of them repeats).
 pub fn bootstrap_median_ci(values: &[f64], resamples: usize, seed: u64) -> Option<(f64, f64)> {
     if values.len() < 2 {
         return None;
     }
-    let mut src = IndexSource::new(seed);
     let sorted = sorted_copy(values);
+    let key = MemoKey {
+        bits: sorted.iter().map(|v| v.to_bits()).collect(),
+        resamples,
+        seed,
+    };
+    if let Some(hit) = memo().lock().ok().and_then(|m| m.get(&key).copied()) {
+        return hit;
+    }
+    let mut src = IndexSource::new(seed);
     let mut counts = vec![0u32; sorted.len()];
     let reps = (0..resamples)
         .map(|_| resampled_median(&mut src, &sorted, &mut counts))
         .collect();
-    percentile_interval(reps, 0.95)
+    let ci = percentile_interval(reps, 0.95);
+    if let Ok(mut m) = memo().lock() {
+        if m.len() >= MEMO_ENTRIES {
+            m.clear();
+        }
+        m.insert(key, ci);
+    }
+    ci
+}
+
+/// Intervals kept by [`bootstrap_median_ci`]; past this many, the memo starts again.
+const MEMO_ENTRIES: usize = 256;
+
+#[derive(PartialEq, Eq, Hash)]
+struct MemoKey {
+    /// The sorted values' bits (so `-0.0` and `0.0`, and NaNs, stay distinct).
+    bits: Vec<u64>,
+    resamples: usize,
+    seed: u64,
+}
+
+type Memo = std::sync::Mutex<std::collections::HashMap<MemoKey, Option<(f64, f64)>>>;
+
+fn memo() -> &'static Memo {
+    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
+    MEMO.get_or_init(Default::default)
 }
 
 #[cfg(test)]
 mod unit_tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_interval_is_the_one_computed_first() {
+        let values: Vec<f64> = (0..50).map(|i| f64::from(i * 7 % 13)).collect();
+        let mut reversed = values.clone();
+        reversed.reverse();
+        let first = bootstrap_median_ci(&values, 2_000, 9);
+        assert!(first.is_some());
+        assert_eq!(
+            bootstrap_median_ci(&reversed, 2_000, 9),
+            first,
+            "same multiset, same interval"
+        );
+        // Another seed or resample count is another interval, not a memo hit.
+        let other_seed = bootstrap_median_ci(&values, 2_000, 10);
+        let fresh = {
+            let mut src = IndexSource::new(10);
+            let sorted = sorted_copy(&values);
+            let mut counts = vec![0u32; sorted.len()];
+            let reps = (0..2_000)
+                .map(|_| resampled_median(&mut src, &sorted, &mut counts))
+                .collect();
+            percentile_interval(reps, 0.95)
+        };
+        assert_eq!(other_seed, fresh);
+    }
 
     #[test]
     fn quantiles_interpolate_linearly() {
