@@ -82,6 +82,45 @@ fn a_timeout_ends_the_stage_tree_including_setsid_children() {
     assert!(!alive(&pid), "the setsid grandchild {pid} outlived the stage");
 }
 
+/// A program that exits while a `setsid` child of it runs on: the child is found among the
+/// processes started since the stage began, and ended, so the stage's pipes close and the
+/// trial finishes instead of waiting a minute for it.
+#[test]
+fn what_a_program_leaves_running_when_it_exits_is_ended_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("left.pid");
+    let script = write(
+        dir.path(),
+        "leave.sh",
+        &format!(
+            "setsid sh -c 'echo $$ > {}; exec sleep 60' &\nsleep 0.2\n",
+            pidfile.display()
+        ),
+    );
+    let m = write(
+        dir.path(),
+        "leave.toml",
+        &format!(
+            "[experiment]\nname = \"leave\"\n[schedule]\nwarmup = 0\nrepetitions = 2\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\n",
+            script.display()
+        ),
+    );
+    let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
+    let start = std::time::Instant::now();
+    let o = measured_run(&db, dir.path(), &m);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(30),
+        "the run waited for the child it left: {:?}",
+        start.elapsed()
+    );
+    let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+    assert!(
+        !alive(&pid),
+        "the setsid child {pid} outlived the program that started it"
+    );
+}
+
 #[test]
 fn odd_and_extreme_output_is_stored_and_the_report_finishes() {
     let dir = tempfile::tempdir().unwrap();
