@@ -2,11 +2,12 @@
 # Runner overhead: 200 trials of a `command` stage running `true`, measured end to end
 # (including the SQLite write of every trial), against `hyperfine --runs 200 true` in the
 # same session. Prints both wall times, the per-trial overhead and the ratio.
-# Usage: bash bench/runner_overhead.sh   (builds the release binary first)
+# Usage: bash bench/runner_overhead.sh   (builds the release binary first; MEASURED_BIN=path
+#        measures another build, ROUNDS=n sets the rounds, 7 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
-bin=target/release/measured
+bin=${MEASURED_BIN:-target/release/measured}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat >"$work/overhead.toml" <<'TOML'
