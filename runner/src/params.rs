@@ -29,6 +29,15 @@ impl ParamError {
     }
 }
 
+/// `value` of `field` at most `max`: else "must be at most {max}, got {value}".
+pub fn at_most<T: PartialOrd + std::fmt::Display>(field: &str, value: T, max: T) -> Result<(), ParamError> {
+    if value > max {
+        Err(ParamError::new(field, format!("must be at most {max}, got {value}")))
+    } else {
+        Ok(())
+    }
+}
+
 impl std::fmt::Display for ParamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "`{}`: {}", self.field, self.message)

@@ -4,7 +4,7 @@
 //! stage; `check` rejects values that would only fail at run time.
 
 use super::spec::{self, Feature};
-use crate::params::ParamError;
+use crate::params::{at_most, ParamError};
 use chrono::NaiveDate;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -148,12 +148,7 @@ impl NormalizeParams {
             }
         }
         if let Some(gap) = self.gap {
-            if gap > MAX_SEQ_LEN {
-                return Err(ParamError::new(
-                    "gap",
-                    format!("must be at most {MAX_SEQ_LEN}, got {gap}"),
-                ));
-            }
+            at_most("gap", gap, MAX_SEQ_LEN)?;
         }
         if let Some(clip) = self.clip {
             if !(clip.is_finite() && clip > 0.0) {
@@ -163,13 +158,7 @@ impl NormalizeParams {
                 ));
             }
         }
-        if self.threads > MAX_THREADS {
-            return Err(ParamError::new(
-                "threads",
-                format!("must be at most {MAX_THREADS}, got {}", self.threads),
-            )
-            .with_hint("0 uses every core"));
-        }
+        at_most("threads", self.threads, MAX_THREADS).map_err(|e| e.with_hint("0 uses every core"))?;
         self.feature_list().map(|_| ())
     }
 

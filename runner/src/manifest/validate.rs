@@ -4,7 +4,7 @@
 //! built (their parameters checked) so that nothing fails at run time for a reason the
 //! manifest already showed.
 
-use super::diag::{did_you_mean, ManifestError, ManifestErrors};
+use super::diag::{closest, did_you_mean, ManifestError, ManifestErrors};
 use super::raw::{RawCompare, RawManifest};
 use super::spans::{Located, Seg, SpanIndex};
 use super::{CompareDef, Config, Experiment, GuardDef, ResolvedStage, Schedule, StageDef, SweepAxis};
@@ -200,7 +200,6 @@ pub(super) struct Validator {
     pub(super) smoke_data: Vec<Override>,
     /// Where `[smoke]` replaced a sweep axis (axis path -> its `[smoke]` key), so the smoke
     /// version of that axis is located at its `[smoke]` line, not at the `[sweep]` it replaces.
-    /// Set only while the smoke sweep is checked.
     pub(super) smoke_sweep_at: std::collections::BTreeMap<String, Vec<String>>,
     /// Variant -> the change it makes, in words (`change = ...`), for the variants that say.
     pub(super) variant_changes: IndexMap<String, String>,
@@ -331,11 +330,9 @@ impl Validator {
             self.data(raw.data.as_ref(), &[], dir)
         };
         let variants = self.variants(raw.variants.as_ref(), &stages);
-        if smoke {
-            self.smoke_sweep_at = smoke_sweep_at.clone();
-        }
-        let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants);
-        self.smoke_sweep_at.clear();
+        let no_smoke = std::collections::BTreeMap::new();
+        let located = if smoke { &smoke_sweep_at } else { &no_smoke };
+        let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants, located);
         let variant_names: Vec<String> = variants.iter().map(|(n, _)| n.clone()).collect();
         let compare = self.compare(raw.compare.as_ref(), &stages, &variant_names, dir);
         let smoke_origin = std::mem::take(&mut self.smoke_origin);
@@ -346,9 +343,7 @@ impl Validator {
         };
         if let Some(b) = &smoke_base {
             // The smoke sweep too, located at the [smoke] keys that set it.
-            self.smoke_sweep_at = smoke_sweep_at;
-            let smoke_sweep = self.sweep(smoke_sweep_raw.flatten().as_ref(), &stages, &variants);
-            self.smoke_sweep_at.clear();
+            let smoke_sweep = self.sweep(smoke_sweep_raw.flatten().as_ref(), &stages, &variants, &smoke_sweep_at);
             self.configs(&stages, b, &variants, &smoke_sweep, &smoke_origin);
         }
         let planned = configs.len() as u64 * (u64::from(schedule.warmup) + u64::from(schedule.repetitions));
@@ -857,11 +852,14 @@ impl Validator {
         out
     }
 
+    /// The sweep axes, checked; an axis named in `located` (those `[smoke]` replaced) is
+    /// located at the key given there instead of at its `[sweep]` entry.
     fn sweep(
         &mut self,
         raw: Option<&IndexMap<String, toml::Value>>,
         stages: &[StageDef],
         variants: &[(String, Vec<Override>)],
+        located: &std::collections::BTreeMap<String, Vec<String>>,
     ) -> Vec<(String, Vec<toml::Value>, Vec<String>)> {
         let Some(raw) = raw else { return Vec::new() };
         if raw.is_empty() {
@@ -878,7 +876,7 @@ impl Validator {
         }
         let mut out = Vec::new();
         for mut ov in flatten_until_array(&table, &["sweep".to_owned()]) {
-            if let Some(at) = self.smoke_sweep_at.get(&ov.path) {
+            if let Some(at) = located.get(&ov.path) {
                 ov.at = at.clone();
             }
             let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
@@ -983,8 +981,8 @@ impl Validator {
         if let Some(def) = stages.iter().find(|s| s.name == stage) {
             if let Some(known) = crate::stage::catalog::names(&def.kind) {
                 if !known.iter().any(|(n, _)| n == name) {
-                    let hint = did_you_mean(name, known.iter().map(|(n, _)| n.as_str()))
-                        .map(|d| d.replace("did you mean `", &format!("did you mean `{stage}.")))
+                    let hint = closest(name, known.iter().map(|(n, _)| n.as_str()))
+                        .map(|c| format!("did you mean `{stage}.{c}`?"))
                         .unwrap_or_else(|| {
                             let listed: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).take(12).collect();
                             let more = known.len().saturating_sub(listed.len());

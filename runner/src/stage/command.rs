@@ -773,9 +773,8 @@ fn marked(token: &str, floor: Option<libc::pid_t>) -> Vec<libc::pid_t> {
 }
 
 /// Ends a stage's whole tree: its process group (when `group` is given and not yet reaped),
-/// then every process marked with its token, until none is left (at most about 2 s).
-/// Kills the stage's process group (when given) and every process carrying its mark, reading
-/// the processes from `floor` up (`None`: all of them; see [`PidWindow`]).
+/// then every process marked with its token, until none is left (at most about 2 s). Only
+/// processes from pid `floor` up are read (`None`: all of them; see [`PidWindow`]).
 fn kill_tree(group: Option<libc::pid_t>, token: &str, floor: Option<libc::pid_t>) {
     if let Some(pid) = group {
         // SAFETY: plain syscall; a negative pid signals the whole process group.
@@ -833,34 +832,30 @@ pub fn each_line(r: impl Read, mut f: impl FnMut(usize, &str)) {
     let mut reader = BufReader::new(r);
     let mut line = Vec::new();
     let mut n = 0;
+    let mut emit = |line: &mut Vec<u8>| {
+        f(n, String::from_utf8_lossy(line).trim_end_matches('\r'));
+        n += 1;
+        line.clear();
+    };
     loop {
-        let (done, used) = match reader.fill_buf() {
-            Ok([]) => (true, 0),
-            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
-                Some(i) => {
-                    let room = MAX_LINE.saturating_sub(line.len());
-                    line.extend_from_slice(&buf[..i.min(room)]);
-                    f(n, String::from_utf8_lossy(&line).trim_end_matches('\r'));
-                    n += 1;
-                    line.clear();
-                    (false, i + 1)
-                }
-                None => {
-                    let room = MAX_LINE.saturating_sub(line.len());
-                    line.extend_from_slice(&buf[..buf.len().min(room)]);
-                    (false, buf.len())
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => (false, 0),
-            Err(_) => (true, 0),
+        let buf = match reader.fill_buf() {
+            Ok([]) => break,
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         };
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let end = newline.unwrap_or(buf.len());
+        let room = MAX_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..end.min(room)]);
+        let used = if newline.is_some() { end + 1 } else { end };
         reader.consume(used);
-        if done {
-            if !line.is_empty() {
-                f(n, String::from_utf8_lossy(&line).trim_end_matches('\r'));
-            }
-            return;
+        if newline.is_some() {
+            emit(&mut line);
         }
+    }
+    if !line.is_empty() {
+        emit(&mut line);
     }
 }
 

@@ -206,26 +206,41 @@ pub fn bootstrap_median_ci(values: &[f64], resamples: usize, seed: u64) -> Optio
         resamples,
         seed,
     };
-    if let Some(hit) = memo().lock().ok().and_then(|m| m.get(&key).copied()) {
+    if let Some(hit) = memo().lock().ok().and_then(|m| m.intervals.get(&key).copied()) {
         return hit;
     }
-    let mut src = IndexSource::new(seed);
-    let mut counts = vec![0u32; sorted.len()];
-    let reps = (0..resamples)
-        .map(|_| resampled_median(&mut src, &sorted, &mut counts))
-        .collect();
-    let ci = percentile_interval(reps, 0.95);
+    let ci = median_ci_of_sorted(&sorted, resamples, seed);
     if let Ok(mut m) = memo().lock() {
-        if m.len() >= MEMO_ENTRIES {
-            m.clear();
+        if m.values + key.bits.len() > MEMO_VALUES {
+            m.intervals.clear();
+            m.values = 0;
         }
-        m.insert(key, ci);
+        m.values += key.bits.len();
+        m.intervals.insert(key, ci);
     }
     ci
 }
 
-/// Intervals kept by [`bootstrap_median_ci`]; past this many, the memo starts again.
-const MEMO_ENTRIES: usize = 256;
+/// [`bootstrap_median_ci`] of `sorted` (ascending), computed.
+fn median_ci_of_sorted(sorted: &[f64], resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    let mut src = IndexSource::new(seed);
+    let mut counts = vec![0u32; sorted.len()];
+    let reps = (0..resamples)
+        .map(|_| resampled_median(&mut src, sorted, &mut counts))
+        .collect();
+    percentile_interval(reps, 0.95)
+}
+
+/// Values the memo of [`bootstrap_median_ci`] holds in its keys (8 MiB); past this, it
+/// starts again.
+const MEMO_VALUES: usize = 1 << 20;
+
+#[derive(Default)]
+struct Memo {
+    intervals: std::collections::HashMap<MemoKey, Option<(f64, f64)>>,
+    /// Values held in the keys of `intervals`.
+    values: usize,
+}
 
 #[derive(PartialEq, Eq, Hash)]
 struct MemoKey {
@@ -235,10 +250,8 @@ struct MemoKey {
     seed: u64,
 }
 
-type Memo = std::sync::Mutex<std::collections::HashMap<MemoKey, Option<(f64, f64)>>>;
-
-fn memo() -> &'static Memo {
-    static MEMO: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
+fn memo() -> &'static std::sync::Mutex<Memo> {
+    static MEMO: std::sync::OnceLock<std::sync::Mutex<Memo>> = std::sync::OnceLock::new();
     MEMO.get_or_init(Default::default)
 }
 
@@ -260,16 +273,7 @@ mod unit_tests {
         );
         // Another seed or resample count is another interval, not a memo hit.
         let other_seed = bootstrap_median_ci(&values, 2_000, 10);
-        let fresh = {
-            let mut src = IndexSource::new(10);
-            let sorted = sorted_copy(&values);
-            let mut counts = vec![0u32; sorted.len()];
-            let reps = (0..2_000)
-                .map(|_| resampled_median(&mut src, &sorted, &mut counts))
-                .collect();
-            percentile_interval(reps, 0.95)
-        };
-        assert_eq!(other_seed, fresh);
+        assert_eq!(other_seed, median_ci_of_sorted(&sorted_copy(&values), 2_000, 10));
     }
 
     #[test]

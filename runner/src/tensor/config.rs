@@ -5,7 +5,7 @@
 //! gives the same losses for every setting of `buffer_reuse`, `prefetch`, `loss_sync_every`,
 //! `loss_reads_per_step`, `log_every` and `phase_timing`.
 
-use crate::params::ParamError;
+use crate::params::{at_most, ParamError};
 use serde::Deserialize;
 
 /// Where tensors live and kernels run.
@@ -207,12 +207,8 @@ impl TrainParams {
         }
         at_least_one("batch_size", self.batch_size)?;
         at_least_one("epochs", self.epochs)?;
-        if self.epochs > MAX_EPOCHS {
-            return Err(
-                ParamError::new("epochs", format!("must be at most {MAX_EPOCHS}, got {}", self.epochs))
-                    .with_hint("every trial trains this many epochs; `target` stops counting at a quality"),
-            );
-        }
+        at_most("epochs", self.epochs, MAX_EPOCHS)
+            .map_err(|e| e.with_hint("every trial trains this many epochs; `target` stops counting at a quality"))?;
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return Err(ParamError::new(
                 "lr",
@@ -233,12 +229,7 @@ impl TrainParams {
                 );
             }
         }
-        if self.prefetch > MAX_PREFETCH {
-            return Err(ParamError::new(
-                "prefetch",
-                format!("must be at most {MAX_PREFETCH}, got {}", self.prefetch),
-            ));
-        }
+        at_most("prefetch", self.prefetch, MAX_PREFETCH)?;
         at_least_one("loss_reads_per_step", self.loss_reads_per_step)
             .map_err(|e| e.with_hint("to skip per-step reads, set `loss_sync_every = 0` instead"))?;
         if let Some(target) = &self.target {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::size::{format_bytes, SizeSpec, SIZE_HINT};
 use super::{CopyDirection, Mode, Plan};
-use crate::params::ParamError;
+use crate::params::{at_most, ParamError};
 
 /// Parameters of a `transfer` stage: host-device copy bandwidth for every size and every
 /// combination of `direction`, `host_memory` and `allocation`.
@@ -289,12 +289,8 @@ impl TransferParams {
                 .with_hint("the median of 5 or more samples is a steadier value"));
         }
         for (field, value) in [("iterations", self.iterations), ("warmup", self.warmup)] {
-            if value > MAX_ITERATIONS {
-                return Err(
-                    ParamError::new(field, format!("must be at most {MAX_ITERATIONS}, got {value}"))
-                        .with_hint("every (size, mode) runs this many copies in every trial"),
-                );
-            }
+            at_most(field, value, MAX_ITERATIONS)
+                .map_err(|e| e.with_hint("every (size, mode) runs this many copies in every trial"))?;
         }
         if self.device == TransferDevice::Cuda && !cfg!(feature = "cuda") {
             return Err(no_cuda_error());
