@@ -25,6 +25,22 @@ fn measured_run(db: &str, dir: &Path, manifest: &Path) -> std::process::Output {
     run(&mut measured_cmd(db, dir, manifest))
 }
 
+/// Writes `{name}.sh` holding `script` and `{name}.toml`: experiment `name`, no warm-up,
+/// `repetitions`, one command stage `work` running the script with `sh`, then `extra` (more
+/// keys of the stage, or further tables). Returns the manifest's path.
+fn sh_stage(dir: &Path, name: &str, script: &str, repetitions: u32, extra: &str) -> std::path::PathBuf {
+    let script = write(dir, &format!("{name}.sh"), script);
+    write(
+        dir,
+        &format!("{name}.toml"),
+        &format!(
+            "[experiment]\nname = \"{name}\"\n[schedule]\nwarmup = 0\nrepetitions = {repetitions}\n\
+             [stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\n{extra}",
+            script.display()
+        ),
+    )
+}
+
 /// Starts `cmd` with its output discarded.
 fn spawn_quiet(cmd: &mut std::process::Command) -> std::process::Child {
     cmd.stdout(std::process::Stdio::null())
@@ -52,21 +68,15 @@ fn exit_within(child: &mut std::process::Child, limit: Duration, what: &str) -> 
 fn a_timeout_ends_the_stage_tree_including_setsid_children() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("grandchild.pid");
-    let script = write(
+    let m = sh_stage(
         dir.path(),
-        "tree.sh",
+        "tree",
         &format!(
             "setsid sh -c 'echo $$ > {}; exec sleep 60' &\nsleep 60\n",
             pidfile.display()
         ),
-    );
-    let m = write(
-        dir.path(),
-        "tree.toml",
-        &format!(
-            "[experiment]\nname = \"tree\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\ntimeout = 1\n",
-            script.display()
-        ),
+        1,
+        "timeout = 1\n",
     );
     let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
     let o = measured_run(&db, dir.path(), &m);
@@ -89,28 +99,22 @@ fn a_timeout_ends_the_stage_tree_including_setsid_children() {
 fn what_a_program_leaves_running_when_it_exits_is_ended_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("left.pid");
-    let script = write(
+    let m = sh_stage(
         dir.path(),
-        "leave.sh",
+        "leave",
         &format!(
             "setsid sh -c 'echo $$ > {}; exec sleep 60' &\nsleep 0.2\n",
             pidfile.display()
         ),
-    );
-    let m = write(
-        dir.path(),
-        "leave.toml",
-        &format!(
-            "[experiment]\nname = \"leave\"\n[schedule]\nwarmup = 0\nrepetitions = 2\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\n",
-            script.display()
-        ),
+        2,
+        "",
     );
     let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     let o = measured_run(&db, dir.path(), &m);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
-        start.elapsed() < std::time::Duration::from_secs(30),
+        start.elapsed() < Duration::from_secs(30),
         "the run waited for the child it left: {:?}",
         start.elapsed()
     );
@@ -124,22 +128,16 @@ fn what_a_program_leaves_running_when_it_exits_is_ended_with_it() {
 #[test]
 fn odd_and_extreme_output_is_stored_and_the_report_finishes() {
     let dir = tempfile::tempdir().unwrap();
-    let script = write(
+    let m = sh_stage(
         dir.path(),
-        "odd.sh",
+        "odd",
         "printf '\\377\\376 not utf-8\\n'\n\
          printf '{\"metric\": \"big\", \"value\": 1e308, \"unit\": \"s\"}\\n'\n\
          printf '{\"metric\": \"small\", \"value\": -1e308, \"unit\": \"s\"}\\n'\n\
          printf '{\"metric\": \"nan\", \"value\": NaN, \"unit\": \"s\"}\\n'\n\
          seq 1 20000\n",
-    );
-    let m = write(
-        dir.path(),
-        "odd.toml",
-        &format!(
-            "[experiment]\nname = \"odd\"\n[schedule]\nwarmup = 0\nrepetitions = 2\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\n[compare]\nprimary = \"work.big\"\n",
-            script.display()
-        ),
+        2,
+        "[compare]\nprimary = \"work.big\"\n",
     );
     let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
     let o = measured_run(&db, dir.path(), &m);
@@ -166,18 +164,12 @@ fn odd_and_extreme_output_is_stored_and_the_report_finishes() {
 fn killing_measured_takes_its_stage_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("stage.pid");
-    let script = write(
+    let m = sh_stage(
         dir.path(),
-        "stage.sh",
+        "victim",
         &format!("echo $$ > {}\nexec sleep 60\n", pidfile.display()),
-    );
-    let m = write(
-        dir.path(),
-        "stage.toml",
-        &format!(
-            "[experiment]\nname = \"victim\"\n[schedule]\nwarmup = 0\nrepetitions = 1\n[stages.work]\nkind = \"command\"\nargv = [\"sh\", \"{}\"]\n",
-            script.display()
-        ),
+        1,
+        "",
     );
     let db = format!("sqlite://{}", dir.path().join("r.sqlite").display());
     let mut measured = spawn_quiet(&mut measured_cmd(&db, dir.path(), &m));

@@ -118,17 +118,20 @@ fn resuming_a_run_whose_stored_manifest_was_edited_runs_nothing() {
         ],
     );
     let out = run(&mut run_cmd(&db, dir.path(), &["--resume", &id]));
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let msg = text(&out);
+    assert_refused_unrun(&out, &id, &marker, db.to_str().unwrap());
+}
+
+/// `out` refused run `id` for its edited manifest, with exit 2, and nothing of it ran or was
+/// stored in `database`.
+fn assert_refused_unrun(out: &std::process::Output, id: &str, marker: &std::path::Path, database: &str) {
+    assert_eq!(out.status.code(), Some(2), "{}", text(out));
+    let msg = text(out);
     assert!(
         msg.contains(&format!("the stored manifest of run {id} does not match")),
         "{msg}"
     );
     assert!(!marker.exists(), "the edited manifest ran");
-    assert_eq!(
-        crate::common::scalar(db.to_str().unwrap(), "SELECT COUNT(*) FROM trials"),
-        0
-    );
+    assert_eq!(crate::common::scalar(database, "SELECT COUNT(*) FROM trials"), 0);
 }
 
 #[test]
@@ -150,14 +153,7 @@ fn a_queue_worker_refuses_a_stored_manifest_edited_after_submit() {
         .env("DATABASE_URL", &url)
         .args(["worker", "--run", &id, "--results-dir"])
         .arg(dir.path().join("results")));
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    let msg = text(&out);
-    assert!(
-        msg.contains(&format!("the stored manifest of run {id} does not match")),
-        "{msg}"
-    );
-    assert!(!marker.exists(), "the edited manifest ran");
-    assert_eq!(crate::common::scalar(&url, "SELECT COUNT(*) FROM trials"), 0);
+    assert_refused_unrun(&out, &id, &marker, &url);
 }
 
 #[test]
