@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Load benchmark: synthetic market write time, `load` throughput per strategy, and the
-# throughput of psql's own binary COPY of the same query as the ceiling. See README-load.md.
+# Load benchmark: the `load` stage's throughput per strategy and connection count, on
+# Postgres and on SQLite, against the tools a user would pick instead, in alternating rounds
+# on the same data:
+#   - ConnectorX (what polars.read_database_uri uses) reading the same rows into Arrow,
+#     with 1 and 2 connections;
+#   - psql's binary COPY of the very statement `copy` sends, to /dev/null (one backend's
+#     dump rate: the ceiling for one connection);
+#   - the sqlite3 shell scanning the same ordered query on the SQLite file and aggregating
+#     every column, printing nothing (SQLite's own scan rate).
+# Each round runs every side once (measured after one warm-up per configuration); the summary
+# gives medians over rounds, the range, and the per-round ratios. See README-load.md.
 #
-# Usage: bench/load_bench.sh [SYMBOLS] [DAYS] [RUNS]
+# Usage: bench/load_bench.sh [SYMBOLS] [DAYS] [ROUNDS]
 #   MEASURED_TEST_DATABASE_URL  admin URL of a Postgres server (a fresh database is created in
 #                               it and dropped afterwards); unset: a throwaway server is started
 #                               with scripts/pg-start.sh and stopped afterwards.
 #   LOAD_BENCH_BIN              a prebuilt load_bench example (default: cargo build --release).
+#   LOAD_BENCH_OUT              also keep every round's lines in this TSV file.
 set -euo pipefail
 symbols=${1:-500}
 days=${2:-2500}
-runs=${3:-5}
+rounds=${3:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 # The throwaway server runs as the postgres user when this runs as root: it must reach $work/pg.
@@ -25,6 +35,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+command -v sqlite3 >/dev/null || {
+  echo "the sqlite3 shell is missing: apt-get install sqlite3" >&2
+  exit 1
+}
+py=$("$root/bench/venv.sh")
+
 if [ -z "${MEASURED_TEST_DATABASE_URL:-}" ]; then
   eval "$("$root/scripts/pg-start.sh" "$work/pg")"
   started_pg=1
@@ -33,6 +49,7 @@ admin_url=$MEASURED_TEST_DATABASE_URL
 db_name="measured_load_bench_$$"
 db_url="${admin_url%/*}/$db_name"
 psql "$admin_url" -qc "CREATE DATABASE $db_name"
+sqlite_file="$work/bench.sqlite"
 
 bin=${LOAD_BENCH_BIN:-}
 if [ -z "$bin" ]; then
@@ -41,35 +58,87 @@ if [ -z "$bin" ]; then
 fi
 
 echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "# postgres: $(psql "$admin_url" -Atc 'SHOW server_version')"
+echo "# postgres: $(psql "$admin_url" -Atc 'SHOW server_version'); sqlite3: $(sqlite3 --version | cut -d' ' -f1)"
+echo "# peers: $("$py" -c 'import connectorx, polars; print("connectorx", connectorx.__version__, "polars", polars.__version__)')"
 echo "# uptime before: $(uptime)"
-"$bin" --pg "$db_url" --sqlite "$work/bench.sqlite" \
-  --symbols "$symbols" --days "$days" --runs "$runs" | tee "$work/rust.tsv"
+# Writes the market into both databases and loads it once per configuration (warm-up).
+"$bin" --pg "$db_url" --sqlite "$sqlite_file" --symbols "$symbols" --days "$days" --runs 1 >/dev/null
 
-# The ceiling: psql's binary COPY of the very statement the `copy` strategy sends with
-# connections = 1 (every code, no date bounds, ordered), written to /dev/null.
+# The statements the peers run: what `copy` sends with connections = 1 (every code, no date
+# bounds, ordered), and the same query on SQLite with every column aggregated.
 codes=$(psql "$db_url" -Atc "SELECT string_agg(quote_literal(code), ', ' ORDER BY code) FROM symbols")
 rows=$(psql "$db_url" -Atc "SELECT count(*) FROM daily_bars")
-query="SELECT symbol, trade_date, open, high, low, close, volume, amount, adj_factor FROM daily_bars WHERE symbol IN ($codes) AND trade_date >= DATE '0001-01-01' AND trade_date <= DATE '9999-12-31' ORDER BY symbol, trade_date"
-psql "$db_url" -qc "\\copy ($query) TO '/dev/null' WITH (FORMAT binary)" # warm-up
-times=()
-for _ in $(seq "$runs"); do
-  t0=$(date +%s.%N)
-  psql "$db_url" -qc "\\copy ($query) TO '/dev/null' WITH (FORMAT binary)"
-  t1=$(date +%s.%N)
-  times+=("$(echo "$t1 - $t0" | bc -l)")
-done
-psql_seconds=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}')
-psql_rate=$(echo "$rows / $psql_seconds" | bc -l)
-printf 'psql\tpostgres\tcopy-binary\trows=%s\tseconds=%.3f\trows_per_second=%.0f\truns=%s\n' \
-  "$rows" "$psql_seconds" "$psql_rate" "$runs"
-echo "# uptime after: $(uptime)"
+columns="symbol, trade_date, open, high, low, close, volume, amount, adj_factor"
+pg_query="SELECT $columns FROM daily_bars WHERE symbol IN ($codes) AND trade_date >= DATE '0001-01-01' AND trade_date <= DATE '9999-12-31' ORDER BY symbol, trade_date"
+sqlite_query="SELECT count(*), sum(length(symbol)), sum(length(trade_date)), sum(open), sum(high), sum(low), sum(close), sum(volume), sum(amount), sum(adj_factor) FROM (SELECT $columns FROM daily_bars WHERE symbol IN ($codes) AND trade_date >= '0001-01-01' AND trade_date <= '9999-12-31' ORDER BY symbol, trade_date)"
+[ "$(sqlite3 "$sqlite_file" "SELECT count(*) FROM daily_bars")" = "$rows" ] || {
+  echo "the SQLite file and Postgres hold different row counts" >&2
+  exit 1
+}
+psql "$db_url" -qc "\\copy ($pg_query) TO '/dev/null' WITH (FORMAT binary)" # warm-up
+sqlite3 "$sqlite_file" "$sqlite_query" >/dev/null                           # warm-up
 
-echo
-echo "| backend | strategy | connections | rows/s (median) | vs psql COPY |"
-echo "|---|---|---:|---:|---:|"
-awk -F'\t' -v ceiling="$psql_rate" '$1 == "load" {
-  split($4, c, "="); split($5, r, "=");
-  printf "| %s | %s | %s | %.0f | %.0f%% |\n", $2, $3, c[2], r[2], 100 * r[2] / ceiling
-}' "$work/rust.tsv"
-printf '| postgres | psql \\copy binary | 1 | %.0f | 100%% |\n' "$psql_rate"
+rate() { echo "$rows / ($2 - $1)" | bc -l; }
+tsv="$work/rounds.tsv"
+for round in $(seq "$rounds"); do
+  "$bin" --pg "$db_url" --sqlite "$sqlite_file" --reuse --runs 1 |
+    awk -F'\t' -v r="$round" '$1 == "load" {
+      split($4, c, "="); split($5, x, "=");
+      printf "%s\tmeasured\t%s\t%s\t%s\t%s\n", r, $2, $3, c[2], x[2] }' >>"$tsv"
+  for connections in 1 2; do
+    "$py" "$root/bench/load_connectorx.py" --url "$db_url" --connections "$connections" --runs 1 |
+      awk -F'\t' -v r="$round" '$1 == "connectorx" && $3 ~ /^run=/ {
+        split($2, c, "="); split($6, x, "=");
+        printf "%s\tconnectorx\tpostgres\tarrow\t%s\t%s\n", r, c[2], x[2] }' >>"$tsv"
+  done
+  t0=$(date +%s.%N)
+  psql "$db_url" -qc "\\copy ($pg_query) TO '/dev/null' WITH (FORMAT binary)"
+  t1=$(date +%s.%N)
+  printf '%s\tpsql\tpostgres\tcopy-binary\t1\t%.0f\n' "$round" "$(rate "$t0" "$t1")" >>"$tsv"
+  t0=$(date +%s.%N)
+  sqlite3 "$sqlite_file" "$sqlite_query" >/dev/null
+  t1=$(date +%s.%N)
+  printf '%s\tsqlite3\tsqlite\tscan\t1\t%.0f\n' "$round" "$(rate "$t0" "$t1")" >>"$tsv"
+  echo "# round $round done: $(cut -d, -f3- <<<"$(uptime)" | xargs)" >&2
+done
+echo "# uptime after: $(uptime)"
+[ -n "${LOAD_BENCH_OUT:-}" ] && cp "$tsv" "$LOAD_BENCH_OUT"
+
+"$py" - "$tsv" "$rows" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+
+path, rows = sys.argv[1], int(sys.argv[2])
+by = defaultdict(dict)  # (tool, backend, strategy, connections) -> {round: rows/s}
+for line in open(path):
+    r, tool, backend, strategy, conns, rate = line.rstrip("\n").split("\t")
+    by[(tool, backend, strategy, int(conns))][int(r)] = float(rate)
+rounds = sorted({r for v in by.values() for r in v})
+print(f"\n{rows:,} rows, {len(rounds)} alternating rounds\n")
+print("| tool | backend | strategy | connections | rows/s, median | range over rounds |")
+print("|---|---|---|---:|---:|---|")
+for key in sorted(by, key=lambda k: (k[1], k[0] != "measured", k[2], k[3])):
+    v = [by[key][r] for r in rounds if r in by[key]]
+    print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {statistics.median(v):,.0f} | "
+          f"{min(v):,.0f}-{max(v):,.0f} |")
+
+def ratio(label, num, den, goal):
+    if num not in by or den not in by:
+        return
+    per = [by[num][r] / by[den][r] for r in rounds if r in by[num] and r in by[den]]
+    held = "every round" if min(per) >= goal else f"{sum(p >= goal for p in per)} of {len(per)} rounds"
+    print(f"| {label} | {statistics.median(per):.2f}x | {min(per):.2f}x-{max(per):.2f}x | "
+          f">= {goal}x: {held} |")
+
+print("\n| per-round ratio | median | range | goal |")
+print("|---|---:|---|---|")
+ratio("`copy`, 1 connection / ConnectorX, 1", ("measured", "postgres", "copy", 1),
+      ("connectorx", "postgres", "arrow", 1), 1.0)
+ratio("`copy`, 2 connections / ConnectorX, 2", ("measured", "postgres", "copy", 2),
+      ("connectorx", "postgres", "arrow", 2), 1.0)
+ratio("`copy`, 1 connection / psql binary COPY", ("measured", "postgres", "copy", 1),
+      ("psql", "postgres", "copy-binary", 1), 0.95)
+for strategy in ("batched", "stream"):
+    ratio(f"SQLite `{strategy}`, 1 connection / sqlite3 scan", ("measured", "sqlite", strategy, 1),
+          ("sqlite3", "sqlite", "scan", 1), 0.8)
+EOF

@@ -31,6 +31,8 @@ admin=$MEASURED_TEST_DATABASE_URL
 {
   printf '[experiment]\nname = "queue-bench"\n[schedule]\nwarmup = 0\nrepetitions = %d\nseed = 1\n' "$reps"
   printf '[stages.noop]\nkind = "command"\nargv = ["true"]\n'
+  # Identical variants on purpose: an A/A run whose only job is to fill the queue.
+  printf '[compare]\nallow_identical = true\n'
   for v in $(seq 1 "$variants"); do printf '[variants.v%d]\n' "$v"; done
 } >"$work/bench.toml"
 trials=$((variants * reps))

@@ -28,6 +28,16 @@ struct Args {
     /// Timed runs per strategy, after one untimed warm-up.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     runs: u64,
+    /// Load the market already stored instead of writing it first (rounds alternating with
+    /// other tools write it once).
+    #[arg(long)]
+    reuse: bool,
+    /// Time only this strategy (default: every strategy the backend has).
+    #[arg(long)]
+    only: Option<String>,
+    /// Time only this connection count (default: 1 and 2).
+    #[arg(long)]
+    connections: Option<usize>,
 }
 
 async fn bench(db: &Db, name: &str, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -38,20 +48,23 @@ async fn bench(db: &Db, name: &str, args: &Args) -> Result<(), Box<dyn std::erro
         seed: args.seed,
         style: CodeStyle::China,
     };
-    let started = Instant::now();
-    let report = market::synth(db, &opts, &indicatif::ProgressBar::hidden()).await?;
-    println!(
-        "synth\t{name}\trows={}\tseconds={:.2}",
-        report.rows,
-        started.elapsed().as_secs_f64()
-    );
+    if !args.reuse {
+        let started = Instant::now();
+        let report = market::synth(db, &opts, &indicatif::ProgressBar::hidden()).await?;
+        println!(
+            "synth\t{name}\trows={}\tseconds={:.2}",
+            report.rows,
+            started.elapsed().as_secs_f64()
+        );
+    }
     let mut strategies = vec![FetchStrategy::Stream, FetchStrategy::Batched];
     if matches!(db, Db::Postgres(_)) {
         strategies.push(FetchStrategy::Copy);
     }
+    strategies.retain(|s| args.only.as_ref().is_none_or(|only| *only == s.to_string()));
     let mut hashes = Vec::new();
     for strategy in strategies {
-        for connections in [1, 2] {
+        for connections in args.connections.map_or(vec![1, 2], |c| vec![c]) {
             let params = LoadParams {
                 strategy,
                 connections,

@@ -29,6 +29,7 @@ struct Args {
     write: Option<String>,
     dump: Option<(usize, String)>,
     runs: usize,
+    roofline: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -41,6 +42,7 @@ fn parse_args() -> Result<Args> {
         write: None,
         dump: None,
         runs: 7,
+        roofline: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -53,6 +55,7 @@ fn parse_args() -> Result<Args> {
             "--seed" => a.seed = value()?.parse()?,
             "--write" => a.write = Some(value()?),
             "--runs" => a.runs = value()?.parse()?,
+            "--roofline" => a.roofline = true,
             "--dump" => {
                 let count = value()?.parse()?;
                 a.dump = Some((count, value()?));
@@ -60,7 +63,7 @@ fn parse_args() -> Result<Args> {
             other => {
                 return Err(format!(
                     "unknown argument `{other}`; use --csv PATH | --synth [--symbols N --days N \
-                     --seed N] [--write PATH] [--dump N PATH] [--runs N]"
+                     --seed N] [--write PATH] [--dump N PATH] [--runs N] [--roofline]"
                 )
                 .into())
             }
@@ -161,6 +164,8 @@ struct Sample {
     normalize: f64,
     windows: f64,
     total: f64,
+    /// Bytes of the windows the call returned.
+    out_bytes: f64,
 }
 
 fn run_once(bars: &Bars, params: &NormalizeParams) -> Result<(Sample, String)> {
@@ -184,6 +189,7 @@ fn run_once(bars: &Bars, params: &NormalizeParams) -> Result<(Sample, String)> {
         normalize: phase("normalize_seconds")?,
         windows: phase("windows_seconds")?,
         total,
+        out_bytes: phase("bytes")?,
     };
     Ok((sample, hash))
 }
@@ -215,6 +221,46 @@ fn concurrent_copies(copies: &[Bars; 2], params: &NormalizeParams) -> Result<f64
             .collect::<std::result::Result<Vec<f64>, String>>()
     })?;
     Ok(seconds.into_iter().fold(0.0, f64::max))
+}
+
+/// The machine's single-thread streaming rates, best of `rounds`: STREAM's triad
+/// (`a = b + s * c` over three arrays far larger than the caches, 24 bytes moved per element
+/// as STREAM counts them), a large `memcpy`, and SHA-256 over a large buffer. GB/s.
+struct Roofline {
+    triad: f64,
+    copy: f64,
+    sha256: f64,
+}
+
+fn roofline(rounds: usize) -> Roofline {
+    use sha2::{Digest, Sha256};
+    const N: usize = 32 << 20; // 256 MiB per f64 array
+    let b = vec![1.5f64; N];
+    let c = vec![2.5f64; N];
+    let mut a = vec![0f64; N];
+    let (mut triad, mut copy, mut sha) = (0f64, 0f64, 0f64);
+    let bytes: Vec<u8> = (0..N * 2).map(|i| i as u8).collect(); // 64 MiB
+    let mut dst = vec![0u8; bytes.len()];
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        for ((x, y), z) in a.iter_mut().zip(&b).zip(&c) {
+            *x = y + 3.0 * z;
+        }
+        std::hint::black_box(&mut a);
+        triad = triad.max(24.0 * N as f64 / t.elapsed().as_secs_f64() / 1e9);
+        let t = Instant::now();
+        dst.copy_from_slice(&bytes);
+        std::hint::black_box(&mut dst);
+        copy = copy.max(2.0 * bytes.len() as f64 / t.elapsed().as_secs_f64() / 1e9);
+        let t = Instant::now();
+        std::hint::black_box(Sha256::digest(&bytes));
+        sha = sha.max(bytes.len() as f64 / t.elapsed().as_secs_f64() / 1e9);
+    }
+    Roofline {
+        triad,
+        copy,
+        sha256: sha,
+    }
 }
 
 fn main() -> Result<()> {
@@ -317,6 +363,49 @@ fn main() -> Result<()> {
         show(&machine),
         100.0 * median(&features) / median(&machine)
     );
+    // One line per mode for scripts.
+    for ((name, _, _), runs) in modes.iter().zip(&samples) {
+        let med = |f: fn(&Sample) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+        println!(
+            "measured\tmode={}\tfeatures_seconds={:.6}\ttotal_seconds={:.6}",
+            name.replace(", ", "-").replace(' ', "-"),
+            med(|s| s.features),
+            med(|s| s.total)
+        );
+    }
+    if args.roofline {
+        let r = roofline(3);
+        // What the stage cannot avoid moving: every bar's date and the six columns it reads
+        // (amount is not used), and every byte of the windows it returns.
+        let input = bars.rows() as f64 * (4.0 + 6.0 * 8.0);
+        let output = samples[0][0].out_bytes;
+        let moved = input + output;
+        let seq = median(&pick(0, |s| s.total));
+        let bound = moved / (r.triad * 1e9);
+        println!(
+            "roofline: triad {:.1} GB/s, memcpy {:.1} GB/s, SHA-256 {:.2} GB/s (1 thread, best of 3); \
+             the stage reads {:.0} MB of bars and writes {:.0} MB of windows: {:.4} s at the triad \
+             rate, against {:.4} s on 1 thread ({:.1}% of the roofline); hashing the windows alone \
+             takes {:.4} s at the SHA-256 rate",
+            r.triad,
+            r.copy,
+            r.sha256,
+            input / 1e6,
+            output / 1e6,
+            bound,
+            seq,
+            100.0 * bound / seq,
+            output / (r.sha256 * 1e9)
+        );
+        println!(
+            "roofline\ttriad_gbs={:.2}\tmemcpy_gbs={:.2}\tsha256_gbs={:.3}\tbytes={moved:.0}\t\
+             bound_seconds={bound:.6}\tsequential_seconds={seq:.6}\tfraction={:.4}",
+            r.triad,
+            r.copy,
+            r.sha256,
+            bound / seq
+        );
+    }
     if !same {
         return Err("execution modes produced different windows".into());
     }

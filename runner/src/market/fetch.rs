@@ -3,7 +3,7 @@
 
 use super::load::{drop_adjustment, symbol_digest, LoadError};
 use super::select::{FetchStrategy, LoadParams};
-use super::{is_valid_code, pgbinary::CopyDecoder, write::placeholders, Bar};
+use super::{is_valid_code, pgbinary::CopyDecoder, Bar};
 use crate::artifact::SymbolBars;
 use crate::store::Db;
 use chrono::NaiveDate;
@@ -21,9 +21,7 @@ pub(crate) struct Collected {
     pub wire_bytes: u64,
 }
 
-const COLUMNS: &str = "trade_date, open, high, low, close, volume, amount, adj_factor";
-/// Codes per SQLite IN list, far below its bound-variable limit.
-const SQLITE_CODES_PER_QUERY: usize = 500;
+pub(super) const COLUMNS: &str = "trade_date, open, high, low, close, volume, amount, adj_factor";
 
 /// Date bounds that are always bound: an absent bound becomes one no bar can cross, so the
 /// statement text (and its prepared plan) is the same with or without bounds.
@@ -59,7 +57,7 @@ impl Grouper {
     }
 }
 
-fn push_bar(s: &mut SymbolBars, b: Bar) {
+pub(super) fn push_bar(s: &mut SymbolBars, b: Bar) {
     s.dates.push(b.date);
     s.open.push(b.open);
     s.high.push(b.high);
@@ -109,29 +107,18 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
             }
             grouper.finish()
         }
-        (Db::Sqlite(pool), FetchStrategy::Stream) => {
-            let mut conn = pool.acquire().await?;
-            let mut grouper = Grouper::default();
-            for chunk in codes.chunks(SQLITE_CODES_PER_QUERY) {
-                let sql = format!(
-                    "SELECT symbol, {COLUMNS} FROM daily_bars WHERE symbol IN ({}) \
-                     AND trade_date >= ? AND trade_date <= ? ORDER BY symbol, trade_date",
-                    placeholders(chunk.len())
-                );
-                let mut q = sqlx::query(&sql);
-                for c in chunk {
-                    q = q.bind(c);
-                }
-                let mut rows = q.bind(lo).bind(hi).fetch(&mut *conn);
-                while let Some(row) = rows.try_next().await? {
-                    let code: &str = row.try_get(0)?;
-                    grouper.push(code.as_bytes(), bar_from(&row, 1)?);
-                }
-            }
-            grouper.finish()
+        // SQLite reads through its own API on a blocking thread, both strategies.
+        (Db::Sqlite(pool), _) => {
+            let path = pool.connect_options().get_filename().to_owned();
+            let (codes, params) = (codes.to_vec(), params.clone());
+            return tokio::task::spawn_blocking(move || {
+                let fetched = super::fetch_sqlite::fetch(&path, &codes, &params, lo, hi)?;
+                Ok(collect(fetched, &codes, &params, 0))
+            })
+            .await
+            .map_err(|e| LoadError::Db(format!("the SQLite reader stopped: {e}")))?;
         }
-        // `$N` placeholders work on both backends, so one body serves both pools.
-        (_, FetchStrategy::Batched) => crate::on_pool!(db, |pool| {
+        (Db::Postgres(pool), FetchStrategy::Batched) => {
             let mut conn = pool.acquire().await?;
             let sql = format!(
                 "SELECT {COLUMNS} FROM daily_bars WHERE symbol = $1 AND trade_date >= $2 \
@@ -160,7 +147,7 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
                 out.push(s);
             }
             out
-        }),
+        }
         (Db::Postgres(pool), FetchStrategy::Copy) => {
             let stmt = copy_statement(codes, lo, hi)?;
             let mut conn = pool.acquire().await?;
@@ -176,8 +163,12 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
             decoder.finish().map_err(LoadError::Decode)?;
             grouper.finish()
         }
-        (Db::Sqlite(_), FetchStrategy::Copy) => return Err(LoadError::CopyNeedsPostgres),
     };
+    Ok(collect(fetched, codes, params, wire_bytes))
+}
+
+/// Applies `min_history`, `adjust` and the per-symbol digest to the fetched symbols of `codes`.
+fn collect(fetched: Vec<SymbolBars>, codes: &[String], params: &LoadParams, wire_bytes: u64) -> Collected {
     let mut collected = Collected {
         wire_bytes,
         ..Collected::default()
@@ -204,7 +195,7 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
         let unseen: Vec<String> = codes.iter().filter(|c| !seen.contains(c.as_str())).cloned().collect();
         collected.dropped.extend(unseen);
     }
-    Ok(collected)
+    collected
 }
 
 /// The COPY statement for `codes` in `lo..=hi`. COPY cannot take bind parameters, so this is

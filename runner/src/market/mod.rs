@@ -9,6 +9,7 @@ mod args;
 pub mod catalog;
 mod csvmap;
 mod fetch;
+mod fetch_sqlite;
 mod identity;
 mod import;
 mod load;

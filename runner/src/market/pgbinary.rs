@@ -10,7 +10,9 @@ use chrono::NaiveDate;
 const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
 const FIELDS: i16 = 9;
 
-/// PostgreSQL stores dates as days since 2000-01-01.
+/// PostgreSQL stores dates as days since 2000-01-01, day 730,120 of the common era.
+const PG_EPOCH_FROM_CE: i32 = 730_120;
+
 fn pg_epoch() -> NaiveDate {
     NaiveDate::from_ymd_opt(2000, 1, 1).expect("valid date")
 }
@@ -164,7 +166,10 @@ fn decode_tuple(data: &[u8], sink: &mut impl FnMut(&[u8], Bar)) -> Result<Option
         };
         *v = f64::from_be_bytes(raw.try_into().expect("width checked"));
     }
-    let date = pg_epoch() + chrono::Duration::days(i64::from(be_i32(date)));
+    let date = be_i32(date)
+        .checked_add(PG_EPOCH_FROM_CE)
+        .and_then(NaiveDate::from_num_days_from_ce_opt)
+        .ok_or_else(|| format!("date out of range: {} days from 2000-01-01", be_i32(date)))?;
     let [open, high, low, close, volume, amount, adj_factor] = values;
     sink(
         symbol,
@@ -229,5 +234,37 @@ mod tests {
         assert!(dec.finish().is_err());
         let mut dec = CopyDecoder::default();
         assert!(dec.feed(b"id,date\n1,2020-01-01\n", &mut |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn dates_decode_across_the_range_and_a_date_chrono_cannot_hold_is_an_error() {
+        for date in [
+            "0001-01-01",
+            "1999-12-31",
+            "2000-01-01",
+            "2000-03-01",
+            "2024-02-29",
+            "9999-12-31",
+        ] {
+            let b = Bar {
+                date: date.parse().unwrap(),
+                ..bar(1, 1.0)
+            };
+            let mut buf = Vec::new();
+            write_header(&mut buf);
+            write_row(&mut buf, "A", &b);
+            write_trailer(&mut buf);
+            let mut got = Vec::new();
+            CopyDecoder::default().feed(&buf, &mut |_, b| got.push(b)).unwrap();
+            assert_eq!(got, [b], "{date}");
+        }
+        // PostgreSQL dates reach 5874897 AD, beyond chrono's range: an error, not a panic.
+        let mut buf = Vec::new();
+        write_header(&mut buf);
+        write_row(&mut buf, "A", &bar(1, 1.0));
+        let date_at = buf.len() - 7 * 12 - 4;
+        buf[date_at..date_at + 4].copy_from_slice(&2_000_000_000i32.to_be_bytes());
+        let err = CopyDecoder::default().feed(&buf, &mut |_, _| {}).unwrap_err();
+        assert_eq!(err, "date out of range: 2000000000 days from 2000-01-01");
     }
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Features benchmark: the `normalize` stage's 20 default-preset features against idiomatic
+# polars (bench/normalize_polars.py) on the same synthetic bars, 1 and 2 threads, in
+# alternating rounds, with the values checked against each other first; and the whole stage
+# against the machine's streaming roofline (normalize_bench --roofline). See
+# README-normalize.md.
+#
+# Usage: bench/features_bench.sh [ROUNDS] [SYMBOLS] [DAYS]
+#   NORMALIZE_BENCH_BIN  a prebuilt normalize_bench example (default: cargo build --release).
+set -euo pipefail
+rounds=${1:-5}
+symbols=${2:-500}
+days=${3:-2500}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+py=$("$root/bench/venv.sh")
+bin=${NORMALIZE_BENCH_BIN:-}
+if [ -z "$bin" ]; then
+  (cd "$root" && cargo build --release -q -p measured --example normalize_bench)
+  bin="$root/target/release/examples/normalize_bench"
+fi
+
+echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "# uptime before: $(uptime)"
+"$bin" --synth --symbols "$symbols" --days "$days" --write "$work/bars.csv" \
+  --dump 20 "$work/rust_features.csv" --runs 1 >/dev/null
+# The value check: polars' columns against measured's raw features of the first 20 symbols.
+"$py" "$root/bench/normalize_polars.py" --csv "$work/bars.csv" --runs 1 --threads 1 \
+  --check "$work/rust_features.csv" | grep -E '^(# polars|check)'
+
+tsv="$work/rounds.tsv"
+for round in $(seq "$rounds"); do
+  "$bin" --csv "$work/bars.csv" --runs 1 --roofline |
+    awk -F'\t' -v r="$round" '$1 == "measured" || $1 == "roofline" { print r "\t" $0 }' >>"$tsv"
+  for threads in 1 2; do
+    "$py" "$root/bench/normalize_polars.py" --csv "$work/bars.csv" --runs 1 --threads "$threads" |
+      awk -F'\t' -v r="$round" '$1 == "polars" && $3 ~ /^run=/ { print r "\t" $0 }' >>"$tsv"
+  done
+  echo "# round $round done: $(cut -d, -f3- <<<"$(uptime)" | xargs)" >&2
+done
+echo "# uptime after: $(uptime)"
+
+"$py" - "$tsv" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+
+rows = defaultdict(dict)  # name -> {round: value}
+for line in open(sys.argv[1]):
+    r, tool, *fields = line.rstrip("\n").split("\t")
+    kv = dict(f.split("=", 1) for f in fields)
+    r = int(r)
+    if tool == "measured":
+        rows[f"measured {kv['mode']} features"][r] = float(kv["features_seconds"])
+        rows[f"measured {kv['mode']} stage"][r] = float(kv["total_seconds"])
+    elif tool == "polars":
+        rows[f"polars {kv['threads']} thread(s) features"][r] = float(kv["features_seconds"])
+    elif tool == "roofline":
+        for k in ("triad_gbs", "sha256_gbs", "bound_seconds", "fraction"):
+            rows[f"roofline {k}"][r] = float(kv[k])
+
+def show(v, unit=""):
+    return f"{statistics.median(v):.4f}{unit} ({min(v):.4f}-{max(v):.4f})"
+
+print("\n| measurement | median (range over rounds) |")
+print("|---|---|")
+for name in sorted(rows):
+    print(f"| {name} | {show(list(rows[name].values()))} |")
+
+def ratio(label, num, den):
+    per = [rows[num][r] / rows[den][r] for r in rows[den] if r in rows[num]]
+    print(f"| {label} | {statistics.median(per):.2f}x | {min(per):.2f}x-{max(per):.2f}x |")
+
+print("\n| per-round ratio (polars time / measured time) | median | range |")
+print("|---|---:|---|")
+ratio("features, 1 thread (measured `parallel = false`)", "polars 1 thread(s) features",
+      "measured sequential features")
+ratio("features, 2 threads", "polars 2 thread(s) features", "measured parallel-2-threads features")
+EOF

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Prints the Python of the benchmark venv (.venv-bench, ignored by git), creating it and
+# installing the pinned peers from PyPI first when they are missing.
+#
+# Usage: py=$(bench/venv.sh)
+# The test suite never needs any of this: only the scripts under bench/ do.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/.venv-bench"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv" >&2 || {
+    echo "cannot create $venv: install python3-venv (apt-get install python3-venv)" >&2
+    exit 1
+  }
+  echo '*' >"$venv/.gitignore"
+fi
+# pip answers from the venv when every pin is already installed, without the network.
+"$venv/bin/pip" install -q --disable-pip-version-check -r "$root/bench/requirements.txt" >&2
+echo "$venv/bin/python"
