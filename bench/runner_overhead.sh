@@ -2,11 +2,18 @@
 # Runner overhead: 200 trials of a `command` stage running `true`, measured end to end
 # (including the SQLite write of every trial), against `hyperfine --runs 200 true` in the
 # same session. Prints both wall times, the per-trial overhead and the ratio.
-# Usage: bash bench/runner_overhead.sh   (builds the release binary first; MEASURED_BIN=path
-#        measures another build, ROUNDS=n sets the rounds, 7 by default)
+# Usage: bash bench/runner_overhead.sh   (builds the release binary first, and hyperfine when it
+#        is missing; MEASURED_BIN=path measures another build, ROUNDS=n sets the rounds, 7 by
+#        default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
+# The peer, from its registry when it is not installed: hyperfine 1.20.0 into target/bench-tools.
+if ! command -v hyperfine >/dev/null; then
+  [ -x target/bench-tools/bin/hyperfine ] ||
+    cargo install -q --locked --root target/bench-tools hyperfine@1.20.0
+  export PATH="$PWD/target/bench-tools/bin:$PATH"
+fi
 bin=${MEASURED_BIN:-target/release/measured}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -391,17 +391,47 @@ fn market_calendar(bars: &Bars) -> Vec<NaiveDate> {
 /// Windows whose target row lies more than `horizon` calendar trading days after their last
 /// row: the horizon counts the symbol's rows, so a gap in its bars stretches the target.
 fn spanning_windows(pieces: &[Piece<'_>], calendar: &[NaiveDate], horizon: usize) -> usize {
-    let position = |d: &NaiveDate| calendar.binary_search(d).unwrap_or_default();
     pieces
         .iter()
         .map(|p| {
+            let dates = &p.bars.dates;
+            let Some(first) = p.span.ends.clone().next() else {
+                return 0;
+            };
+            // Window ends rise through the piece, so the calendar positions of a window's last
+            // day and of its target day only move forward: one search each, then steps.
+            let mut end = CalendarCursor::at(calendar, dates[first]);
+            let mut target = CalendarCursor::at(calendar, dates[first + horizon]);
             p.span
                 .ends
                 .clone()
-                .filter(|&t| position(&p.bars.dates[t + horizon]) - position(&p.bars.dates[t]) > horizon)
+                .filter(|&t| target.seek(dates[t + horizon]) - end.seek(dates[t]) > horizon)
                 .count()
         })
         .sum()
+}
+
+/// A position in the sorted market calendar that moves forward to each later date asked for.
+struct CalendarCursor<'a> {
+    calendar: &'a [NaiveDate],
+    at: usize,
+}
+
+impl<'a> CalendarCursor<'a> {
+    fn at(calendar: &'a [NaiveDate], date: NaiveDate) -> Self {
+        CalendarCursor {
+            calendar,
+            at: calendar.partition_point(|d| *d < date),
+        }
+    }
+
+    /// The position of `date`, which is in the calendar and not before the last date sought.
+    fn seek(&mut self, date: NaiveDate) -> usize {
+        while self.calendar.get(self.at).is_some_and(|d| *d < date) {
+            self.at += 1;
+        }
+        self.at
+    }
 }
 
 /// Symbols that gave no training window, by why (names in symbol order).

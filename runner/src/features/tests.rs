@@ -517,6 +517,69 @@ fn symbols_left_without_training_windows_are_named_in_notes() {
     assert!(rec.notes().is_empty(), "{:?}", rec.notes());
 }
 
+/// The spanning count against a direct one: for every window, the calendar positions of its
+/// last day and of its target day, each found by search in the union of all symbols' dates.
+#[test]
+fn spanning_counts_match_a_direct_count_with_gaps_in_many_symbols_and_horizons() {
+    let mut bars = market();
+    // Gaps of different lengths at different places, in training and validation rows.
+    for (s, at, len) in [
+        (0, 100, 5),
+        (0, 400, 1),
+        (1, 250, 3),
+        (3, 30, 2),
+        (3, 480, 7),
+        (5, 560, 2),
+    ] {
+        let b = &mut bars.symbols[s];
+        for col in [
+            &mut b.open,
+            &mut b.high,
+            &mut b.low,
+            &mut b.close,
+            &mut b.volume,
+            &mut b.amount,
+            &mut b.adj_factor,
+        ] {
+            col.drain(at..at + len);
+        }
+        b.dates.drain(at..at + len);
+    }
+    let mut calendar: Vec<NaiveDate> = bars.symbols.iter().flat_map(|s| s.dates.clone()).collect();
+    calendar.sort_unstable();
+    calendar.dedup();
+    let position = |d: NaiveDate| calendar.binary_search(&d).unwrap();
+    for horizon in [1, 3, 10] {
+        let p = NormalizeParams { horizon, ..base() };
+        let (w, rec) = try_build(&bars, &p).unwrap();
+        let direct = |set: &crate::artifact::WindowSet| {
+            (0..set.len())
+                .filter(|&i| {
+                    let dates = &bars.symbols[set.symbol_idx[i] as usize].dates;
+                    let t = dates.binary_search(&set.dates[i]).unwrap();
+                    position(dates[t + horizon]) - position(dates[t]) > horizon
+                })
+                .count()
+        };
+        let (train, valid) = (direct(&w.train), direct(&w.valid));
+        assert!(train + valid > 0, "horizon {horizon}: the gaps make spanning windows");
+        let note = rec
+            .notes()
+            .iter()
+            .find(|n| n.contains("spanning more than horizon"))
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            note.starts_with(&format!(
+                "{train} of {} training and {valid} of {} validation windows",
+                w.train.len(),
+                w.valid.len()
+            )),
+            "horizon {horizon}: {note}"
+        );
+    }
+}
+
 #[test]
 fn windows_whose_target_spans_a_gap_in_the_bars_are_counted_in_a_note() {
     let mut bars = market();
