@@ -22,6 +22,10 @@ if ! bin=$(find_bin); then
   bin=$(find_bin)
 fi
 mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+# The server runs as the postgres user when this runs as root: from a folder it may not enter
+# (a 0700 temporary clone), runuser would complain that it cannot change into it.
+cd /
 run=()
 if [ "$(id -u)" -eq 0 ]; then
   # initdb refuses to run as root; the Debian package provides the postgres user.
