@@ -11,7 +11,7 @@ dir=$(mktemp -d /tmp/measured-publish-bench.XXXXXX)
 cargo build --release --locked --bin measured --example publish_bench
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 target/release/examples/publish_bench --bin target/release/measured --dir "$dir" --runs "$runs" --experiments 10 --rounds "$rounds"
-MEASURED_BENCH_PAGE="$dir/site-0/experiments/bench-00.html" \
+MEASURED_BENCH_PAGE="$dir/site-0/experiments/bench-00.html" MEASURED_BENCH_POINTS=$((runs / 10)) \
   cargo test --locked --test it -- --ignored --exact publish::bench_a_thousand_point_page_in_chromium --nocapture 2>&1 \
   | grep -E "points per series|test result"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -550,7 +550,15 @@ fn bench_a_thousand_point_page_in_chromium() {
         }
         let (errors, _) = console_and_requests(&c).await;
         assert!(errors.is_empty(), "{errors:?}");
-        assert!(points >= 1000, "the page has {points} points in its first series");
+        // One point per stored run of the experiment: the bench stores RUNS / 10 of each.
+        let expected: u64 = std::env::var("MEASURED_BENCH_POINTS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1000);
+        assert!(
+            points >= expected,
+            "the page has {points} points in its first series, expected {expected}"
+        );
         println!(
             "{points} points per series: interactive after {:.0} ms (median of 7; range {:.0}-{:.0}), load event after {:.0} ms",
             measured::stats::median(&interactive),
