@@ -517,6 +517,22 @@ fn symbols_left_without_training_windows_are_named_in_notes() {
     assert!(rec.notes().is_empty(), "{:?}", rec.notes());
 }
 
+/// Removes `rows` from every column of `s`: days the symbol did not trade.
+fn drop_rows(s: &mut SymbolBars, rows: std::ops::Range<usize>) {
+    for col in [
+        &mut s.open,
+        &mut s.high,
+        &mut s.low,
+        &mut s.close,
+        &mut s.volume,
+        &mut s.amount,
+        &mut s.adj_factor,
+    ] {
+        col.drain(rows.clone());
+    }
+    s.dates.drain(rows);
+}
+
 /// The spanning count against a direct one: for every window, the calendar positions of its
 /// last day and of its target day, each found by search in the union of all symbols' dates.
 #[test]
@@ -531,19 +547,7 @@ fn spanning_counts_match_a_direct_count_with_gaps_in_many_symbols_and_horizons()
         (3, 480, 7),
         (5, 560, 2),
     ] {
-        let b = &mut bars.symbols[s];
-        for col in [
-            &mut b.open,
-            &mut b.high,
-            &mut b.low,
-            &mut b.close,
-            &mut b.volume,
-            &mut b.amount,
-            &mut b.adj_factor,
-        ] {
-            col.drain(at..at + len);
-        }
-        b.dates.drain(at..at + len);
+        drop_rows(&mut bars.symbols[s], at..at + len);
     }
     let mut calendar: Vec<NaiveDate> = bars.symbols.iter().flat_map(|s| s.dates.clone()).collect();
     calendar.sort_unstable();
@@ -585,19 +589,7 @@ fn windows_whose_target_spans_a_gap_in_the_bars_are_counted_in_a_note() {
     let mut bars = market();
     // Symbol 0 does not trade for five days: the window ending the day before the gap has a
     // 1-row target that spans six trading days of the other symbols' calendar.
-    let s = &mut bars.symbols[0];
-    for col in [
-        &mut s.open,
-        &mut s.high,
-        &mut s.low,
-        &mut s.close,
-        &mut s.volume,
-        &mut s.amount,
-        &mut s.adj_factor,
-    ] {
-        col.drain(100..105);
-    }
-    s.dates.drain(100..105);
+    drop_rows(&mut bars.symbols[0], 100..105);
     let (w, rec) = try_build(&bars, &base()).unwrap();
     let note = rec
         .notes()
