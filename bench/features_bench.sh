@@ -27,7 +27,7 @@ echo "# uptime before: $(uptime)"
   --dump 20 "$work/rust_features.csv" --runs 1 >/dev/null
 # The value check: polars' columns against measured's raw features of the first 20 symbols.
 "$py" "$root/bench/normalize_polars.py" --csv "$work/bars.csv" --runs 1 --threads 1 \
-  --check "$work/rust_features.csv" | grep -E '^(# polars|check)'
+  --check "$work/rust_features.csv" | grep -v '^polars'
 
 tsv="$work/rounds.tsv"
 for round in $(seq "$rounds"); do
@@ -56,7 +56,7 @@ for line in open(sys.argv[1]):
     elif tool == "polars":
         rows[f"polars {kv['threads']} thread(s) features"][r] = float(kv["features_seconds"])
     elif tool == "roofline":
-        for k in ("triad_gbs", "sha256_gbs", "bound_seconds", "fraction"):
+        for k in ("triad_gbs", "memcpy_gbs", "sha256_gbs", "bound_seconds", "fraction"):
             rows[f"roofline {k}"][r] = float(kv[k])
 
 def show(v, unit=""):

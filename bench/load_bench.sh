@@ -35,10 +35,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-command -v sqlite3 >/dev/null || {
-  echo "the sqlite3 shell is missing: apt-get install sqlite3" >&2
-  exit 1
-}
+for tool in sqlite3 bc; do
+  command -v "$tool" >/dev/null || {
+    echo "$tool is missing: apt-get install $tool" >&2
+    exit 1
+  }
+done
 py=$("$root/bench/venv.sh")
 
 if [ -z "${MEASURED_TEST_DATABASE_URL:-}" ]; then
@@ -61,8 +63,16 @@ echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d:
 echo "# postgres: $(psql "$admin_url" -Atc 'SHOW server_version'); sqlite3: $(sqlite3 --version | cut -d' ' -f1)"
 echo "# peers: $("$py" -c 'import connectorx, polars; print("connectorx", connectorx.__version__, "polars", polars.__version__)')"
 echo "# uptime before: $(uptime)"
-# Writes the market into both databases and loads it once per configuration (warm-up).
-"$bin" --pg "$db_url" --sqlite "$sqlite_file" --symbols "$symbols" --days "$days" --runs 1 >/dev/null
+# Writes the market into both databases and loads it once per configuration (warm-up); every
+# strategy on both backends must load the very same bars (one content hash).
+"$bin" --pg "$db_url" --sqlite "$sqlite_file" --symbols "$symbols" --days "$days" --runs 1 >"$work/warmup.tsv"
+hashes=$(awk -F'\t' '$1 == "hash" { print $3 }' "$work/warmup.tsv" | sort -u)
+if [ "$(grep -c . <<<"$hashes")" != 1 ] || grep -q 'identical_across_strategies=false' "$work/warmup.tsv"; then
+  echo "the backends or strategies loaded different bars:" >&2
+  grep '^hash' "$work/warmup.tsv" >&2
+  exit 1
+fi
+echo "# content hash of the loaded bars, every strategy and both backends: $hashes"
 
 # The statements the peers run: what `copy` sends with connections = 1 (every code, no date
 # bounds, ordered), and the same query on SQLite with every column aggregated.

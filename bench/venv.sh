@@ -7,8 +7,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.venv-bench"
-if [ ! -x "$venv/bin/python" ]; then
+# A venv without pip is what a failed creation leaves (no python3-venv): made again.
+if [ ! -x "$venv/bin/pip" ]; then
+  rm -rf "$venv"
   python3 -m venv "$venv" >&2 || {
+    rm -rf "$venv"
     echo "cannot create $venv: install python3-venv (apt-get install python3-venv)" >&2
     exit 1
   }

@@ -62,6 +62,14 @@ async fn bench(db: &Db, name: &str, args: &Args) -> Result<(), Box<dyn std::erro
         strategies.push(FetchStrategy::Copy);
     }
     strategies.retain(|s| args.only.as_ref().is_none_or(|only| *only == s.to_string()));
+    if strategies.is_empty() {
+        return Err(format!(
+            "--only {}: not a strategy {name} has (stream, batched{})",
+            args.only.as_deref().unwrap_or_default(),
+            if matches!(db, Db::Postgres(_)) { ", copy" } else { "" }
+        )
+        .into());
+    }
     let mut hashes = Vec::new();
     for strategy in strategies {
         for connections in args.connections.map_or(vec![1, 2], |c| vec![c]) {
@@ -97,6 +105,9 @@ async fn bench(db: &Db, name: &str, args: &Args) -> Result<(), Box<dyn std::erro
     }
     let same = hashes.windows(2).all(|w| w[0] == w[1]);
     println!("hash\t{name}\t{}\tidentical_across_strategies={same}", hashes[0]);
+    if !same {
+        return Err(format!("{name}: the strategies loaded different bars: {hashes:?}").into());
+    }
     Ok(())
 }
 

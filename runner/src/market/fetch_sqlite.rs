@@ -1,8 +1,8 @@
 //! The SQLite side of a load worker (load -> fetch -> here): reads the bars through SQLite's
 //! own API on a blocking thread, one read-only connection per worker.
 //!
-//! sqlx's SQLite driver runs each statement on a worker thread and hands every row over a
-//! channel as owned values; on 1.2 M bars that hand-off cost three to four times what SQLite
+//! sqlx's SQLite driver runs each connection on a worker thread of its own and hands every
+//! row over a channel as owned values; on 1.2 M bars that hand-off cost three to four times what SQLite
 //! itself spends on the scan. Here rows are read in place (`sqlite3_step`, then each column
 //! straight into the symbol's columns), so the scan runs at close to the rate of the `sqlite3`
 //! shell aggregating the same query.
@@ -36,7 +36,7 @@ impl From<rusqlite::Error> for LoadError {
 }
 
 /// Fetches `codes` from the SQLite file at `path` with `params.strategy` (`stream` or
-/// `batched`), in `lo..=hi`; symbols in the order of `codes`, those with no rows left out.
+/// `batched`), in `lo..=hi`; those with no rows left out (the caller orders the symbols).
 pub(super) fn fetch(
     path: &Path,
     codes: &[String],
@@ -90,9 +90,11 @@ fn batched(
     hi: &str,
     fetch_size: usize,
 ) -> Result<Vec<SymbolBars>, LoadError> {
+    // Each page starts after the last stored `trade_date` text the previous one returned:
+    // keyed on the column's own order, so every page moves forward whatever the stored text.
     let sql = format!(
-        "SELECT {} FROM daily_bars WHERE symbol = ?1 AND trade_date >= ?2 \
-         AND trade_date <= ?3 ORDER BY trade_date LIMIT ?4",
+        "SELECT {} FROM daily_bars WHERE symbol = ?1 AND trade_date >= ?2 AND trade_date > ?3 \
+         AND trade_date <= ?4 ORDER BY trade_date LIMIT ?5",
         super::fetch::COLUMNS
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -100,18 +102,23 @@ fn batched(
     let mut out = Vec::with_capacity(codes.len());
     for code in codes {
         let mut s = SymbolBars::new(code.clone());
-        let mut from = lo.to_owned();
+        // Text sorts after "", so the first page is bounded by `lo` alone.
+        let (mut after, mut last) = (String::new(), String::new());
         loop {
             let before = s.len();
-            let mut rows = stmt.query((code, &from, hi, limit))?;
+            let mut rows = stmt.query((code, lo, &after, hi, limit))?;
             while let Some(row) = rows.next()? {
                 super::fetch::push_bar(&mut s, bar_at(row, 0, code)?);
+                // Only a full page has a next one: keep where it ended.
+                if s.len() - before == fetch_size {
+                    last.clear();
+                    last.push_str(text(row, 0)?);
+                }
             }
-            let fetched = s.len() - before;
-            match s.dates.last().and_then(|d| d.succ_opt()) {
-                Some(next) if fetched == fetch_size => from = next.format("%F").to_string(),
-                _ => break,
+            if s.len() - before < fetch_size {
+                break;
             }
+            std::mem::swap(&mut after, &mut last);
         }
         if !s.is_empty() {
             out.push(s);
@@ -124,11 +131,10 @@ fn batched(
 fn bar_at(row: &Row<'_>, first: usize, code: &str) -> Result<Bar, LoadError> {
     let text = self::text(row, first)?;
     let date = parse_date(text).ok_or_else(|| {
-        let shown: String = text.chars().take(SHOWN_CHARS).collect();
-        let cut = if shown.len() < text.len() { "…" } else { "" };
         LoadError::Db(format!(
-            "`trade_date` of `{}` holds `{shown}{cut}`, not a date (YYYY-MM-DD)",
-            code.chars().take(SHOWN_CHARS).collect::<String>()
+            "`trade_date` of `{}` holds `{}`, not a date (YYYY-MM-DD)",
+            shown(code),
+            shown(text)
         ))
     })?;
     Ok(Bar {
@@ -141,6 +147,14 @@ fn bar_at(row: &Row<'_>, first: usize, code: &str) -> Result<Bar, LoadError> {
         amount: row.get(first + 6)?,
         adj_factor: row.get(first + 7)?,
     })
+}
+
+/// A stored value for an error message: at most [`SHOWN_CHARS`] characters, control
+/// characters escaped, `…` where it was cut.
+fn shown(value: &str) -> String {
+    let cut = value.chars().nth(SHOWN_CHARS).is_some();
+    let head: String = value.chars().take(SHOWN_CHARS).collect();
+    format!("{}{}", head.escape_debug(), if cut { "…" } else { "" })
 }
 
 /// Column `i` as text; another type is an error naming the column.

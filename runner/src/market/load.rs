@@ -141,7 +141,8 @@ pub async fn load_within(
     }
     let codes = resolve(db, &params.symbols, universe).await?;
     // More workers than pooled connections would only queue (and could hit the pool's acquire
-    // timeout on long loads), so the pool size caps the parallelism.
+    // timeout on long loads), so the pool size caps the parallelism. (SQLite workers open
+    // read-only connections of their own; the same cap keeps them to a few.)
     let pool_size = match db {
         Db::Sqlite(pool) => pool.options().get_max_connections(),
         Db::Postgres(pool) => pool.options().get_max_connections(),

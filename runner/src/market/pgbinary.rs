@@ -263,8 +263,11 @@ mod tests {
         write_header(&mut buf);
         write_row(&mut buf, "A", &bar(1, 1.0));
         let date_at = buf.len() - 7 * 12 - 4;
-        buf[date_at..date_at + 4].copy_from_slice(&2_000_000_000i32.to_be_bytes());
-        let err = CopyDecoder::default().feed(&buf, &mut |_, _| {}).unwrap_err();
-        assert_eq!(err, "date out of range: 2000000000 days from 2000-01-01");
+        // i32::MAX and i32::MIN are how PostgreSQL sends `infinity` and `-infinity`.
+        for days in [2_000_000_000, i32::MAX, i32::MIN, -100_000_000] {
+            buf[date_at..date_at + 4].copy_from_slice(&days.to_be_bytes());
+            let err = CopyDecoder::default().feed(&buf, &mut |_, _| {}).unwrap_err();
+            assert_eq!(err, format!("date out of range: {days} days from 2000-01-01"));
+        }
     }
 }

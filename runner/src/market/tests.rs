@@ -598,3 +598,41 @@ fn a_sqlite_bar_that_is_not_a_bar_fails_the_load_naming_it() {
         }
     });
 }
+
+/// `batched` pages on the stored `trade_date` text: a page ending on the last date a date
+/// can have (where the next day would format as `+10000-01-01`, text that sorts first) ends
+/// the symbol instead of starting it again, whatever the page size.
+#[test]
+fn sqlite_batched_pages_end_on_the_last_possible_date() {
+    on_sqlite(|db| async move {
+        synth(&db, &small_market(4), &indicatif::ProgressBar::hidden())
+            .await
+            .unwrap();
+        let Db::Sqlite(pool) = &db else { unreachable!() };
+        sqlx::query(
+            "INSERT INTO daily_bars (symbol, trade_date, open, high, low, close, volume, amount, adj_factor) \
+             SELECT symbol, '9999-12-31', open, high, low, close, volume, amount, adj_factor FROM daily_bars \
+             WHERE symbol = (SELECT MIN(symbol) FROM daily_bars) ORDER BY trade_date DESC LIMIT 1",
+        )
+        .execute(pool)
+        .await
+        .unwrap();
+        let stream = LoadParams {
+            strategy: FetchStrategy::Stream,
+            ..LoadParams::default()
+        };
+        let expected = flatten(&load_with(&db, stream).await.0.unwrap());
+        assert!(expected
+            .iter()
+            .any(|r| r.1 == NaiveDate::from_ymd_opt(9999, 12, 31).unwrap()));
+        for fetch_size in [1, 2, 7, 10_000] {
+            let batched = LoadParams {
+                strategy: FetchStrategy::Batched,
+                fetch_size,
+                ..LoadParams::default()
+            };
+            let got = flatten(&load_with(&db, batched).await.0.unwrap());
+            assert_eq!(got, expected, "fetch_size {fetch_size}");
+        }
+    });
+}
