@@ -321,14 +321,24 @@ fn main() -> Result<()> {
         "{:<22} {:>12} {:>12} {:>12} {:>12}",
         "mode (median)", "features s", "normalize s", "windows s", "total s"
     );
-    for ((name, _, _), runs) in modes.iter().zip(&samples) {
-        let med = |f: fn(&Sample) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+    // Each mode's median of every phase, once.
+    let medians: Vec<Sample> = samples
+        .iter()
+        .map(|runs| {
+            let med = |f: fn(&Sample) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+            Sample {
+                features: med(|s| s.features),
+                normalize: med(|s| s.normalize),
+                windows: med(|s| s.windows),
+                total: med(|s| s.total),
+                out_bytes: med(|s| s.out_bytes),
+            }
+        })
+        .collect();
+    for ((name, _, _), m) in modes.iter().zip(&medians) {
         println!(
             "{name:<22} {:>12.4} {:>12.4} {:>12.4} {:>12.4}",
-            med(|s| s.features),
-            med(|s| s.normalize),
-            med(|s| s.windows),
-            med(|s| s.total)
+            m.features, m.normalize, m.windows, m.total
         );
     }
     let same = hashes.iter().all(|h| *h == hashes[0]);
@@ -364,13 +374,12 @@ fn main() -> Result<()> {
         100.0 * median(&features) / median(&machine)
     );
     // One line per mode for scripts.
-    for ((name, _, _), runs) in modes.iter().zip(&samples) {
-        let med = |f: fn(&Sample) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+    for ((name, _, _), m) in modes.iter().zip(&medians) {
         println!(
             "measured\tmode={}\tfeatures_seconds={:.6}\ttotal_seconds={:.6}",
             name.replace(", ", "-").replace(' ', "-"),
-            med(|s| s.features),
-            med(|s| s.total)
+            m.features,
+            m.total
         );
     }
     if args.roofline {
@@ -378,9 +387,9 @@ fn main() -> Result<()> {
         // What the stage cannot avoid moving: every bar's date and the six columns it reads
         // (amount is not used), and every byte of the windows it returns.
         let input = bars.rows() as f64 * (4.0 + 6.0 * 8.0);
-        let output = samples[0][0].out_bytes;
+        let output = medians[0].out_bytes;
         let moved = input + output;
-        let seq = median(&pick(0, |s| s.total));
+        let seq = medians[0].total;
         let bound = moved / (r.triad * 1e9);
         println!(
             "roofline: triad {:.1} GB/s, memcpy {:.1} GB/s, SHA-256 {:.2} GB/s (1 thread, best of 3); \

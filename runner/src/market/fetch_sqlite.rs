@@ -2,10 +2,10 @@
 //! own API on a blocking thread, one read-only connection per worker.
 //!
 //! sqlx's SQLite driver runs each connection on a worker thread of its own and hands every
-//! row over a channel as owned values; on 1.2 M bars that hand-off cost three to four times what SQLite
-//! itself spends on the scan. Here rows are read in place (`sqlite3_step`, then each column
-//! straight into the symbol's columns), so the scan runs at close to the rate of the `sqlite3`
-//! shell aggregating the same query.
+//! row over a channel as owned values; on 1.2 M bars that hand-off cost three to four times
+//! what SQLite itself spends on the scan. Here rows are read in place (`sqlite3_step`, then
+//! each column straight into the symbol's columns), so the scan runs at close to the rate of
+//! the `sqlite3` shell aggregating the same query.
 //!
 //! Each worker reads inside one read transaction, so all its statements see the same
 //! committed snapshot even while a writer commits (the database is in WAL mode).
@@ -103,22 +103,21 @@ fn batched(
     for code in codes {
         let mut s = SymbolBars::new(code.clone());
         // Text sorts after "", so the first page is bounded by `lo` alone.
-        let (mut after, mut last) = (String::new(), String::new());
+        let mut after = String::new();
         loop {
             let before = s.len();
             let mut rows = stmt.query((code, lo, &after, hi, limit))?;
             while let Some(row) = rows.next()? {
                 super::fetch::push_bar(&mut s, bar_at(row, 0, code)?);
-                // Only a full page has a next one: keep where it ended.
+                // Only a full page has a next one: it starts after this row.
                 if s.len() - before == fetch_size {
-                    last.clear();
-                    last.push_str(text(row, 0)?);
+                    after.clear();
+                    after.push_str(text(row, 0)?);
                 }
             }
             if s.len() - before < fetch_size {
                 break;
             }
-            std::mem::swap(&mut after, &mut last);
         }
         if !s.is_empty() {
             out.push(s);
@@ -149,12 +148,10 @@ fn bar_at(row: &Row<'_>, first: usize, code: &str) -> Result<Bar, LoadError> {
     })
 }
 
-/// A stored value for an error message: at most [`SHOWN_CHARS`] characters, control
-/// characters escaped, `…` where it was cut.
+/// A stored value for an error message: cut after [`SHOWN_CHARS`] characters (with `…`),
+/// control characters escaped.
 fn shown(value: &str) -> String {
-    let cut = value.chars().nth(SHOWN_CHARS).is_some();
-    let head: String = value.chars().take(SHOWN_CHARS).collect();
-    format!("{}{}", head.escape_debug(), if cut { "…" } else { "" })
+    crate::metrics::cut(value, SHOWN_CHARS + 1).escape_debug().to_string()
 }
 
 /// Column `i` as text; another type is an error naming the column.

@@ -13,10 +13,6 @@ const FIELDS: i16 = 9;
 /// PostgreSQL stores dates as days since 2000-01-01, day 730,120 of the common era.
 const PG_EPOCH_FROM_CE: i32 = 730_120;
 
-fn pg_epoch() -> NaiveDate {
-    NaiveDate::from_ymd_opt(2000, 1, 1).expect("valid date")
-}
-
 /// Appends the file header (signature, flags, no extension area).
 pub(crate) fn write_header(buf: &mut Vec<u8>) {
     buf.extend_from_slice(SIGNATURE);
@@ -29,7 +25,7 @@ pub(crate) fn write_row(buf: &mut Vec<u8>, code: &str, bar: &Bar) {
     buf.extend_from_slice(&FIELDS.to_be_bytes());
     buf.extend_from_slice(&(code.len() as i32).to_be_bytes());
     buf.extend_from_slice(code.as_bytes());
-    let days = (bar.date - pg_epoch()).num_days() as i32;
+    let days = chrono::Datelike::num_days_from_ce(&bar.date) - PG_EPOCH_FROM_CE;
     buf.extend_from_slice(&4i32.to_be_bytes());
     buf.extend_from_slice(&days.to_be_bytes());
     for v in [
@@ -166,10 +162,11 @@ fn decode_tuple(data: &[u8], sink: &mut impl FnMut(&[u8], Bar)) -> Result<Option
         };
         *v = f64::from_be_bytes(raw.try_into().expect("width checked"));
     }
-    let date = be_i32(date)
+    let days = be_i32(date);
+    let date = days
         .checked_add(PG_EPOCH_FROM_CE)
         .and_then(NaiveDate::from_num_days_from_ce_opt)
-        .ok_or_else(|| format!("date out of range: {} days from 2000-01-01", be_i32(date)))?;
+        .ok_or_else(|| format!("date out of range: {days} days from 2000-01-01"))?;
     let [open, high, low, close, volume, amount, adj_factor] = values;
     sink(
         symbol,
