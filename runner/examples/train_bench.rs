@@ -193,7 +193,7 @@ fn main() {
             let params = TrainParams {
                 cpu_engine,
                 device,
-                hidden: hidden.clone(),
+                hidden: Some(hidden.clone()),
                 batch_size,
                 buffer_reuse,
                 prefetch,

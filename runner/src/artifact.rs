@@ -3,6 +3,7 @@
 //! A stage declares which artifact kinds it accepts and which one it produces; manifest
 //! validation checks every edge before anything runs.
 
+use crate::arch::Arch;
 use chrono::NaiveDate;
 use std::sync::Arc;
 
@@ -160,14 +161,13 @@ impl TargetScale {
     }
 }
 
-/// A trained model: weights kept on the host so any stage (or device) can use them.
+/// A trained model: parameters kept on the host so any stage (or device) can use them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainedModel {
-    /// Layer widths from input to output, e.g. `[960, 256, 128, 1]`.
-    pub widths: Vec<usize>,
-    pub activation: String,
-    /// Per layer: weight (row-major, `in x out`) and bias (`out`).
-    pub layers: Vec<(Vec<f32>, Vec<f32>)>,
+    /// The model's kind and widths; [`Arch::params`] names and shapes `params`.
+    pub arch: Arch,
+    /// Every parameter tensor's values (row-major), in [`Arch::params`] order.
+    pub params: Vec<Vec<f32>>,
     /// The training targets' standardization; predictions are `target.restore(output)`.
     pub target: TargetScale,
     /// The windows the model was trained on (validation reads `valid` from here).

@@ -3,6 +3,7 @@
 //! Data flow: manifest (parse, validate) -> plan (configs, DAG, trial schedule) -> exec (stages,
 //! timing, events) -> reporters (console, store, JSON) -> stats -> report. See README.md.
 
+pub mod arch;
 pub mod artifact;
 pub mod build_info;
 pub mod cli;

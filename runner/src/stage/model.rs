@@ -66,7 +66,6 @@ pub(crate) fn check_train_memory(train: &toml::Table, normalize: Option<&toml::T
     let Ok(features) = norm.feature_list() else {
         return Ok(());
     };
-    let input = norm.seq_len.saturating_mul(features.len());
-    crate::tensor::memory::check(&params, input, 1)?;
+    crate::tensor::memory::check(&params, norm.seq_len, features.len(), 1)?;
     Ok(())
 }

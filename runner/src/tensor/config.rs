@@ -26,36 +26,18 @@ impl DeviceKind {
     }
 }
 
-/// Non-linearity between hidden layers (the output layer is linear).
+pub use crate::arch::{Activation, ModelKind};
+
+/// How a recurrent model's initial state is provided for each batch: the state starts at zero
+/// either way, so this changes allocation, never results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Activation {
+#[serde(rename_all = "snake_case")]
+pub enum HiddenState {
+    /// A freshly allocated zeroed state for every batch.
     #[default]
-    Relu,
-    /// GELU in its tanh approximation (PyTorch's `nn.GELU(approximate="tanh")`). dfdx 0.13's
-    /// exact erf GELU has a wrong derivative (its `x * pdf(x)` term is sqrt(2) too large), which
-    /// the finite-difference test catches, so it is not used.
-    Gelu,
-    Tanh,
-}
-
-impl Activation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Activation::Relu => "relu",
-            Activation::Gelu => "gelu",
-            Activation::Tanh => "tanh",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "relu" => Some(Activation::Relu),
-            "gelu" => Some(Activation::Gelu),
-            "tanh" => Some(Activation::Tanh),
-            _ => None,
-        }
-    }
+    PerBatch,
+    /// One preallocated buffer, zeroed in place for every batch.
+    Reuse,
 }
 
 /// Arithmetic precision of the training step.
@@ -79,20 +61,32 @@ pub enum CpuEngine {
     Autodiff,
 }
 
-/// Parameters of a `train` stage: an MLP on dfdx tensors trained with Adam. Its knobs change
-/// speed, never results (same seed, same losses).
+/// Parameters of a `train` stage: an MLP, LSTM or GRU on dfdx tensors trained with Adam. Its
+/// knobs change speed, never results (same seed, same losses).
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainParams {
     /// `"cpu"` or `"cuda"` (the latter needs a binary built with the `cuda` feature).
     pub device: DeviceKind,
-    /// Hidden layer widths, input side first; the input width is `seq_len * n_features` and the
-    /// output width is the number of horizons. Empty means a linear model.
-    pub hidden: Vec<usize>,
-    /// Non-linearity between hidden layers.
+    /// `"mlp"`, `"lstm"` or `"gru"`.
+    pub model: ModelKind,
+    /// MLP: hidden layer widths, input side first (`[]`: a linear model; default
+    /// `[256, 128]`); the input width is `seq_len * n_features` and the output width the number
+    /// of horizons. LSTM/GRU: the hidden size (default 64), one number or one per layer (all
+    /// equal).
+    #[serde(deserialize_with = "widths")]
+    #[schemars(with = "Option<WidthsSchema>")]
+    pub hidden: Option<Vec<usize>>,
+    /// LSTM/GRU: stacked recurrent layers (default 1, or the length of a `hidden` list).
+    #[schemars(range(min = 1, max = MAX_LAYERS))]
+    pub layers: Option<usize>,
+    /// Non-linearity between the MLP's hidden layers.
     pub activation: Activation,
-    /// Dropout probability after each hidden activation (0 disables it).
+    /// Dropout probability (MLP: after each hidden activation; LSTM/GRU: between layers, as in
+    /// PyTorch); 0 disables it.
     pub dropout: f64,
+    /// LSTM/GRU: a fresh zeroed initial state per batch, or one buffer zeroed in place.
+    pub hidden_state: HiddenState,
     /// Training windows per optimizer step.
     #[schemars(range(min = 1))]
     pub batch_size: usize,
@@ -157,7 +151,10 @@ impl Default for TrainParams {
     fn default() -> Self {
         Self {
             device: DeviceKind::Cpu,
-            hidden: vec![256, 128],
+            model: ModelKind::Mlp,
+            hidden: None,
+            layers: None,
+            hidden_state: HiddenState::PerBatch,
             activation: Activation::Relu,
             dropout: 0.0,
             batch_size: 256,
@@ -181,6 +178,54 @@ impl Default for TrainParams {
     }
 }
 
+/// The MLP's hidden widths when `hidden` is not given.
+pub const DEFAULT_MLP_HIDDEN: [usize; 2] = [256, 128];
+
+/// A recurrent model's hidden size when `hidden` is not given.
+pub const DEFAULT_RNN_HIDDEN: usize = 64;
+
+/// Most stacked recurrent layers.
+const MAX_LAYERS: usize = 64;
+
+/// `hidden` in the JSON schema: one width or a list.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum WidthsSchema {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+/// `hidden = 64` or `hidden = [64, 64]`.
+fn widths<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    struct Widths;
+    impl<'de> serde::de::Visitor<'de> for Widths {
+        type Value = Vec<usize>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a width or a list of widths")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            usize::try_from(v)
+                .map(|v| vec![v])
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            match u64::try_from(v) {
+                Ok(v) => self.visit_u64(v),
+                Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+            }
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(w) = seq.next_element::<usize>()? {
+                out.push(w);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_any(Widths).map(Some)
+}
+
 /// Most epochs one trial trains.
 const MAX_EPOCHS: usize = 100_000;
 
@@ -188,17 +233,96 @@ const MAX_EPOCHS: usize = 100_000;
 const MAX_PREFETCH: usize = 64;
 
 impl TrainParams {
-    /// Checks every value at manifest-validation time, so a run never starts with a value the
-    /// training loop cannot honour.
-    pub fn check(&self) -> Result<(), ParamError> {
-        check_device(self.device)?;
-        super::memory::bound(self)?;
-        if let Some(i) = self.hidden.iter().position(|&w| w == 0) {
+    /// The hidden widths the model is built with: the MLP's layers, or one hidden size per
+    /// recurrent layer.
+    pub fn hidden_widths(&self) -> Result<Vec<usize>, ParamError> {
+        let widths = match self.model {
+            ModelKind::Mlp => {
+                if let Some(layers) = self.layers {
+                    return Err(ParamError::new(
+                        "layers",
+                        format!(
+                            "`layers = {layers}` is for \"lstm\" and \"gru\"; an MLP has one layer per `hidden` width"
+                        ),
+                    )
+                    .with_hint("write the MLP's widths as a list, e.g. `hidden = [256, 128]`"));
+                }
+                self.hidden.clone().unwrap_or_else(|| DEFAULT_MLP_HIDDEN.to_vec())
+            }
+            ModelKind::Lstm | ModelKind::Gru => {
+                let kind = if self.model == ModelKind::Lstm {
+                    "an LSTM"
+                } else {
+                    "a GRU"
+                };
+                let given = self.hidden.clone().unwrap_or_else(|| vec![DEFAULT_RNN_HIDDEN]);
+                if let Some(layers) = self.layers {
+                    if layers == 0 || layers > MAX_LAYERS {
+                        return Err(ParamError::new(
+                            "layers",
+                            format!("must be between 1 and {MAX_LAYERS}, got {layers}"),
+                        ));
+                    }
+                }
+                match given.as_slice() {
+                    [] => {
+                        return Err(
+                            ParamError::new("hidden", format!("{kind} needs a hidden size, got `[]`"))
+                                .with_hint("e.g. `hidden = 128` with `layers = 2`"),
+                        )
+                    }
+                    [h] => vec![*h; self.layers.unwrap_or(1)],
+                    [first, rest @ ..] => {
+                        if let Some(other) = rest.iter().find(|w| *w != first) {
+                            return Err(ParamError::new(
+                                "hidden",
+                                format!("the layers of {kind} share one hidden size, got {first} and {other}"),
+                            )
+                            .with_hint("e.g. `hidden = 128` with `layers = 2`"));
+                        }
+                        if let Some(layers) = self.layers.filter(|&l| l != given.len()) {
+                            return Err(ParamError::new(
+                                "layers",
+                                format!(
+                                    "`layers = {layers}` disagrees with the {} widths of `hidden`",
+                                    given.len()
+                                ),
+                            )
+                            .with_hint("give one hidden size (`hidden = 128`) and the number of layers"));
+                        }
+                        given
+                    }
+                }
+            }
+        };
+        if let Some(i) = widths.iter().position(|&w| w == 0) {
             return Err(ParamError::new(
                 "hidden",
                 format!("layer widths must be at least 1, got 0 at position {i}"),
             ));
         }
+        Ok(widths)
+    }
+
+    /// The architecture these parameters train on windows of `seq_len` days of `n_features`
+    /// features with `outputs` horizons.
+    pub fn arch(&self, seq_len: usize, n_features: usize, outputs: usize) -> Result<crate::arch::Arch, ParamError> {
+        Ok(crate::arch::Arch {
+            kind: self.model,
+            seq_len,
+            n_features,
+            hidden: self.hidden_widths()?,
+            outputs,
+            activation: self.activation,
+        })
+    }
+
+    /// Checks every value at manifest-validation time, so a run never starts with a value the
+    /// training loop cannot honour.
+    pub fn check(&self) -> Result<(), ParamError> {
+        check_device(self.device)?;
+        super::memory::bound(self)?;
+        self.hidden_widths()?;
         if !(0.0..1.0).contains(&self.dropout) {
             return Err(ParamError::new(
                 "dropout",

@@ -22,64 +22,57 @@
 //! same units as the model's.
 
 use super::batches::{gather, HostBatch};
-use super::mlp::Mlp;
 use super::train_loop::check_split;
 use super::TrainError;
 use crate::artifact::{TargetScale, TrainedModel, WindowSet, Windows};
 use crate::metrics::Recorder;
-use dfdx::prelude::*;
 
 /// Fewest windows on one date for that date's cross-sectional IC.
 pub const MIN_IC_SYMBOLS: usize = 3;
 
-/// Predictions of `model` for every window of `windows.valid`, `horizons` per window, in
-/// target units.
-pub fn predict_valid<D: Device<f32>>(
-    dev: &D,
-    model: &Mlp<D>,
-    windows: &Windows,
-    batch_size: usize,
-) -> Result<Vec<f32>, TrainError>
-where
-    TrainError: From<D::Err>,
-{
-    check_split("valid", windows, &windows.valid)?;
-    predict(dev, model, windows, &windows.valid, batch_size)
-}
-
-/// Predictions of `model` for every window of `set` (dropout off), in target units.
-pub fn predict<D: Device<f32>>(
-    dev: &D,
-    model: &Mlp<D>,
-    windows: &Windows,
-    set: &WindowSet,
-    batch_size: usize,
-) -> Result<Vec<f32>, TrainError>
-where
-    TrainError: From<D::Err>,
-{
-    if model.input_width() != windows.input_len() || model.output_width() != windows.horizons {
+/// An error unless `model` takes `windows`' inputs and predicts their horizons.
+pub fn check_fits(model: &TrainedModel, windows: &Windows) -> Result<(), TrainError> {
+    let arch = &model.arch;
+    if !arch.accepts(windows.seq_len, windows.n_features) || arch.outputs != windows.horizons {
         return Err(TrainError::Shape(format!(
-            "the model maps {} inputs to {} outputs, the windows have {} inputs and {} horizons",
-            model.input_width(),
-            model.output_width(),
-            windows.input_len(),
+            "the {} model takes {} days of {} features to {} outputs, the windows have {} days of \
+             {} features and {} horizons",
+            arch.kind.as_str(),
+            arch.seq_len,
+            arch.n_features,
+            arch.outputs,
+            windows.seq_len,
+            windows.n_features,
             windows.horizons
         )));
     }
+    check_split("valid", windows, &windows.valid)
+}
+
+/// Predictions for every window of `set` in target units: `forward` maps a batch to the
+/// network's standardized outputs (`horizons` per window), `target` maps them back.
+pub fn predict(
+    windows: &Windows,
+    set: &WindowSet,
+    batch_size: usize,
+    target: TargetScale,
+    mut forward: impl FnMut(&HostBatch) -> Result<Vec<f32>, TrainError>,
+) -> Result<Vec<f32>, TrainError> {
     let order: Vec<u32> = (0..set.len() as u32).collect();
     let mut batch = HostBatch::default();
     let mut out = Vec::with_capacity(set.len() * windows.horizons);
     for idx in order.chunks(batch_size.max(1)) {
         gather(windows, set, idx, TargetScale::IDENTITY, &mut batch);
-        let x = dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, windows.input_len()))?;
-        out.extend(
-            model
-                .forward(x, false)?
-                .as_vec()
-                .into_iter()
-                .map(|z| model.target.restore(z)),
-        );
+        let outputs = forward(&batch)?;
+        if outputs.len() != batch.rows * windows.horizons {
+            return Err(TrainError::Shape(format!(
+                "{} outputs for {} windows of {} horizons",
+                outputs.len(),
+                batch.rows,
+                windows.horizons
+            )));
+        }
+        out.extend(outputs.into_iter().map(|z| target.restore(z)));
     }
     Ok(out)
 }

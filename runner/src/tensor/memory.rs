@@ -37,21 +37,46 @@ impl MemoryEstimate {
     }
 }
 
-/// The estimate for an MLP of `params` on inputs `input` values wide with `outputs` targets.
-pub fn estimate(params: &TrainParams, input: usize, outputs: usize) -> MemoryEstimate {
-    let widths: Vec<f64> = std::iter::once(input)
-        .chain(params.hidden.iter().copied())
-        .chain(std::iter::once(outputs.max(1)))
+/// The estimate for the model of `params` on windows of `seq_len` days of `n_features`
+/// features with `outputs` targets. A recurrent model keeps, per layer and per day of the
+/// batch, its gates, states and their gradients: about `3 G H + 6 H` values (G gate blocks).
+pub fn estimate(params: &TrainParams, seq_len: usize, n_features: usize, outputs: usize) -> MemoryEstimate {
+    let hidden: Vec<f64> = params
+        .hidden_widths()
+        .unwrap_or_default()
+        .into_iter()
         .map(|w| w as f64)
         .collect();
-    let parameters: f64 = widths.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+    let input = seq_len as f64 * n_features as f64;
+    let outputs = outputs.max(1) as f64;
     let batch = params.batch_size as f64;
-    let layer_values: f64 = widths[1..].iter().sum();
+    let (parameters, activations) = if params.model.is_recurrent() {
+        let g = params.model.gates() as f64;
+        let mut width_in = n_features as f64;
+        let mut parameters = 0.0;
+        let mut per_day = width_in;
+        for &h in &hidden {
+            parameters += g * h * (width_in + h + 2.0);
+            per_day += 3.0 * g * h + 6.0 * h;
+            width_in = h;
+        }
+        (
+            parameters + width_in * outputs + outputs,
+            per_day * seq_len as f64 * batch,
+        )
+    } else {
+        let widths: Vec<f64> = std::iter::once(input)
+            .chain(hidden.iter().copied())
+            .chain(std::iter::once(outputs))
+            .collect();
+        let parameters: f64 = widths.windows(2).map(|w| w[0] * w[1] + w[1]).sum();
+        (parameters, 3.0 * batch * widths[1..].iter().sum::<f64>())
+    };
     MemoryEstimate {
         parameters,
         parameter_bytes: 4.0 * parameters * F32,
-        activation_bytes: 3.0 * batch * layer_values * F32,
-        batch_bytes: (1.0 + params.prefetch as f64) * batch * (widths[0] + widths[widths.len() - 1]) * F32,
+        activation_bytes: activations * F32,
+        batch_bytes: (1.0 + params.prefetch as f64) * batch * (input + outputs) * F32,
     }
 }
 
@@ -66,10 +91,12 @@ pub fn bound(params: &TrainParams) -> Result<u64, ParamError> {
     }
 }
 
-/// An error when training `params` on `input`-wide windows would take more than its bound.
-pub fn check(params: &TrainParams, input: usize, outputs: usize) -> Result<(), ParamError> {
+/// An error when training `params` on windows of `seq_len` days of `n_features` features would
+/// take more than its bound.
+pub fn check(params: &TrainParams, seq_len: usize, n_features: usize, outputs: usize) -> Result<(), ParamError> {
     let limit = bound(params)?;
-    let e = estimate(params, input, outputs);
+    let e = estimate(params, seq_len, n_features, outputs);
+    let input = seq_len.saturating_mul(n_features);
     if e.total() <= limit as f64 {
         return Ok(());
     }
@@ -151,7 +178,7 @@ mod tests {
 
     fn params(hidden: Vec<usize>, batch_size: usize) -> TrainParams {
         TrainParams {
-            hidden,
+            hidden: Some(hidden),
             batch_size,
             ..TrainParams::default()
         }
@@ -160,7 +187,7 @@ mod tests {
     #[test]
     fn counts_every_weight_and_bias() {
         // 10 -> 4 -> 1: 10*4 + 4 + 4*1 + 1 = 49.
-        let e = estimate(&params(vec![4], 2), 10, 1);
+        let e = estimate(&params(vec![4], 2), 1, 10, 1);
         assert_eq!(e.parameters, 49.0);
         assert_eq!(e.parameter_bytes, 49.0 * 16.0);
         assert_eq!(e.activation_bytes, 3.0 * 2.0 * 5.0 * 4.0);
@@ -170,7 +197,7 @@ mod tests {
     #[test]
     fn a_hundred_million_wide_layer_is_refused_with_the_size_and_the_way_to_raise_it() {
         let p = params(vec![100_000_000], 256);
-        let e = check(&p, 1200, 1).unwrap_err();
+        let e = check(&p, 1, 1200, 1).unwrap_err();
         assert_eq!(e.field, "hidden", "the weights take most of it");
         assert!(e.message.contains("above the limit of 16.0 GiB"), "{}", e.message);
         assert!(e.message.contains("120,200,000,001 parameters"), "{}", e.message);
@@ -181,22 +208,22 @@ mod tests {
     #[test]
     fn the_bound_is_inclusive_and_can_be_raised() {
         let p = params(vec![256, 128], 256);
-        let need = estimate(&p, 1200, 1).total() as u64;
+        let need = estimate(&p, 1, 1200, 1).total() as u64;
         let at = |limit: u64| TrainParams {
             max_memory: Some(crate::transfer::SizeSpec::Bytes(limit)),
             ..p.clone()
         };
-        assert!(check(&at(need + 1), 1200, 1).is_ok());
-        assert!(check(&at(need - 1), 1200, 1).is_err());
+        assert!(check(&at(need + 1), 1, 1200, 1).is_ok());
+        assert!(check(&at(need - 1), 1, 1200, 1).is_err());
         assert!(
-            check(&p, 1200, 1).is_ok(),
+            check(&p, 1, 1200, 1).is_ok(),
             "the default fits the quickstart-sized model"
         );
     }
 
     #[test]
     fn a_huge_batch_is_blamed_on_the_batch() {
-        let e = check(&params(vec![64], 10_000_000), 400, 1).unwrap_err();
+        let e = check(&params(vec![64], 10_000_000), 1, 400, 1).unwrap_err();
         assert_eq!(e.field, "batch_size");
         assert!(
             e.message.contains("of activations for a batch of 10000000"),
@@ -208,7 +235,7 @@ mod tests {
     #[test]
     fn sizes_no_machine_has_do_not_overflow() {
         let p = params(vec![usize::MAX, usize::MAX], usize::MAX);
-        let e = check(&p, usize::MAX, usize::MAX).unwrap_err();
+        let e = check(&p, 1, usize::MAX, usize::MAX).unwrap_err();
         assert!(e.message.contains("PiB"), "{}", e.message);
     }
 }

@@ -1,29 +1,42 @@
 //! Tensor work of the `train` and `validate` stages (Windows -> TrainedModel -> metrics): device
-//! selection (CPU, or CUDA with the `cuda` feature), the runtime-width MLP, its optimizer glue
-//! and the training loop.
+//! selection (CPU, or CUDA with the `cuda` feature), the models (`model`: an MLP, LSTM or GRU
+//! as a flat list of parameter tensors), their optimizer glue and the training loop.
 //!
-//! The training loop is generic over the dfdx device and over how a step is computed: on CUDA,
-//! dfdx's autodiff; on the CPU, a native forward/backward with a faster matmul (see `native`),
-//! both driving dfdx's fused Adam on the same parameter tensors. Every knob has a real
-//! implementation on each device.
+//! Which engine computes a step, per device (one forward/backward each):
+//! - CPU: `native`, forward and backward on host buffers with the `gemm` crate's kernels, one
+//!   engine per model kind; `validate` runs the same forward pass.
+//! - CUDA: dfdx's autodiff over the forward passes in `mlp` and `rnn`.
+//!
+//! Both drive dfdx's fused Adam on the same parameter tensors, and both clip by the global norm
+//! the same way. The autodiff engine also runs on the CPU device, where the tests hold the
+//! native engines to it and both to finite differences. What still differs between the devices:
+//! dropout masks come from different generators (ChaCha8 on the CPU, dfdx's on CUDA), and the
+//! CPU sums a batch's loss in f64, dfdx in f32; so CPU and CUDA agree to a tolerance at
+//! dropout 0, not bit for bit. Every knob has a real implementation on each device.
 
 mod batches;
 mod config;
 mod eval;
 pub mod memory;
 mod mlp;
+mod model;
 mod native;
 mod optim;
+mod rnn;
 mod train_loop;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_rnn;
+#[cfg(test)]
 mod tests_signal;
 
-pub use config::{Activation, CpuEngine, DeviceKind, Precision, TrainParams, TrainTarget, ValidateParams};
+pub use config::{
+    Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, TrainParams, TrainTarget, ValidateParams,
+};
 pub use eval::{direction_accuracy, ic_per_date, mae, mse, spearman, DateIc};
-pub use mlp::{Layer, Matrix, Mlp};
+pub use model::{Matrix, Model, Vector};
 
 use crate::artifact::{TrainedModel, Windows};
 use crate::metrics::Recorder;
@@ -110,11 +123,15 @@ pub fn train(
 /// the naive baselines (see `eval` for their definitions).
 pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorder) -> Result<(), TrainError> {
     params.check()?;
+    eval::check_fits(model, &model.windows)?;
     let predictions = match params.device {
         DeviceKind::Cpu => {
             let dev = Cpu::default();
-            let mlp = Mlp::from_trained(&dev, model)?;
-            eval::predict_valid(&dev, &mlp, &model.windows, params.batch_size)?
+            let mut net = native::engine(&dev, &Model::from_trained(&dev, model)?, 0, false)?;
+            let (windows, valid) = (&model.windows, &model.windows.valid);
+            eval::predict(windows, valid, params.batch_size, model.target, |b| {
+                Ok(net.forward(&b.x, b.rows, false).to_vec())
+            })?
         }
         DeviceKind::Cuda => predict_cuda(model, params)?,
     };
@@ -178,8 +195,11 @@ fn train_cuda(
 #[cfg(feature = "cuda")]
 fn predict_cuda(model: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
     let dev = cuda::device(0)?;
-    let mlp = Mlp::from_trained(&dev, model)?;
-    eval::predict_valid(&dev, &mlp, &model.windows, params.batch_size)
+    let net = Model::from_trained(&dev, model)?;
+    let (windows, valid) = (&model.windows, &model.windows.valid);
+    eval::predict(windows, valid, params.batch_size, model.target, |b| {
+        train_loop::autodiff_predict(&dev, &net, b)
+    })
 }
 
 #[cfg(not(feature = "cuda"))]

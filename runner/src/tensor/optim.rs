@@ -1,11 +1,12 @@
 //! The optimizer step of the training loop (backward -> [clip] -> Adam/AdamW -> parameters).
 //!
 //! dfdx's built-in `Adam` only walks compile-time `TensorCollection` models, so this drives the
-//! same fused kernel (`AdamConfig::try_update`, CPU and CUDA) per parameter tensor. The moment
+//! same fused kernel (`AdamConfig::try_update`, CPU and CUDA) per parameter tensor of the
+//! model's flat list, whatever its kind. The moment
 //! buffers are allocated once here; a chain of tensor ops would allocate about ten temporaries
 //! per parameter per step and run about 30% slower.
 
-use super::mlp::{Matrix, Mlp};
+use super::model::{Model, Vector};
 use super::TrainError;
 use dfdx::prelude::*;
 use dfdx::tensor_ops::{AdamConfig, WeightDecay};
@@ -28,14 +29,12 @@ impl<D: Device<f32>> AdamW<D>
 where
     TrainError: From<D::Err>,
 {
-    pub fn new(model: &Mlp<D>, lr: f64, weight_decay: f64) -> Result<Self, TrainError> {
+    pub fn new(model: &Model<D>, lr: f64, weight_decay: f64) -> Result<Self, TrainError> {
         let mut moment1 = Gradients::leaky();
         let mut moment2 = Gradients::leaky();
-        for layer in &model.layers {
-            moment1.try_alloc_for(&layer.weight)?;
-            moment1.try_alloc_for(&layer.bias)?;
-            moment2.try_alloc_for(&layer.weight)?;
-            moment2.try_alloc_for(&layer.bias)?;
+        for p in &model.params {
+            moment1.try_alloc_for(p)?;
+            moment2.try_alloc_for(p)?;
         }
         Ok(Self {
             cfg: AdamConfig {
@@ -51,45 +50,32 @@ where
     }
 
     /// Applies one update from `grads` (which must hold a gradient for every parameter).
-    pub fn step(&mut self, model: &mut Mlp<D>, grads: &mut Gradients<f32, D>) -> Result<(), TrainError> {
+    pub fn step(&mut self, model: &mut Model<D>, grads: &mut Gradients<f32, D>) -> Result<(), TrainError> {
         self.t += 1;
-        for layer in &mut model.layers {
-            let m = self.moment1.get_or_alloc_mut(&layer.weight)?;
-            let v = self.moment2.get_or_alloc_mut(&layer.weight)?;
-            let g = grads.get_or_alloc_mut(&layer.weight)?;
-            self.cfg.try_update(self.t, &mut layer.weight, m, v, g)?;
-
-            let m = self.moment1.get_or_alloc_mut(&layer.bias)?;
-            let v = self.moment2.get_or_alloc_mut(&layer.bias)?;
-            let g = grads.get_or_alloc_mut(&layer.bias)?;
-            self.cfg.try_update(self.t, &mut layer.bias, m, v, g)?;
+        for p in &mut model.params {
+            let m = self.moment1.get_or_alloc_mut(p)?;
+            let v = self.moment2.get_or_alloc_mut(p)?;
+            let g = grads.get_or_alloc_mut(p)?;
+            self.cfg.try_update(self.t, p, m, v, g)?;
         }
         Ok(())
     }
 
-    /// Applies one update from per-layer `(weight, bias)` gradient buffers, in layer order (the
-    /// CPU path's gradients, which it computes outside dfdx's tape).
-    pub fn step_buffers(
-        &mut self,
-        model: &mut Mlp<D>,
-        grads: &[(DeviceVec<D>, DeviceVec<D>)],
-    ) -> Result<(), TrainError> {
-        if grads.len() != model.layers.len() {
+    /// Applies one update from gradient buffers in the model's parameter order (the CPU
+    /// engines' gradients, which they compute outside dfdx's tape).
+    pub fn step_buffers(&mut self, model: &mut Model<D>, grads: &[DeviceVec<D>]) -> Result<(), TrainError> {
+        if grads.len() != model.params.len() {
             return Err(TrainError::Internal(format!(
-                "{} gradient pairs for {} layers",
+                "{} gradients for {} parameters",
                 grads.len(),
-                model.layers.len()
+                model.params.len()
             )));
         }
         self.t += 1;
-        for (layer, (gw, gb)) in model.layers.iter_mut().zip(grads) {
-            let m = self.moment1.get_or_alloc_mut(&layer.weight)?;
-            let v = self.moment2.get_or_alloc_mut(&layer.weight)?;
-            self.cfg.try_update(self.t, &mut layer.weight, m, v, gw)?;
-
-            let m = self.moment1.get_or_alloc_mut(&layer.bias)?;
-            let v = self.moment2.get_or_alloc_mut(&layer.bias)?;
-            self.cfg.try_update(self.t, &mut layer.bias, m, v, gb)?;
+        for (p, g) in model.params.iter_mut().zip(grads) {
+            let m = self.moment1.get_or_alloc_mut(p)?;
+            let v = self.moment2.get_or_alloc_mut(p)?;
+            self.cfg.try_update(self.t, p, m, v, g)?;
         }
         Ok(())
     }
@@ -103,29 +89,27 @@ where
 /// surrogate `sum_p <p, scale * g_p>`, whose derivative with respect to each `p` is exactly
 /// `scale * g_p`. That costs a few elementwise passes over the parameters, only when clipping.
 pub fn clip_global_norm<D: Device<f32>>(
-    model: &Mlp<D>,
+    model: &Model<D>,
     grads: &Gradients<f32, D>,
     max_norm: f64,
 ) -> Result<Gradients<f32, D>, TrainError>
 where
     TrainError: From<D::Err>,
 {
-    let weight_grads: Vec<Matrix<D>> = model.layers.iter().map(|l| grads.get(&l.weight)).collect();
-    let bias_grads: Vec<Tensor<(usize,), f32, D>> = model.layers.iter().map(|l| grads.get(&l.bias)).collect();
-
+    let param_grads: Vec<Vector<D>> = model.params.iter().map(|p| grads.get(p)).collect();
+    // Matrices first, then vectors: the order the sum has always been taken in, so clipped
+    // results stay bit-identical across versions.
+    let specs = model.arch.params();
+    let order = (0..specs.len())
+        .filter(|&i| specs[i].shape.len() == 2)
+        .chain((0..specs.len()).filter(|&i| specs[i].shape.len() != 2));
     let mut sum_sq: Option<Tensor<(), f32, D>> = None;
-    let mut accumulate = |s: Tensor<(), f32, D>| -> Result<(), TrainError> {
+    for g in order.map(|i| &param_grads[i]) {
+        let s = g.clone().try_square()?.try_sum()?;
         sum_sq = Some(match sum_sq.take() {
             None => s,
             Some(acc) => acc.try_add(s)?,
         });
-        Ok(())
-    };
-    for g in &weight_grads {
-        accumulate(g.clone().try_square()?.try_sum()?)?;
-    }
-    for g in &bias_grads {
-        accumulate(g.clone().try_square()?.try_sum()?)?;
     }
     let Some(sum_sq) = sum_sq else {
         return Ok(grads.clone());
@@ -138,22 +122,13 @@ where
         .try_clamp(0.0, 1.0)?;
 
     let mut surrogate: Option<Tensor<(), f32, D, OwnedTape<f32, D>>> = None;
-    let mut add = |term: Tensor<(), f32, D, OwnedTape<f32, D>>| -> Result<(), TrainError> {
+    for (p, g) in model.params.iter().zip(param_grads) {
+        let scaled = g.try_mul(scale.clone().try_broadcast_like(p.shape())?)?;
+        let term = p.retaped::<OwnedTape<f32, D>>().try_mul(scaled)?.try_sum()?;
         surrogate = Some(match surrogate.take() {
             None => term,
             Some(acc) => acc.try_add(term)?,
         });
-        Ok(())
-    };
-    for (layer, g) in model.layers.iter().zip(weight_grads) {
-        let scaled = g.try_mul(scale.clone().try_broadcast_like(layer.weight.shape())?)?;
-        let p = layer.weight.retaped::<OwnedTape<f32, D>>();
-        add(p.try_mul(scaled)?.try_sum()?)?;
-    }
-    for (layer, g) in model.layers.iter().zip(bias_grads) {
-        let scaled = g.try_mul(scale.clone().try_broadcast_like(layer.bias.shape())?)?;
-        let p = layer.bias.retaped::<OwnedTape<f32, D>>();
-        add(p.try_mul(scaled)?.try_sum()?)?;
     }
     match surrogate {
         Some(s) => Ok(s.try_backward()?),

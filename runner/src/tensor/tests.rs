@@ -15,7 +15,7 @@ const FEAT: usize = 3;
 
 /// One symbol, windows one row apart. The target is a fixed linear function of the window's
 /// last day plus a little noise, so a model can learn it and predicting 0 cannot.
-fn learnable_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> {
+pub(super) fn learnable_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut split = |n: usize| {
         let rows = n + SEQ - 1;
@@ -52,13 +52,13 @@ fn learnable_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> 
     })
 }
 
-fn run_train(windows: &Arc<Windows>, params: &TrainParams, seed: u64) -> (TrainedModel, Recorder) {
+pub(super) fn run_train(windows: &Arc<Windows>, params: &TrainParams, seed: u64) -> (TrainedModel, Recorder) {
     let mut rec = Recorder::new();
     let model = train(windows.clone(), params, seed, &mut rec, &AtomicBool::new(false)).expect("training succeeds");
     (model, rec)
 }
 
-fn series(rec: &Recorder, name: &str) -> Vec<f64> {
+pub(super) fn series(rec: &Recorder, name: &str) -> Vec<f64> {
     rec.metrics()
         .iter()
         .filter(|m| m.name == name && m.step.is_some())
@@ -66,7 +66,7 @@ fn series(rec: &Recorder, name: &str) -> Vec<f64> {
         .collect()
 }
 
-fn single(rec: &Recorder, name: &str) -> Option<f64> {
+pub(super) fn single(rec: &Recorder, name: &str) -> Option<f64> {
     rec.metrics()
         .iter()
         .find(|m| m.name == name && m.step.is_none())
@@ -75,17 +75,51 @@ fn single(rec: &Recorder, name: &str) -> Option<f64> {
 
 fn host_loss(model: &TrainedModel, x: &[f32], y: &[f32], rows: usize) -> f64 {
     let dev = Cpu::default();
-    let mlp = Mlp::from_trained(&dev, model).unwrap();
-    let xt = dev.tensor_from_vec(x.to_vec(), (rows, mlp.input_width()));
-    let pred = mlp.forward(xt, false).unwrap().as_vec();
+    let net = Model::from_trained(&dev, model).unwrap();
+    let xt = dev.tensor_from_vec(x.to_vec(), (rows, x.len() / rows));
+    let pred = net.forward(xt, false).unwrap().as_vec();
     eval::mse(&pred, y)
+}
+
+/// An MLP of `widths` (input first) on one-day windows.
+pub(super) fn mlp(dev: &Cpu, widths: &[usize], activation: Activation, dropout: f64, seed: u64) -> Model<Cpu> {
+    let arch = crate::arch::Arch {
+        kind: ModelKind::Mlp,
+        seq_len: 1,
+        n_features: widths[0],
+        hidden: widths[1..widths.len() - 1].to_vec(),
+        outputs: widths[widths.len() - 1],
+        activation,
+    };
+    Model::new(dev, &arch, dropout, seed).unwrap()
+}
+
+/// A recurrent model over windows of `days` days of `features` features.
+pub(super) fn rnn(
+    dev: &Cpu,
+    kind: ModelKind,
+    features: usize,
+    hidden: &[usize],
+    outputs: usize,
+    dropout: f64,
+    seed: u64,
+) -> Model<Cpu> {
+    let arch = crate::arch::Arch {
+        kind,
+        seq_len: 1,
+        n_features: features,
+        hidden: hidden.to_vec(),
+        outputs,
+        activation: Activation::Relu,
+    };
+    Model::new(dev, &arch, dropout, seed).unwrap()
 }
 
 #[test]
 fn gradients_match_finite_differences() {
     for activation in [Activation::Tanh, Activation::Gelu, Activation::Relu] {
         let dev = Cpu::seed_from_u64(3);
-        let mlp = Mlp::new(&dev, &[3, 4, 2], activation, 0.0, 11).unwrap();
+        let mlp = mlp(&dev, &[3, 4, 2], activation, 0.0, 11);
         let rows = 5;
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let x: Vec<f32> = (0..rows * 3).map(|_| rng.gen_range(-1.0..1.0)).collect();
@@ -97,60 +131,45 @@ fn gradients_match_finite_differences() {
         let (_, grads) = mlp.loss_and_grads(xt.clone(), yt.clone()).unwrap();
         let pred = mlp.forward(xt.traced(Gradients::leaky()), true).unwrap();
         let traced = (pred - yt).square().mean().backward();
-        for layer in &mlp.layers {
-            for (a, b) in grads
-                .get(&layer.weight)
-                .as_vec()
-                .iter()
-                .zip(traced.get(&layer.weight).as_vec())
-            {
+        for p in &mlp.params {
+            for (a, b) in grads.get(p).as_vec().iter().zip(traced.get(p).as_vec()) {
                 assert!((a - b).abs() <= 1e-6, "{activation:?}: {a} vs fully traced {b}");
             }
-            assert_eq!(grads.get(&layer.bias).as_vec(), traced.get(&layer.bias).as_vec());
         }
+        assert_eq!(grads.get(&mlp.params[1]).as_vec(), traced.get(&mlp.params[1]).as_vec());
 
         let base = mlp.to_trained(learnable_windows(1, 1, 0));
-        let analytic: Vec<[Vec<f32>; 2]> = mlp
-            .layers
-            .iter()
-            .map(|layer| [grads.get(&layer.weight).as_vec(), grads.get(&layer.bias).as_vec()])
-            .collect();
+        let analytic: Vec<Vec<f32>> = mlp.params.iter().map(|p| grads.get(p).as_vec()).collect();
         assert_finite_differences(&format!("{activation:?}"), &analytic, |at, delta| {
             let mut m = base.clone();
-            nudge(&mut m.layers, at, delta);
+            nudge(&mut m.params, at, delta);
             host_loss(&m, &x, &y, rows)
         });
     }
 }
 
-/// One parameter: layer, part (0 weight, 1 bias) and index within it.
-pub(super) type ParamAt = (usize, usize, usize);
+/// One parameter: its index in the model's list and the index within it.
+pub(super) type ParamAt = (usize, usize);
 
-/// Adds `delta` to one parameter of `(weight, bias)` pairs laid out as `TrainedModel::layers`.
-pub(super) fn nudge(layers: &mut [(Vec<f32>, Vec<f32>)], (l, part, i): ParamAt, delta: f32) {
-    let values = if part == 0 { &mut layers[l].0 } else { &mut layers[l].1 };
-    values[i] += delta;
+/// Adds `delta` to one parameter of a model's flat list.
+pub(super) fn nudge(params: &mut [Vec<f32>], (p, i): ParamAt, delta: f32) {
+    params[p][i] += delta;
 }
 
-/// Asserts that every analytic gradient (`analytic[layer] = [weight, bias]`) matches the
-/// central difference of `loss_nudged`, the loss with one parameter moved by a delta.
-pub(super) fn assert_finite_differences(
-    label: &str,
-    analytic: &[[Vec<f32>; 2]],
-    loss_nudged: impl Fn(ParamAt, f32) -> f64,
-) {
+/// Asserts that every analytic gradient (`analytic[p]`, in the model's parameter order)
+/// matches the central difference of `loss_nudged`, the loss with one parameter moved by a
+/// delta.
+pub(super) fn assert_finite_differences(label: &str, analytic: &[Vec<f32>], loss_nudged: impl Fn(ParamAt, f32) -> f64) {
     let eps = 1e-2f32;
-    for (l, parts) in analytic.iter().enumerate() {
-        for (part, grad) in parts.iter().enumerate() {
-            for (i, &g) in grad.iter().enumerate() {
-                let at = (l, part, i);
-                let numeric = (loss_nudged(at, eps) - loss_nudged(at, -eps)) / (2.0 * f64::from(eps));
-                let err = (numeric - f64::from(g)).abs();
-                assert!(
-                    err <= 2e-3 + 2e-2 * numeric.abs(),
-                    "{label} layer {l} part {part} [{i}]: backward {g}, numeric {numeric}"
-                );
-            }
+    for (p, grad) in analytic.iter().enumerate() {
+        for (i, &g) in grad.iter().enumerate() {
+            let at = (p, i);
+            let numeric = (loss_nudged(at, eps) - loss_nudged(at, -eps)) / (2.0 * f64::from(eps));
+            let err = (numeric - f64::from(g)).abs();
+            assert!(
+                err <= 2e-3 + 2e-2 * numeric.abs(),
+                "{label} parameter {p} [{i}]: backward {g}, numeric {numeric}"
+            );
         }
     }
 }
@@ -159,7 +178,7 @@ pub(super) fn assert_finite_differences(
 fn training_beats_the_naive_baseline() {
     let windows = learnable_windows(512, 128, 1);
     let params = TrainParams {
-        hidden: vec![16],
+        hidden: Some(vec![16]),
         batch_size: 32,
         epochs: 15,
         lr: 1e-2,
@@ -207,7 +226,7 @@ fn knobs_change_speed_never_results() {
 fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: CpuEngine) {
     let base = TrainParams {
         cpu_engine,
-        hidden: vec![8, 6],
+        hidden: Some(vec![8, 6]),
         activation: Activation::Gelu,
         dropout: 0.2,
         batch_size: 32,
@@ -240,7 +259,7 @@ fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: Cpu
         let (model, rec) = run_train(windows, &params, 9);
         assert_eq!(series(&rec, "train_loss"), reference_losses, "{params:?}");
         assert_eq!(series(&rec, "mean_batch_loss"), reference_batch_losses, "{params:?}");
-        assert_eq!(model.layers, reference.layers, "{params:?}");
+        assert_eq!(model.params, reference.params, "{params:?}");
         assert_eq!(single(&rec, "compute_seconds").is_some(), phase_timing);
     }
     let (_, other_seed) = run_train(windows, &base, 10);
@@ -250,7 +269,7 @@ fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: Cpu
 #[test]
 fn gradient_clipping_bounds_the_global_norm() {
     let dev = Cpu::seed_from_u64(0);
-    let mlp = Mlp::new(&dev, &[3, 5, 1], Activation::Relu, 0.0, 1).unwrap();
+    let mlp = mlp(&dev, &[3, 5, 1], Activation::Relu, 0.0, 1);
     let x = dev.tensor_from_vec(vec![3.0; 12], (4, 3));
     let y = dev.tensor_from_vec(vec![-9.0; 4], (4, 1));
     let grads = mlp
@@ -261,12 +280,7 @@ fn gradient_clipping_bounds_the_global_norm() {
         .square()
         .mean()
         .backward();
-    let flat = |g: &Gradients<f32, Cpu>| -> Vec<f32> {
-        mlp.layers
-            .iter()
-            .flat_map(|l| [g.get(&l.weight).as_vec(), g.get(&l.bias).as_vec()].concat())
-            .collect()
-    };
+    let flat = |g: &Gradients<f32, Cpu>| -> Vec<f32> { mlp.params.iter().flat_map(|p| g.get(p).as_vec()).collect() };
     let norm = |v: &[f32]| v.iter().map(|g| f64::from(*g).powi(2)).sum::<f64>().sqrt();
     let raw = flat(&grads);
     assert!(norm(&raw) > 1.0, "the test needs a large gradient");
@@ -282,36 +296,92 @@ fn gradient_clipping_bounds_the_global_norm() {
 }
 
 #[test]
-fn save_load_round_trip() {
+fn save_load_round_trip_for_every_model_kind() {
     let windows = learnable_windows(64, 16, 3);
-    let params = TrainParams {
-        hidden: vec![5, 4],
-        activation: Activation::Tanh,
-        batch_size: 16,
-        ..TrainParams::default()
-    };
-    let (model, _) = run_train(&windows, &params, 1);
-    let dev = Cpu::default();
-    let mlp = Mlp::from_trained(&dev, &model).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("model.safetensors");
-    mlp.save_model(&path).unwrap();
-    let loaded = Mlp::load_model(&dev, &path).unwrap();
-    assert_eq!(loaded.activation, Activation::Tanh);
-    let back = loaded.to_trained(windows.clone());
-    assert_eq!(back, model);
-    let a = eval::predict_valid(&dev, &mlp, &windows, 7).unwrap();
-    let b = eval::predict_valid(&dev, &loaded, &windows, 1000).unwrap();
-    assert_eq!(a, b, "batch size does not change predictions");
+    for (model, hidden) in [
+        (ModelKind::Mlp, vec![5, 4]),
+        (ModelKind::Lstm, vec![3, 3]),
+        (ModelKind::Gru, vec![4]),
+    ] {
+        let params = TrainParams {
+            model,
+            hidden: Some(hidden),
+            activation: Activation::Tanh,
+            batch_size: 16,
+            ..TrainParams::default()
+        };
+        let (trained, _) = run_train(&windows, &params, 1);
+        let dev = Cpu::default();
+        let net = Model::from_trained(&dev, &trained).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.safetensors");
+        net.save_model(&path).unwrap();
+        let loaded = Model::load_model(&dev, &path).unwrap();
+        assert_eq!(loaded.arch, trained.arch, "{model:?}");
+        let back = loaded.to_trained(windows.clone());
+        assert_eq!(back, trained, "{model:?}");
+        // Inference through the loaded model: the same predictions at any batch size, and
+        // validation scores them.
+        let mut a = Recorder::new();
+        validate(
+            &back,
+            &ValidateParams {
+                batch_size: 7,
+                ..ValidateParams::default()
+            },
+            &mut a,
+        )
+        .unwrap();
+        let mut b = Recorder::new();
+        validate(&trained, &ValidateParams::default(), &mut b).unwrap();
+        assert_eq!(
+            single(&a, "mse"),
+            single(&b, "mse"),
+            "{model:?}: batch size does not change predictions"
+        );
+        assert!(single(&a, "naive_zero_mse").is_some() && single(&a, "naive_last_mse").is_some());
 
-    std::fs::write(&path, b"not a model").unwrap();
-    assert!(matches!(
-        Mlp::load_model(&dev, &path),
-        Err(TrainError::ModelFile { .. })
-    ));
-    let mut broken = model.clone();
-    broken.layers[0].0.pop();
-    assert!(matches!(Mlp::from_trained(&dev, &broken), Err(TrainError::Shape(_))));
+        std::fs::write(&path, b"not a model").unwrap();
+        assert!(matches!(
+            Model::load_model(&dev, &path),
+            Err(TrainError::ModelFile { .. })
+        ));
+        let mut broken = trained.clone();
+        broken.params[0].pop();
+        assert!(matches!(Model::from_trained(&dev, &broken), Err(TrainError::Shape(_))));
+    }
+}
+
+/// A file written before models had kinds (an MLP with `activation` and `widths` only) still
+/// loads, as the MLP it is.
+#[test]
+fn a_model_file_without_a_kind_loads_as_an_mlp() {
+    use safetensors::tensor::{Dtype, TensorView};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.safetensors");
+    let w: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let b: Vec<u8> = [0.5f32, -0.5].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let views = vec![
+        (
+            "layers.0.weight".to_owned(),
+            TensorView::new(Dtype::F32, vec![3, 2], &w).unwrap(),
+        ),
+        (
+            "layers.0.bias".to_owned(),
+            TensorView::new(Dtype::F32, vec![2], &b).unwrap(),
+        ),
+    ];
+    let meta = std::collections::HashMap::from([
+        ("activation".to_owned(), "relu".to_owned()),
+        ("widths".to_owned(), "3,2".to_owned()),
+    ]);
+    safetensors::serialize_to_file(views, &Some(meta), &path).unwrap();
+    let dev = Cpu::default();
+    let loaded = Model::load_model(&dev, &path).unwrap();
+    assert_eq!(loaded.arch.kind, ModelKind::Mlp);
+    assert_eq!(loaded.arch.mlp_widths(), vec![3, 2]);
+    assert_eq!(loaded.params[1].as_vec(), vec![0.5, -0.5]);
+    assert_eq!(loaded.target, crate::artifact::TargetScale::IDENTITY);
 }
 
 #[test]
@@ -319,7 +389,7 @@ fn cancellation_stops_training() {
     let windows = learnable_windows(64, 8, 4);
     for prefetch in [0, 2] {
         let params = TrainParams {
-            hidden: vec![4],
+            hidden: Some(vec![4]),
             batch_size: 8,
             prefetch,
             ..TrainParams::default()
@@ -337,7 +407,7 @@ fn cancellation_stops_training() {
 fn a_model_too_large_for_its_bound_is_an_error_before_anything_is_allocated() {
     let windows = learnable_windows(16, 4, 6);
     let params = TrainParams {
-        hidden: vec![100_000_000],
+        hidden: Some(vec![100_000_000]),
         ..TrainParams::default()
     };
     let r = train(windows, &params, 0, &mut Recorder::new(), &AtomicBool::new(false));
@@ -395,7 +465,7 @@ fn params_parse_with_defaults_and_reject_unknown_keys() {
     let p: TrainParams =
         toml::from_str("hidden = [2048, 1024, 512]\nactivation = \"gelu\"\nprecision = \"f32\"\ngrad_clip = 1.0")
             .unwrap();
-    assert_eq!(p.hidden, vec![2048, 1024, 512]);
+    assert_eq!(p.hidden, Some(vec![2048, 1024, 512]));
     assert_eq!(p.activation, Activation::Gelu);
     assert!(p.check().is_ok());
     assert!(toml::from_str::<TrainParams>("batchsize = 3").is_err());
@@ -421,7 +491,7 @@ fn check_reports_the_offending_field() {
     let cases: Vec<(TrainParams, &str)> = vec![
         (
             TrainParams {
-                hidden: vec![8, 0],
+                hidden: Some(vec![8, 0]),
                 ..Default::default()
             },
             "hidden",
@@ -559,7 +629,7 @@ fn targets_are_standardized_with_training_statistics_and_predictions_come_back_i
     }
     let windows = Arc::new(shifted);
     let params = TrainParams {
-        hidden: vec![16],
+        hidden: Some(vec![16]),
         batch_size: 32,
         epochs: 15,
         lr: 1e-2,
@@ -583,7 +653,7 @@ fn targets_are_standardized_with_training_statistics_and_predictions_come_back_i
 fn a_train_target_records_time_and_epochs_to_reach_it_or_a_note_when_never_reached() {
     let windows = learnable_windows(256, 64, 6);
     let reachable = TrainParams {
-        hidden: vec![16],
+        hidden: Some(vec![16]),
         batch_size: 32,
         epochs: 6,
         lr: 1e-2,

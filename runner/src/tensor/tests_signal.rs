@@ -52,7 +52,7 @@ fn the_quickstart_model_learns_the_planted_signal() {
     let windows = Arc::new(build_windows(&bars, &norm, &mut Recorder::new(), &cancel).unwrap());
     let oracle = oracle_ratio(&windows);
     let params = TrainParams {
-        hidden: vec![64, 32],
+        hidden: Some(vec![64, 32]),
         batch_size: 128,
         epochs: 2,
         lr: 0.001,

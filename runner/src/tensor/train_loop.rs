@@ -5,8 +5,8 @@
 use super::batches::{BatchSource, HostBatch};
 use super::config::TrainParams;
 use super::eval;
-use super::mlp::{Matrix, Mlp};
-use super::native::NativeMlp;
+use super::model::{Matrix, Model};
+use super::native::{self, NativeNet};
 use super::optim::{clip_global_norm, AdamW};
 use super::{TrainDevice, TrainError};
 use crate::artifact::{TargetScale, Windows};
@@ -40,24 +40,20 @@ pub fn run<D: TrainDevice, E: StepEngine<D>>(
     seed: u64,
     rec: &mut Recorder,
     cancel: &AtomicBool,
-) -> Result<Mlp<D>, TrainError>
+) -> Result<Model<D>, TrainError>
 where
     TrainError: From<D::Err>,
 {
     check_windows(windows)?;
     let n = windows.train.len();
-    let input = windows.input_len();
     let horizons = windows.horizons;
-    let mut widths = Vec::with_capacity(params.hidden.len() + 2);
-    widths.push(input);
-    widths.extend_from_slice(&params.hidden);
-    widths.push(horizons);
-    super::memory::check(params, input, horizons)?;
+    let arch = params.arch(windows.seq_len, windows.n_features, horizons)?;
+    super::memory::check(params, windows.seq_len, windows.n_features, horizons)?;
 
     // The network learns standardized targets (training statistics only); predictions are
     // mapped back to target units with the same numbers, stored in the model.
     let scale = TargetScale::of(&windows.train.targets);
-    let mut model = Mlp::new(dev, &widths, params.activation, params.dropout, seed)?;
+    let mut model = Model::new(dev, &arch, params.dropout, seed)?;
     model.target = scale;
     let mut engine = E::new(dev, &model, params, seed)?;
     let mut source = BatchSource::new(
@@ -127,7 +123,9 @@ where
         }
         epoch_seconds.push(seconds);
         // Untimed: the full-pass training MSE and, with a target, the validation ratio.
-        let train_pred = eval::predict(dev, &model, windows, &windows.train, EVAL_BATCH)?;
+        let train_pred = eval::predict(windows, &windows.train, EVAL_BATCH, scale, |b| {
+            engine.predict(dev, &model, b)
+        })?;
         let train_mse = eval::mse(&train_pred, &windows.train.targets);
         tracing::debug!(epoch, seconds, batch_loss = mean_loss, train_mse, "train epoch");
         rec.record_step("epoch_seconds", epoch as i64, seconds, "s");
@@ -136,7 +134,9 @@ where
         last_epoch_loss = mean_loss;
         last_train_mse = train_mse;
         if let Some(target) = &params.target {
-            let pred = eval::predict(dev, &model, windows, &windows.valid, EVAL_BATCH)?;
+            let pred = eval::predict(windows, &windows.valid, EVAL_BATCH, scale, |b| {
+                engine.predict(dev, &model, b)
+            })?;
             let ratio = eval::mse(&pred, &windows.valid.targets) / valid_zero_mse;
             rec.record_step("valid_mse_vs_zero", epoch as i64, ratio, "ratio");
             if best.is_none_or(|(_, b)| ratio < b) {
@@ -221,13 +221,16 @@ pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowS
 /// decides between fresh buffers and ones allocated once) and how forward, backward, gradient
 /// clipping and the Adam update are computed.
 pub trait StepEngine<D: TrainDevice>: Sized {
-    fn new(dev: &D, model: &Mlp<D>, params: &TrainParams, seed: u64) -> Result<Self, TrainError>;
+    fn new(dev: &D, model: &Model<D>, params: &TrainParams, seed: u64) -> Result<Self, TrainError>;
 
     /// Moves `batch` to the device, ready for the next [`StepEngine::step`].
     fn upload(&mut self, dev: &D, batch: &HostBatch, reuse: bool) -> Result<(), TrainError>;
 
     /// One optimizer step on the last uploaded batch; returns its loss, left on the device.
-    fn step(&mut self, dev: &D, model: &mut Mlp<D>) -> Result<Tensor<(), f32, D>, TrainError>;
+    fn step(&mut self, dev: &D, model: &mut Model<D>) -> Result<Tensor<(), f32, D>, TrainError>;
+
+    /// The model's outputs for `batch` (inference: no dropout, no update), standardized.
+    fn predict(&mut self, dev: &D, model: &Model<D>, batch: &HostBatch) -> Result<Vec<f32>, TrainError>;
 }
 
 /// dfdx's autodiff end to end: the forward pass on the tape, `backward()`, clipping on the
@@ -243,7 +246,7 @@ impl<D: TrainDevice> StepEngine<D> for AutodiffEngine<D>
 where
     TrainError: From<D::Err>,
 {
-    fn new(_: &D, model: &Mlp<D>, params: &TrainParams, _: u64) -> Result<Self, TrainError> {
+    fn new(_: &D, model: &Model<D>, params: &TrainParams, _: u64) -> Result<Self, TrainError> {
         Ok(Self {
             opt: AdamW::new(model, params.lr, params.weight_decay)?,
             buffers: ReusedBuffers::default(),
@@ -266,7 +269,7 @@ where
         Ok(())
     }
 
-    fn step(&mut self, _: &D, model: &mut Mlp<D>) -> Result<Tensor<(), f32, D>, TrainError> {
+    fn step(&mut self, _: &D, model: &mut Model<D>) -> Result<Tensor<(), f32, D>, TrainError> {
         let (x, y) = self
             .batch
             .take()
@@ -278,13 +281,27 @@ where
         self.opt.step(model, &mut grads)?;
         Ok(loss_value)
     }
+
+    fn predict(&mut self, dev: &D, model: &Model<D>, batch: &HostBatch) -> Result<Vec<f32>, TrainError> {
+        autodiff_predict(dev, model, batch)
+    }
+}
+
+/// dfdx's forward pass (no tape, no dropout) over one host batch.
+pub fn autodiff_predict<D: TrainDevice>(dev: &D, model: &Model<D>, batch: &HostBatch) -> Result<Vec<f32>, TrainError>
+where
+    TrainError: From<D::Err>,
+{
+    let width = batch.x.len() / batch.rows.max(1);
+    let x = dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, width))?;
+    Ok(model.forward(x, false)?.as_vec())
 }
 
 /// The CPU path: forward and backward on host buffers with the `gemm` crate's kernels
-/// ([`NativeMlp`]), dfdx's fused Adam on the parameter tensors. "Device" buffers are host
-/// vectors here: a fresh pair per batch, or one pair overwritten in place.
+/// ([`native`], per model kind), dfdx's fused Adam on the parameter tensors. "Device" buffers
+/// are host vectors here: a fresh pair per batch, or one pair overwritten in place.
 pub struct NativeCpuEngine {
-    net: NativeMlp,
+    net: Box<dyn NativeNet>,
     opt: AdamW<Cpu>,
     x: Vec<f32>,
     y: Vec<f32>,
@@ -293,9 +310,14 @@ pub struct NativeCpuEngine {
 }
 
 impl StepEngine<Cpu> for NativeCpuEngine {
-    fn new(dev: &Cpu, model: &Mlp<Cpu>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
+    fn new(dev: &Cpu, model: &Model<Cpu>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
         Ok(Self {
-            net: NativeMlp::new(dev, model, seed)?,
+            net: native::engine(
+                dev,
+                model,
+                seed,
+                params.hidden_state == super::config::HiddenState::Reuse,
+            )?,
             opt: AdamW::new(model, params.lr, params.weight_decay)?,
             x: Vec::new(),
             y: Vec::new(),
@@ -318,17 +340,21 @@ impl StepEngine<Cpu> for NativeCpuEngine {
         Ok(())
     }
 
-    fn step(&mut self, dev: &Cpu, model: &mut Mlp<Cpu>) -> Result<Tensor<(), f32, Cpu>, TrainError> {
+    fn step(&mut self, dev: &Cpu, model: &mut Model<Cpu>) -> Result<Tensor<(), f32, Cpu>, TrainError> {
         if self.rows == 0 {
             return Err(TrainError::Internal("a step without an uploaded batch".into()));
         }
         let loss = self.net.loss_and_grads(&self.x, &self.y, self.rows);
         if let Some(max_norm) = self.grad_clip {
-            self.net.clip_global_norm(max_norm);
+            native::clip_global_norm(self.net.grads_mut(), max_norm);
         }
-        self.opt.step_buffers(model, &self.net.grads)?;
+        self.opt.step_buffers(model, self.net.grads())?;
         self.net.refresh(model);
         Ok(dev.try_tensor(loss)?)
+    }
+
+    fn predict(&mut self, _: &Cpu, _: &Model<Cpu>, batch: &HostBatch) -> Result<Vec<f32>, TrainError> {
+        Ok(self.net.forward(&batch.x, batch.rows, false).to_vec())
     }
 }
 
