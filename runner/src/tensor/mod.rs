@@ -31,6 +31,8 @@ mod tests;
 mod tests_rnn;
 #[cfg(test)]
 mod tests_signal;
+#[cfg(test)]
+mod tests_torch;
 
 pub use config::{
     Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, TrainParams, TrainTarget, ValidateParams,

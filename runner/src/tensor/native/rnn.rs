@@ -8,7 +8,10 @@
 //! going back) runs day by day. The gate activations, cells and hidden states of every day are
 //! kept from the forward pass for the backward one.
 
-use super::{alloc_grads, chunk_len, copy_params, matmul, matmul_into, CpuVec, NativeNet, View, DROPOUT_STREAM};
+use super::{
+    alloc_grads, chunk_len, copy_params, matmul, matmul_into, sigmoid_in_place, tanh_in_place, CpuVec, NativeNet, View,
+    DROPOUT_STREAM,
+};
 use crate::arch::ModelKind;
 use crate::tensor::model::Model;
 use crate::tensor::TrainError;
@@ -69,10 +72,6 @@ pub struct NativeRnn {
     grads: Vec<CpuVec>,
     days: usize,
     rows: usize,
-}
-
-fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
 }
 
 impl NativeRnn {
@@ -174,6 +173,7 @@ impl NativeRnn {
                 View::new(w_ih, width_in, g * h),
             );
             let lstm = self.kind == ModelKind::Lstm;
+            let bias: Vec<f32> = b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect();
             if lstm {
                 buf.c.resize(n * h, 0.0);
                 buf.tanh_c.resize(n * h, 0.0);
@@ -201,28 +201,35 @@ impl NativeRnn {
                     let tanh_out = &mut buf.tanh_c[state.clone()];
                     let z = &mut buf.gates[block];
                     let chunk = chunk_len(rows * h, h) / h;
+                    let bias = &bias;
                     z.par_chunks_mut(chunk * g * h)
                         .zip(c_out.par_chunks_mut(chunk * h))
                         .zip(tanh_out.par_chunks_mut(chunk * h))
                         .zip(h_out.par_chunks_mut(chunk * h))
                         .zip(c_prev.par_chunks(chunk * h))
                         .for_each(|((((z, c), tc), ho), cp)| {
-                            for r in 0..z.len() / (g * h) {
-                                let zr = &mut z[r * g * h..(r + 1) * g * h];
+                            for (r, zr) in z.chunks_exact_mut(g * h).enumerate() {
+                                zr.iter_mut().zip(bias.iter()).for_each(|(v, b)| *v += b);
+                                let (ifg, o) = zr.split_at_mut(3 * h);
+                                sigmoid_in_place(&mut ifg[..2 * h]);
+                                tanh_in_place(&mut ifg[2 * h..]);
+                                sigmoid_in_place(o);
+                                let (i, rest) = ifg.split_at(h);
+                                let (f, gg) = rest.split_at(h);
+                                let row = r * h..(r + 1) * h;
+                                let (c, tc, ho, cp) = (
+                                    &mut c[row.clone()],
+                                    &mut tc[row.clone()],
+                                    &mut ho[row.clone()],
+                                    &cp[row],
+                                );
                                 for j in 0..h {
-                                    let i = sigmoid(zr[j] + b_ih[j] + b_hh[j]);
-                                    let fg = sigmoid(zr[h + j] + b_ih[h + j] + b_hh[h + j]);
-                                    let gg = (zr[2 * h + j] + b_ih[2 * h + j] + b_hh[2 * h + j]).tanh();
-                                    let o = sigmoid(zr[3 * h + j] + b_ih[3 * h + j] + b_hh[3 * h + j]);
-                                    zr[j] = i;
-                                    zr[h + j] = fg;
-                                    zr[2 * h + j] = gg;
-                                    zr[3 * h + j] = o;
-                                    let cv = fg * cp[r * h + j] + i * gg;
-                                    let t = cv.tanh();
-                                    c[r * h + j] = cv;
-                                    tc[r * h + j] = t;
-                                    ho[r * h + j] = o * t;
+                                    c[j] = f[j] * cp[j] + i[j] * gg[j];
+                                }
+                                tc.copy_from_slice(c);
+                                tanh_in_place(tc);
+                                for j in 0..h {
+                                    ho[j] = o[j] * tc[j];
                                 }
                             }
                         });
@@ -236,18 +243,21 @@ impl NativeRnn {
                         .zip(h_out.par_chunks_mut(chunk * h))
                         .zip(h_prev.par_chunks(chunk * h))
                         .for_each(|(((a, u), ho), hp)| {
-                            for r in 0..a.len() / (g * h) {
-                                let ar = &mut a[r * g * h..(r + 1) * g * h];
-                                let ur = &u[r * g * h..(r + 1) * g * h];
+                            for (r, (ar, ur)) in a.chunks_exact_mut(g * h).zip(u.chunks_exact(g * h)).enumerate() {
+                                for j in 0..2 * h {
+                                    ar[j] += b_ih[j] + ur[j] + b_hh[j];
+                                }
+                                let (rz, n) = ar.split_at_mut(2 * h);
+                                sigmoid_in_place(rz);
+                                let rg = &rz[..h];
                                 for j in 0..h {
-                                    let rg = sigmoid(ar[j] + b_ih[j] + ur[j] + b_hh[j]);
-                                    let zg = sigmoid(ar[h + j] + b_ih[h + j] + ur[h + j] + b_hh[h + j]);
-                                    let un = ur[2 * h + j] + b_hh[2 * h + j];
-                                    let ng = (ar[2 * h + j] + b_ih[2 * h + j] + rg * un).tanh();
-                                    ar[j] = rg;
-                                    ar[h + j] = zg;
-                                    ar[2 * h + j] = ng;
-                                    ho[r * h + j] = ng + zg * (hp[r * h + j] - ng);
+                                    n[j] += b_ih[2 * h + j] + rg[j] * (ur[2 * h + j] + b_hh[2 * h + j]);
+                                }
+                                tanh_in_place(n);
+                                let zg = &rz[h..];
+                                let (ho, hp) = (&mut ho[r * h..(r + 1) * h], &hp[r * h..(r + 1) * h]);
+                                for j in 0..h {
+                                    ho[j] = n[j] + zg[j] * (hp[j] - n[j]);
                                 }
                             }
                         });

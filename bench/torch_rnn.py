@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""PyTorch reference for `runner/examples/rnn_bench.rs`: the same LSTM/GRU, shapes, data layout
+and loop, on the CPU.
+
+Windows of 60 days x 105 features one row apart over one synthetic symbol; `nn.LSTM` / `nn.GRU`
+(hidden 128, 2 layers, batch_first) with a linear head on the last day's hidden state; batch 256.
+
+- train: one epoch of `--batches` batches: a shuffled gather into a contiguous tensor, forward,
+  MSE, backward, Adam (PyTorch's defaults, which measured also uses), `loss.item()` every step.
+- infer: forward over `--batches` batches under `torch.inference_mode()`, outputs copied out.
+
+Prints the median samples/s over `--reps` runs after one warm-up run.
+Usage: python bench/torch_rnn.py [--kind lstm|gru] [--mode train|infer] [--reps N] [--threads N]
+       [--batches N] [--dtype f32|bf16]
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+SEQ_LEN, FEATURES, HIDDEN, LAYERS, BATCH = 60, 105, 128, 2, 256
+
+
+class Net(nn.Module):
+    def __init__(self, kind: str):
+        super().__init__()
+        cls = {"lstm": nn.LSTM, "gru": nn.GRU}[kind]
+        self.rnn = cls(FEATURES, HIDDEN, num_layers=LAYERS, batch_first=True)
+        self.head = nn.Linear(HIDDEN, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1, :])
+
+
+def windows(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    rows = n + SEQ_LEN - 1
+    features = torch.rand(rows, FEATURES, generator=gen) * 2 - 1
+    x = features.unfold(0, SEQ_LEN, 1).permute(0, 2, 1).contiguous()  # (n, 60, 105)
+    y = (torch.rand(n, 1, generator=gen) - 0.5) * 0.1
+    return x, y
+
+
+def train(kind: str, x: torch.Tensor, y: torch.Tensor, seed: int, dtype) -> float:
+    torch.manual_seed(seed)
+    model = Net(kind)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    n = x.shape[0]
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    start = time.perf_counter()
+    for i in range(0, n, BATCH):
+        idx = order[i : i + BATCH]
+        xb, yb = x[idx], y[idx]
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=dtype, enabled=dtype != torch.float32):
+            loss = nn.functional.mse_loss(model(xb).float(), yb)
+        loss.backward()
+        opt.step()
+        assert loss.item() == loss.item()
+    return n / (time.perf_counter() - start)
+
+
+def infer(kind: str, x: torch.Tensor, seed: int, dtype) -> float:
+    torch.manual_seed(seed)
+    model = Net(kind).eval()
+    n = x.shape[0]
+    start = time.perf_counter()
+    out = []
+    with torch.inference_mode(), torch.autocast("cpu", dtype=dtype, enabled=dtype != torch.float32):
+        for i in range(0, n, BATCH):
+            out.append(model(x[i : i + BATCH]).float().numpy().copy())
+    return n / (time.perf_counter() - start)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kind", default="lstm", choices=["lstm", "gru"])
+    ap.add_argument("--mode", default="train", choices=["train", "infer"])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batches", type=int, default=8)
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    x, y = windows(BATCH * args.batches, 7)
+    run = (lambda s: train(args.kind, x, y, s, dtype)) if args.mode == "train" else (lambda s: infer(args.kind, x, s, dtype))
+    run(0)  # warm-up
+    rates = [run(s) for s in range(1, args.reps + 1)]
+    print(
+        f"torch {torch.__version__} {args.kind} {args.mode} {args.dtype}: "
+        f"median {statistics.median(rates):.1f} samples/s, runs {[round(r, 1) for r in rates]}"
+    )
+
+
+if __name__ == "__main__":
+    main()
