@@ -80,13 +80,23 @@ pub(super) fn matmul(dst: &mut [f32], a: View<'_>, b: View<'_>) {
 }
 
 /// `dst = a . b`, or `dst += a . b` with `accumulate`; `dst` row-major `a.rows x b.cols`.
+/// Runs on the whole pool.
 pub(super) fn matmul_into(dst: &mut [f32], a: View<'_>, b: View<'_>, accumulate: bool) {
-    assert_eq!(a.cols, b.rows, "inner dimensions");
-    assert!(dst.len() >= a.rows * b.cols, "destination too small");
     let parallelism = match rayon::current_num_threads() {
         1 => Parallelism::None,
         n => Parallelism::Rayon(n),
     };
+    product(dst, a, b, accumulate, parallelism);
+}
+
+/// [`matmul_into`] on the calling thread only (for products inside a parallel loop).
+pub(super) fn matmul_serial(dst: &mut [f32], a: View<'_>, b: View<'_>, accumulate: bool) {
+    product(dst, a, b, accumulate, Parallelism::None);
+}
+
+fn product(dst: &mut [f32], a: View<'_>, b: View<'_>, accumulate: bool, parallelism: Parallelism) {
+    assert_eq!(a.cols, b.rows, "inner dimensions");
+    assert!(dst.len() >= a.rows * b.cols, "destination too small");
     // SAFETY: `View::new` checked that each operand's data holds its `rows x cols` elements at
     // the strides given (transposing swaps both, so the largest offset is unchanged); `dst` was
     // checked above; the three slices are distinct borrows, so they do not overlap.

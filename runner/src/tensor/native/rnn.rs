@@ -1,16 +1,18 @@
 //! The LSTM's and GRU's CPU step: the cells of `tensor::rnn` (PyTorch's), forward and
 //! backpropagation through time over host buffers with `gemm` products.
 //!
-//! Everything is time-major inside: row `day * rows + window`, so each day's rows are one
-//! contiguous block. Per layer, the input projection of all days is one product
+//! The batch's windows are cut into blocks of [`BLOCK_ROWS`]; inside, buffers are laid out
+//! block by block, and within a block day by day, so one block's rows of one day are
+//! contiguous. Per layer, the input projection of all days is one product over every row
 //! (`[days*rows, in] . W_ih`), and so are the weight gradients after the backward sweep
-//! (`X^T . dZ` and `H_prev^T . dZ`); only the recurrent product `h . W_hh` (and its transpose
-//! going back) runs day by day. The gate activations, cells and hidden states of every day are
-//! kept from the forward pass for the backward one.
+//! (`X^T . dZ`, and `H_prev^T . dZ` per block). The recurrence itself (`h . W_hh` day by day,
+//! and its transpose going back) runs each block on its own thread from the first day to the
+//! last, with no synchronization between days. The gate activations, cells and hidden states
+//! of every day are kept from the forward pass for the backward one.
 
 use super::{
-    alloc_grads, chunk_len, copy_params, matmul, matmul_into, sigmoid_in_place, tanh_in_place, CpuVec, NativeNet, View,
-    DROPOUT_STREAM,
+    alloc_grads, copy_params, matmul, matmul_into, matmul_serial, sigmoid_in_place, tanh_in_place, CpuVec, NativeNet,
+    View, DROPOUT_STREAM,
 };
 use crate::arch::ModelKind;
 use crate::tensor::model::Model;
@@ -59,7 +61,11 @@ pub struct NativeRnn {
     layers: Vec<LayerBuffers>,
     /// The zero initial state `[rows, H]` (LSTM: hidden and cell share it, both stay zero).
     h0: Vec<f32>,
+    /// Each window's last-day hidden state of the top layer (the head's input), and the
+    /// predictions.
+    last: Vec<f32>,
     pred: Vec<f32>,
+    d_pred: Vec<f32>,
     /// Backward scratch: dL/dgates of all days, GRU's dL/du, the gradient flowing into a
     /// layer's outputs from above, the recurrent gradients and a column of ones for bias sums.
     d_gates: Vec<f32>,
@@ -67,7 +73,6 @@ pub struct NativeRnn {
     d_out: Vec<f32>,
     d_below: Vec<f32>,
     d_h: Vec<f32>,
-    d_c: Vec<f32>,
     ones: Vec<f32>,
     grads: Vec<CpuVec>,
     days: usize,
@@ -99,13 +104,14 @@ impl NativeRnn {
             x: Vec::new(),
             layers: vec![LayerBuffers::default(); arch.hidden.len()],
             h0: Vec::new(),
+            last: Vec::new(),
             pred: Vec::new(),
+            d_pred: Vec::new(),
             d_gates: Vec::new(),
             d_u: Vec::new(),
             d_out: Vec::new(),
             d_below: Vec::new(),
             d_h: Vec::new(),
-            d_c: Vec::new(),
             ones: Vec::new(),
             grads: alloc_grads(dev, model)?,
             days: 0,
@@ -134,21 +140,30 @@ impl NativeRnn {
         assert_eq!(days * rows * f, x.len(), "a batch of whole windows of whole days");
         self.days = days;
         self.rows = rows;
-        // Time-major copy of the batch.
+        let blocks = blocks(rows);
+        // The batch in the block layout: block by block, day by day.
         self.x.resize(x.len(), 0.0);
-        for (b, window) in x.chunks_exact(days * f).enumerate() {
-            for (t, day) in window.chunks_exact(f).enumerate() {
-                let at = (t * rows + b) * f;
-                self.x[at..at + f].copy_from_slice(day);
+        for b in &blocks {
+            for (r, window) in x[b.start * days * f..b.end * days * f]
+                .chunks_exact(days * f)
+                .enumerate()
+            {
+                for (t, day) in window.chunks_exact(f).enumerate() {
+                    let at = (b.start * days + t * b.len() + r) * f;
+                    self.x[at..at + f].copy_from_slice(day);
+                }
             }
         }
         let widest = self.hidden.iter().copied().max().unwrap_or(0);
         self.zero_state(rows * widest);
         let g = self.gates();
+        let lstm = self.kind == ModelKind::Lstm;
         let use_dropout = train && self.dropout > 0.0;
         let top = self.hidden.len() - 1;
+        let n = days * rows;
         for l in 0..=top {
             let h = self.hidden[l];
+            let gh = g * h;
             let width_in = if l == 0 { f } else { self.hidden[l - 1] };
             let (below, this_and_above) = self.layers.split_at_mut(l);
             let buf = &mut this_and_above[0];
@@ -164,105 +179,52 @@ impl NativeRnn {
                 &self.params[p + 2],
                 &self.params[p + 3],
             );
-            let n = days * rows;
-            buf.gates.resize(n * g * h, 0.0);
+            buf.gates.resize(n * gh, 0.0);
             buf.h.resize(n * h, 0.0);
-            matmul(
-                &mut buf.gates,
-                View::new(input, n, width_in),
-                View::new(w_ih, width_in, g * h),
-            );
-            let lstm = self.kind == ModelKind::Lstm;
-            let bias: Vec<f32> = b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect();
             if lstm {
                 buf.c.resize(n * h, 0.0);
                 buf.tanh_c.resize(n * h, 0.0);
             } else {
-                buf.u.resize(n * g * h, 0.0);
+                buf.u.resize(n * gh, 0.0);
             }
-            let h0 = &self.h0[..rows * h];
-            for t in 0..days {
-                let block = t * rows * g * h..(t + 1) * rows * g * h;
-                let state = t * rows * h..(t + 1) * rows * h;
-                let (h_done, h_rest) = buf.h.split_at_mut(state.start);
-                let h_prev: &[f32] = if t == 0 { h0 } else { &h_done[state.start - rows * h..] };
-                let h_out = &mut h_rest[..rows * h];
-                if lstm {
-                    // z = x W_ih + h W_hh, then the biases and the cell, in place.
-                    matmul_into(
-                        &mut buf.gates[block.clone()],
-                        View::new(h_prev, rows, h),
-                        View::new(w_hh, h, g * h),
-                        true,
-                    );
-                    let (c_done, c_rest) = buf.c.split_at_mut(state.start);
-                    let c_prev: &[f32] = if t == 0 { h0 } else { &c_done[state.start - rows * h..] };
-                    let c_out = &mut c_rest[..rows * h];
-                    let tanh_out = &mut buf.tanh_c[state.clone()];
-                    let z = &mut buf.gates[block];
-                    let chunk = chunk_len(rows * h, h) / h;
-                    let bias = &bias;
-                    z.par_chunks_mut(chunk * g * h)
-                        .zip(c_out.par_chunks_mut(chunk * h))
-                        .zip(tanh_out.par_chunks_mut(chunk * h))
-                        .zip(h_out.par_chunks_mut(chunk * h))
-                        .zip(c_prev.par_chunks(chunk * h))
-                        .for_each(|((((z, c), tc), ho), cp)| {
-                            for (r, zr) in z.chunks_exact_mut(g * h).enumerate() {
-                                zr.iter_mut().zip(bias.iter()).for_each(|(v, b)| *v += b);
-                                let (ifg, o) = zr.split_at_mut(3 * h);
-                                sigmoid_in_place(&mut ifg[..2 * h]);
-                                tanh_in_place(&mut ifg[2 * h..]);
-                                sigmoid_in_place(o);
-                                let (i, rest) = ifg.split_at(h);
-                                let (f, gg) = rest.split_at(h);
-                                let row = r * h..(r + 1) * h;
-                                let (c, tc, ho, cp) = (
-                                    &mut c[row.clone()],
-                                    &mut tc[row.clone()],
-                                    &mut ho[row.clone()],
-                                    &cp[row],
-                                );
-                                for j in 0..h {
-                                    c[j] = f[j] * cp[j] + i[j] * gg[j];
-                                }
-                                tc.copy_from_slice(c);
-                                tanh_in_place(tc);
-                                for j in 0..h {
-                                    ho[j] = o[j] * tc[j];
-                                }
-                            }
-                        });
-                } else {
-                    let u = &mut buf.u[block.clone()];
-                    matmul(u, View::new(h_prev, rows, h), View::new(w_hh, h, g * h));
-                    let a = &mut buf.gates[block];
-                    let chunk = chunk_len(rows * h, h) / h;
-                    a.par_chunks_mut(chunk * g * h)
-                        .zip(u.par_chunks(chunk * g * h))
-                        .zip(h_out.par_chunks_mut(chunk * h))
-                        .zip(h_prev.par_chunks(chunk * h))
-                        .for_each(|(((a, u), ho), hp)| {
-                            for (r, (ar, ur)) in a.chunks_exact_mut(g * h).zip(u.chunks_exact(g * h)).enumerate() {
-                                for j in 0..2 * h {
-                                    ar[j] += b_ih[j] + ur[j] + b_hh[j];
-                                }
-                                let (rz, n) = ar.split_at_mut(2 * h);
-                                sigmoid_in_place(rz);
-                                let rg = &rz[..h];
-                                for j in 0..h {
-                                    n[j] += b_ih[2 * h + j] + rg[j] * (ur[2 * h + j] + b_hh[2 * h + j]);
-                                }
-                                tanh_in_place(n);
-                                let zg = &rz[h..];
-                                let (ho, hp) = (&mut ho[r * h..(r + 1) * h], &hp[r * h..(r + 1) * h]);
-                                for j in 0..h {
-                                    ho[j] = n[j] + zg[j] * (hp[j] - n[j]);
-                                }
-                            }
-                        });
+            // The input projection of every day at once, then each block's recurrence on its
+            // own thread: the days are sequential, the blocks independent.
+            matmul(
+                &mut buf.gates,
+                View::new(input, n, width_in),
+                View::new(w_ih, width_in, gh),
+            );
+            let bias: Vec<f32> = b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect();
+            let h0 = &self.h0;
+            let parts = block_regions(&mut buf.gates, &blocks, days, gh)
+                .into_iter()
+                .zip(block_regions(&mut buf.h, &blocks, days, h))
+                .zip(block_regions(&mut buf.c, &blocks, days, h))
+                .zip(block_regions(&mut buf.tanh_c, &blocks, days, h))
+                .zip(block_regions(&mut buf.u, &blocks, days, gh))
+                .zip(blocks.iter().cloned())
+                .collect::<Vec<_>>();
+            parts.into_par_iter().for_each(|(((((z, hs), cs), tcs), us), b)| {
+                let m = b.len();
+                let zero = &h0[b.start * h..b.end * h];
+                for t in 0..days {
+                    let (h_done, h_rest) = hs.split_at_mut(t * m * h);
+                    let h_prev: &[f32] = if t == 0 { zero } else { &h_done[(t - 1) * m * h..] };
+                    let h_out = &mut h_rest[..m * h];
+                    let zt = &mut z[t * m * gh..(t + 1) * m * gh];
+                    if lstm {
+                        matmul_serial(zt, View::new(h_prev, m, h), View::new(w_hh, h, gh), true);
+                        let (c_done, c_rest) = cs.split_at_mut(t * m * h);
+                        let c_prev: &[f32] = if t == 0 { zero } else { &c_done[(t - 1) * m * h..] };
+                        let tc = &mut tcs[t * m * h..(t + 1) * m * h];
+                        lstm_cell(zt, &bias, c_prev, &mut c_rest[..m * h], tc, h_out, h);
+                    } else {
+                        let ut = &mut us[t * m * gh..(t + 1) * m * gh];
+                        matmul_serial(ut, View::new(h_prev, m, h), View::new(w_hh, h, gh), false);
+                        gru_cell(zt, ut, b_ih, b_hh, h_prev, h_out, h);
+                    }
                 }
-            }
+            });
             if l < top && use_dropout {
                 let keep = 1.0 - self.dropout;
                 let p = self.dropout;
@@ -277,14 +239,18 @@ impl NativeRnn {
                 buf.dropped.clear();
             }
         }
-        // The head on the last day's hidden state.
+        // The head on each window's last-day hidden state.
         let h = self.hidden[top];
-        let last = &self.layers[top].h[(days - 1) * rows * h..days * rows * h];
+        self.last.resize(rows * h, 0.0);
+        for b in &blocks {
+            let from = (b.start * days + (days - 1) * b.len()) * h;
+            self.last[b.start * h..b.end * h].copy_from_slice(&self.layers[top].h[from..from + b.len() * h]);
+        }
         let head = 4 * self.hidden.len();
         self.pred.resize(rows * self.outputs, 0.0);
         matmul(
             &mut self.pred,
-            View::new(last, rows, h),
+            View::new(&self.last, rows, h),
             View::new(&self.params[head], h, self.outputs),
         );
         let bias = &self.params[head + 1];
@@ -300,150 +266,115 @@ impl NativeRnn {
         let (days, outputs) = (self.days, self.outputs);
         let n = days * rows;
         let g = self.gates();
+        let lstm = self.kind == ModelKind::Lstm;
         let top = self.hidden.len() - 1;
+        let blocks = blocks(rows);
         let scale = 2.0 / self.pred.len() as f32;
         let mut sum = 0.0f64;
-        let d_pred: Vec<f32> = self
-            .pred
-            .iter()
-            .zip(y)
-            .map(|(p, t)| {
-                let d = p - t;
-                sum += f64::from(d * d);
-                scale * d
-            })
-            .collect();
+        self.d_pred.clear();
+        self.d_pred.extend(self.pred.iter().zip(y).map(|(p, t)| {
+            let d = p - t;
+            sum += f64::from(d * d);
+            scale * d
+        }));
         let loss = (sum / self.pred.len() as f64) as f32;
 
-        // The head.
+        // The head, and the gradient it sends to each window's last day.
         let h_top = self.hidden[top];
         let head = 4 * self.hidden.len();
-        {
-            let last = &self.layers[top].h[(days - 1) * rows * h_top..n * h_top];
-            let (gw, gb) = self.grads[head..].split_at_mut(1);
-            matmul(
-                &mut gw[0][..],
-                View::new(last, rows, h_top).t(),
-                View::new(&d_pred, rows, outputs),
-            );
-            gb[0].iter_mut().for_each(|v| *v = 0.0);
-            for row in d_pred.chunks_exact(outputs) {
-                gb[0].iter_mut().zip(row).for_each(|(g, d)| *g += d);
-            }
-        }
-        // dL/d(outputs of the top layer): only its last day receives gradient.
-        self.d_out.clear();
-        self.d_out.resize(n * h_top, 0.0);
+        let (gw, gb) = self.grads[head..].split_at_mut(1);
         matmul(
-            &mut self.d_out[(days - 1) * rows * h_top..],
-            View::new(&d_pred, rows, outputs),
+            &mut gw[0][..],
+            View::new(&self.last, rows, h_top).t(),
+            View::new(&self.d_pred, rows, outputs),
+        );
+        gb[0].iter_mut().for_each(|v| *v = 0.0);
+        for row in self.d_pred.chunks_exact(outputs) {
+            gb[0].iter_mut().zip(row).for_each(|(g, d)| *g += d);
+        }
+        self.d_h.resize(rows * h_top, 0.0);
+        matmul(
+            &mut self.d_h,
+            View::new(&self.d_pred, rows, outputs),
             View::new(&self.params[head], h_top, outputs).t(),
         );
+        self.d_out.clear();
+        self.d_out.resize(n * h_top, 0.0);
+        for b in &blocks {
+            let to = (b.start * days + (days - 1) * b.len()) * h_top;
+            self.d_out[to..to + b.len() * h_top].copy_from_slice(&self.d_h[b.start * h_top..b.end * h_top]);
+        }
         self.ones.resize(n, 1.0);
 
         for l in (0..=top).rev() {
             let h = self.hidden[l];
+            let gh = g * h;
             let width_in = if l == 0 { self.features } else { self.hidden[l - 1] };
             let p = 4 * l;
-            self.d_gates.resize(n * g * h, 0.0);
-            self.d_h.clear();
-            self.d_h.resize(rows * h, 0.0);
-            let lstm = self.kind == ModelKind::Lstm;
-            if lstm {
-                self.d_c.clear();
-                self.d_c.resize(rows * h, 0.0);
-            } else {
-                self.d_u.resize(n * g * h, 0.0);
+            self.d_gates.resize(n * gh, 0.0);
+            if !lstm {
+                self.d_u.resize(n * gh, 0.0);
             }
             let buf = &self.layers[l];
-            let w_hh = &self.params[p + 1];
-            let b_hh = &self.params[p + 3];
-            let h0 = &self.h0[..rows * h];
-            for t in (0..days).rev() {
-                let block = t * rows * g * h..(t + 1) * rows * g * h;
-                let state = t * rows * h..(t + 1) * rows * h;
-                let prev = state.start.saturating_sub(rows * h)..state.start;
-                // dh = gradient from above + recurrent gradient from day t+1.
-                let d_in = &self.d_out[state.clone()];
-                let chunk = chunk_len(rows * h, h) / h;
-                if lstm {
-                    let c_prev: &[f32] = if t == 0 { h0 } else { &buf.c[prev.clone()] };
-                    let acts = &buf.gates[block.clone()];
-                    let tanh_c = &buf.tanh_c[state.clone()];
-                    let dz = &mut self.d_gates[block.clone()];
-                    dz.par_chunks_mut(chunk * g * h)
-                        .zip(self.d_h.par_chunks_mut(chunk * h))
-                        .zip(self.d_c.par_chunks_mut(chunk * h))
-                        .enumerate()
-                        .for_each(|(k, ((dz, dh), dc))| {
-                            let r0 = k * chunk;
-                            for r in 0..dz.len() / (g * h) {
-                                let a = &acts[(r0 + r) * g * h..(r0 + r + 1) * g * h];
-                                let dzr = &mut dz[r * g * h..(r + 1) * g * h];
-                                for j in 0..h {
-                                    let at = (r0 + r) * h + j;
-                                    let (i, f, gg, o) = (a[j], a[h + j], a[2 * h + j], a[3 * h + j]);
-                                    let tc = tanh_c[at];
-                                    let dhv = d_in[at] + dh[r * h + j];
-                                    let dcv = dc[r * h + j] + dhv * o * (1.0 - tc * tc);
-                                    dzr[j] = dcv * gg * i * (1.0 - i);
-                                    dzr[h + j] = dcv * c_prev[at] * f * (1.0 - f);
-                                    dzr[2 * h + j] = dcv * i * (1.0 - gg * gg);
-                                    dzr[3 * h + j] = dhv * tc * o * (1.0 - o);
-                                    dc[r * h + j] = dcv * f;
-                                }
-                            }
-                        });
-                    if t > 0 {
-                        matmul(&mut self.d_h, View::new(dz, rows, g * h), View::new(w_hh, h, g * h).t());
-                    }
-                } else {
-                    let h_prev: &[f32] = if t == 0 { h0 } else { &buf.h[prev.clone()] };
-                    let acts = &buf.gates[block.clone()];
-                    let u = &buf.u[block.clone()];
-                    let da = &mut self.d_gates[block.clone()];
-                    let du = &mut self.d_u[block.clone()];
-                    da.par_chunks_mut(chunk * g * h)
-                        .zip(du.par_chunks_mut(chunk * g * h))
-                        .zip(self.d_h.par_chunks_mut(chunk * h))
-                        .enumerate()
-                        .for_each(|(k, ((da, du), dh))| {
-                            let r0 = k * chunk;
-                            for r in 0..da.len() / (g * h) {
-                                let a = &acts[(r0 + r) * g * h..(r0 + r + 1) * g * h];
-                                let ur = &u[(r0 + r) * g * h..(r0 + r + 1) * g * h];
-                                let dar = &mut da[r * g * h..(r + 1) * g * h];
-                                let dur = &mut du[r * g * h..(r + 1) * g * h];
-                                for j in 0..h {
-                                    let at = (r0 + r) * h + j;
-                                    let (rg, zg, ng) = (a[j], a[h + j], a[2 * h + j]);
-                                    let dhv = d_in[at] + dh[r * h + j];
-                                    let dz = dhv * (h_prev[at] - ng);
-                                    let dpre_n = dhv * (1.0 - zg) * (1.0 - ng * ng);
-                                    let un = ur[2 * h + j] + b_hh[2 * h + j];
-                                    let dpre_r = dpre_n * un * rg * (1.0 - rg);
-                                    let dpre_z = dz * zg * (1.0 - zg);
-                                    dar[j] = dpre_r;
-                                    dar[h + j] = dpre_z;
-                                    dar[2 * h + j] = dpre_n;
-                                    dur[j] = dpre_r;
-                                    dur[h + j] = dpre_z;
-                                    dur[2 * h + j] = dpre_n * rg;
-                                    // The direct path h' = ... + z h.
-                                    dh[r * h + j] = dhv * zg;
-                                }
-                            }
-                        });
-                    if t > 0 {
-                        matmul_into(
-                            &mut self.d_h,
-                            View::new(du, rows, g * h),
-                            View::new(w_hh, h, g * h).t(),
-                            true,
+            let (w_hh, b_hh) = (&self.params[p + 1], &self.params[p + 3]);
+            let (h0, d_out) = (&self.h0, &self.d_out);
+            let parts = block_regions(&mut self.d_gates, &blocks, days, gh)
+                .into_iter()
+                .zip(block_regions(
+                    if lstm { &mut [] } else { &mut self.d_u },
+                    &blocks,
+                    days,
+                    gh,
+                ))
+                .zip(blocks.iter().cloned())
+                .collect::<Vec<_>>();
+            parts.into_par_iter().for_each(|((dz, du), b)| {
+                let m = b.len();
+                let zero = &h0[b.start * h..b.end * h];
+                let region = |width: usize| b.start * days * width..b.end * days * width;
+                let (acts, hs, d_in) = (&buf.gates[region(gh)], &buf.h[region(h)], &d_out[region(h)]);
+                // The recurrent gradients flowing back from day t + 1.
+                let mut d_h = vec![0.0f32; m * h];
+                let mut d_c = vec![0.0f32; if lstm { m * h } else { 0 }];
+                for t in (0..days).rev() {
+                    let (sh, sg) = (t * m * h..(t + 1) * m * h, t * m * gh..(t + 1) * m * gh);
+                    let h_prev: &[f32] = if t == 0 { zero } else { &hs[(t - 1) * m * h..t * m * h] };
+                    if lstm {
+                        let cs = &buf.c[region(h)];
+                        let c_prev: &[f32] = if t == 0 { zero } else { &cs[(t - 1) * m * h..t * m * h] };
+                        let tc = &buf.tanh_c[region(h)][sh.clone()];
+                        lstm_cell_backward(
+                            &acts[sg.clone()],
+                            tc,
+                            c_prev,
+                            &d_in[sh],
+                            &d_h,
+                            &mut d_c,
+                            &mut dz[sg.clone()],
+                            h,
                         );
+                        if t > 0 {
+                            matmul_serial(&mut d_h, View::new(&dz[sg], m, gh), View::new(w_hh, h, gh).t(), false);
+                        }
+                    } else {
+                        let us = &buf.u[region(gh)][sg.clone()];
+                        gru_cell_backward(
+                            &acts[sg.clone()],
+                            us,
+                            b_hh,
+                            h_prev,
+                            &d_in[sh],
+                            &mut d_h,
+                            &mut dz[sg.clone()],
+                            &mut du[sg.clone()],
+                            h,
+                        );
+                        if t > 0 {
+                            matmul_serial(&mut d_h, View::new(&du[sg], m, gh), View::new(w_hh, h, gh).t(), true);
+                        }
                     }
                 }
-            }
+            });
             // Weight and bias gradients over all days at once.
             let input: &[f32] = if l == 0 {
                 &self.x
@@ -455,32 +386,32 @@ impl NativeRnn {
             let d_rec: &[f32] = if lstm { &self.d_gates } else { &self.d_u };
             let (gw_ih, rest) = self.grads[p..].split_at_mut(1);
             let (gw_hh, rest) = rest.split_at_mut(1);
-            let (gb_ih, rest) = rest.split_at_mut(1);
+            let (gb_ih, gb_hh) = rest.split_at_mut(1);
             matmul(
                 &mut gw_ih[0][..],
                 View::new(input, n, width_in).t(),
-                View::new(&self.d_gates, n, g * h),
+                View::new(&self.d_gates, n, gh),
             );
-            // h_prev of day t is h of day t-1; day 0's is zero and adds nothing.
+            // h_prev of day t is h of day t - 1, within each block; day 0's is zero.
+            gw_hh[0].iter_mut().for_each(|v| *v = 0.0);
             if days > 1 {
-                matmul(
-                    &mut gw_hh[0][..],
-                    View::new(&self.layers[l].h, (days - 1) * rows, h).t(),
-                    View::new(&d_rec[rows * g * h..], (days - 1) * rows, g * h),
-                );
-            } else {
-                gw_hh[0].iter_mut().for_each(|v| *v = 0.0);
+                for b in &blocks {
+                    let m = b.len();
+                    let (hs, ds) = (b.start * days * h, b.start * days * gh);
+                    matmul_into(
+                        &mut gw_hh[0][..],
+                        View::new(&self.layers[l].h[hs..], (days - 1) * m, h).t(),
+                        View::new(&d_rec[ds + m * gh..], (days - 1) * m, gh),
+                        true,
+                    );
+                }
             }
             matmul(
                 &mut gb_ih[0][..],
                 View::new(&self.ones, 1, n),
-                View::new(&self.d_gates, n, g * h),
+                View::new(&self.d_gates, n, gh),
             );
-            matmul(
-                &mut rest[0][..],
-                View::new(&self.ones, 1, n),
-                View::new(d_rec, n, g * h),
-            );
+            matmul(&mut gb_hh[0][..], View::new(&self.ones, 1, n), View::new(d_rec, n, gh));
             if l == 0 {
                 break;
             }
@@ -488,8 +419,8 @@ impl NativeRnn {
             self.d_below.resize(n * width_in, 0.0);
             matmul(
                 &mut self.d_below,
-                View::new(&self.d_gates, n, g * h),
-                View::new(&self.params[p], width_in, g * h).t(),
+                View::new(&self.d_gates, n, gh),
+                View::new(&self.params[p], width_in, gh).t(),
             );
             let mask = &self.layers[l - 1].mask;
             if !mask.is_empty() {
@@ -498,6 +429,159 @@ impl NativeRnn {
             std::mem::swap(&mut self.d_out, &mut self.d_below);
         }
         loss
+    }
+}
+
+/// Windows per block of the recurrence: each block runs its days on one thread, with products
+/// of this many rows (a multiple of the AVX-512 kernel's 64). Fixed, so results do not depend
+/// on the number of threads.
+const BLOCK_ROWS: usize = 128;
+
+/// The blocks of a batch of `rows` windows.
+fn blocks(rows: usize) -> Vec<std::ops::Range<usize>> {
+    (0..rows)
+        .step_by(BLOCK_ROWS)
+        .map(|s| s..(s + BLOCK_ROWS).min(rows))
+        .collect()
+}
+
+/// Each block's region of a buffer in the block layout (`width` values per row; a block's rows
+/// are `days * len` contiguous rows). An empty buffer gives empty regions.
+fn block_regions<'a>(
+    buf: &'a mut [f32],
+    blocks: &[std::ops::Range<usize>],
+    days: usize,
+    width: usize,
+) -> Vec<&'a mut [f32]> {
+    let mut out = Vec::with_capacity(blocks.len());
+    let mut rest = buf;
+    for b in blocks {
+        let len = if rest.is_empty() { 0 } else { b.len() * days * width };
+        let (region, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        out.push(region);
+        rest = tail;
+    }
+    out
+}
+
+/// One day of an LSTM block: `z` (`[m, 4H]`, `x W_ih + h W_hh`) gets the biases and becomes
+/// the activated gates i, f, g, o; then `c = f c_prev + i g`, `tc = tanh(c)`, `h = o tc`.
+fn lstm_cell(z: &mut [f32], bias: &[f32], c_prev: &[f32], c: &mut [f32], tc: &mut [f32], h_out: &mut [f32], h: usize) {
+    for (r, zr) in z.chunks_exact_mut(4 * h).enumerate() {
+        zr.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+        let (ifg, o) = zr.split_at_mut(3 * h);
+        sigmoid_in_place(&mut ifg[..2 * h]);
+        tanh_in_place(&mut ifg[2 * h..]);
+        sigmoid_in_place(o);
+        let (i, rest) = ifg.split_at(h);
+        let (f, gg) = rest.split_at(h);
+        let row = r * h..(r + 1) * h;
+        let (c, tc, ho, cp) = (
+            &mut c[row.clone()],
+            &mut tc[row.clone()],
+            &mut h_out[row.clone()],
+            &c_prev[row],
+        );
+        for j in 0..h {
+            c[j] = f[j] * cp[j] + i[j] * gg[j];
+        }
+        tc.copy_from_slice(c);
+        tanh_in_place(tc);
+        for j in 0..h {
+            ho[j] = o[j] * tc[j];
+        }
+    }
+}
+
+/// One day of a GRU block: `a` (`[m, 3H]`, `x W_ih`) becomes the activated gates r, z, n from
+/// `u` (`h_prev W_hh`, without its bias); then `h = n + z (h_prev - n)`.
+fn gru_cell(a: &mut [f32], u: &[f32], b_ih: &[f32], b_hh: &[f32], h_prev: &[f32], h_out: &mut [f32], h: usize) {
+    for (r, (ar, ur)) in a.chunks_exact_mut(3 * h).zip(u.chunks_exact(3 * h)).enumerate() {
+        for j in 0..2 * h {
+            ar[j] += b_ih[j] + ur[j] + b_hh[j];
+        }
+        let (rz, n) = ar.split_at_mut(2 * h);
+        sigmoid_in_place(rz);
+        let rg = &rz[..h];
+        for j in 0..h {
+            n[j] += b_ih[2 * h + j] + rg[j] * (ur[2 * h + j] + b_hh[2 * h + j]);
+        }
+        tanh_in_place(n);
+        let zg = &rz[h..];
+        let (ho, hp) = (&mut h_out[r * h..(r + 1) * h], &h_prev[r * h..(r + 1) * h]);
+        for j in 0..h {
+            ho[j] = n[j] + zg[j] * (hp[j] - n[j]);
+        }
+    }
+}
+
+/// One day of an LSTM block going back: from the gradient reaching this day's outputs
+/// (`d_in`, from above, plus `d_h`, from day t + 1) and the cell's (`d_c`, updated to day
+/// t - 1's), the gradients of the gate pre-activations `dz`.
+#[allow(clippy::too_many_arguments)]
+fn lstm_cell_backward(
+    acts: &[f32],
+    tanh_c: &[f32],
+    c_prev: &[f32],
+    d_in: &[f32],
+    d_h: &[f32],
+    d_c: &mut [f32],
+    dz: &mut [f32],
+    h: usize,
+) {
+    for (r, (a, dzr)) in acts.chunks_exact(4 * h).zip(dz.chunks_exact_mut(4 * h)).enumerate() {
+        for j in 0..h {
+            let at = r * h + j;
+            let (i, f, gg, o) = (a[j], a[h + j], a[2 * h + j], a[3 * h + j]);
+            let tc = tanh_c[at];
+            let dh = d_in[at] + d_h[at];
+            let dc = d_c[at] + dh * o * (1.0 - tc * tc);
+            dzr[j] = dc * gg * i * (1.0 - i);
+            dzr[h + j] = dc * c_prev[at] * f * (1.0 - f);
+            dzr[2 * h + j] = dc * i * (1.0 - gg * gg);
+            dzr[3 * h + j] = dh * tc * o * (1.0 - o);
+            d_c[at] = dc * f;
+        }
+    }
+}
+
+/// One day of a GRU block going back: the gradients of the input side `da` and of the
+/// recurrent side `du` (their n blocks differ by the reset gate), and in `d_h` the direct part
+/// of the gradient to `h_prev` (`dh z`; the caller adds `du W_hh^T`).
+#[allow(clippy::too_many_arguments)]
+fn gru_cell_backward(
+    acts: &[f32],
+    u: &[f32],
+    b_hh: &[f32],
+    h_prev: &[f32],
+    d_in: &[f32],
+    d_h: &mut [f32],
+    da: &mut [f32],
+    du: &mut [f32],
+    h: usize,
+) {
+    let rows = acts.chunks_exact(3 * h).zip(u.chunks_exact(3 * h));
+    for (r, ((a, ur), (dar, dur))) in rows
+        .zip(da.chunks_exact_mut(3 * h).zip(du.chunks_exact_mut(3 * h)))
+        .enumerate()
+    {
+        for j in 0..h {
+            let at = r * h + j;
+            let (rg, zg, ng) = (a[j], a[h + j], a[2 * h + j]);
+            let dh = d_in[at] + d_h[at];
+            let dz = dh * (h_prev[at] - ng);
+            let dpre_n = dh * (1.0 - zg) * (1.0 - ng * ng);
+            let un = ur[2 * h + j] + b_hh[2 * h + j];
+            let dpre_r = dpre_n * un * rg * (1.0 - rg);
+            let dpre_z = dz * zg * (1.0 - zg);
+            dar[j] = dpre_r;
+            dar[h + j] = dpre_z;
+            dar[2 * h + j] = dpre_n;
+            dur[j] = dpre_r;
+            dur[h + j] = dpre_z;
+            dur[2 * h + j] = dpre_n * rg;
+            d_h[at] = dh * zg;
+        }
     }
 }
 
