@@ -407,6 +407,17 @@ fn minimal_preset_warms_up_faster() {
     assert_eq!(minimal.train.len(), full.train.len() + 40 * 8);
 }
 
+/// The `wide` preset is the stock trainer's width: 105 distinct, valid columns, the longest
+/// look-back 120 days.
+#[test]
+fn the_wide_preset_has_105_distinct_features() {
+    let features = crate::features::spec::resolve(None, Some("wide")).unwrap();
+    assert_eq!(features.len(), 105);
+    let distinct: std::collections::HashSet<_> = features.iter().collect();
+    assert_eq!(distinct.len(), 105);
+    assert_eq!(features.iter().map(Feature::warmup).max(), Some(120));
+}
+
 #[test]
 fn missing_validation_windows_name_what_the_longest_symbol_lacks() {
     // `late` lists shortly before the split: most validation rows of all, but too few training

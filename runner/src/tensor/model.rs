@@ -31,6 +31,37 @@ pub type LossAndGrads<D> = (Tensor<(), f32, D>, Gradients<f32, D>);
 /// targets themselves, which the first epochs would otherwise spend unlearning.
 pub const OUTPUT_INIT_SCALE: f64 = 0.01;
 
+/// Where a recurrent model's zero initial state comes from (`hidden_state`): a tensor
+/// allocated zeroed for every batch, or buffers allocated once (one per batch shape) and
+/// zeroed in place. The values are zero either way.
+pub enum InitialState<D: Device<f32>> {
+    PerBatch,
+    Reuse(Vec<Matrix<D>>),
+}
+
+impl<D: Device<f32>> InitialState<D>
+where
+    TrainError: From<D::Err>,
+{
+    /// A zero `(rows, width)` state.
+    pub fn zeros(&mut self, dev: &D, rows: usize, width: usize) -> Result<Matrix<D>, TrainError> {
+        match self {
+            InitialState::PerBatch => Ok(dev.try_zeros_like(&(rows, width))?),
+            InitialState::Reuse(buffers) => {
+                match buffers.iter_mut().find(|b| *b.shape() == (rows, width)) {
+                    // The previous batch's uses are gone, so this zeroes the buffer in place.
+                    Some(b) => b.try_fill_with_zeros()?,
+                    None => buffers.push(dev.try_zeros_like(&(rows, width))?),
+                }
+                let found = buffers.iter().find(|b| *b.shape() == (rows, width));
+                found
+                    .cloned()
+                    .ok_or_else(|| TrainError::Internal("an initial state buffer went missing".into()))
+            }
+        }
+    }
+}
+
 /// A model of any kind on device `D`.
 #[derive(Debug, Clone)]
 pub struct Model<D: Device<f32>> {
@@ -126,18 +157,38 @@ where
         input: Matrix<D, T>,
         train: bool,
     ) -> Result<Matrix<D, T>, TrainError> {
+        self.forward_with(input, train, &mut InitialState::PerBatch)
+    }
+
+    /// [`Model::forward`] with a recurrent model's initial state from `state`.
+    pub fn forward_with<T: Tape<f32, D> + Merge<T>>(
+        &self,
+        input: Matrix<D, T>,
+        train: bool,
+        state: &mut InitialState<D>,
+    ) -> Result<Matrix<D, T>, TrainError> {
         match self.arch.kind {
             ModelKind::Mlp => mlp::forward(self, input, train),
-            ModelKind::Lstm | ModelKind::Gru => rnn::forward(self, input, train),
+            ModelKind::Lstm | ModelKind::Gru => rnn::forward(self, input, train, state),
         }
     }
 
     /// Mean squared error of one batch and the gradients of every parameter (training mode).
     pub fn loss_and_grads(&self, input: Matrix<D>, target: Matrix<D>) -> Result<LossAndGrads<D>, TrainError> {
+        self.loss_and_grads_with(input, target, &mut InitialState::PerBatch)
+    }
+
+    /// [`Model::loss_and_grads`] with a recurrent model's initial state from `state`.
+    pub fn loss_and_grads_with(
+        &self,
+        input: Matrix<D>,
+        target: Matrix<D>,
+        state: &mut InitialState<D>,
+    ) -> Result<LossAndGrads<D>, TrainError> {
         match self.arch.kind {
             ModelKind::Mlp => mlp::loss_and_grads(self, input, target),
             ModelKind::Lstm | ModelKind::Gru => {
-                let pred = self.forward(input.traced(Gradients::leaky()), true)?;
+                let pred = self.forward_with(input.traced(Gradients::leaky()), true, state)?;
                 let loss = pred.try_sub(target)?.try_square()?.try_mean()?;
                 let loss_value = loss.retaped::<NoneTape>();
                 Ok((loss_value, loss.try_backward()?))

@@ -13,7 +13,7 @@
 //! The state starts at zero for every batch; dropout applies to each layer's outputs except
 //! the last's (as in PyTorch); the prediction is a linear head on the last day's hidden state.
 
-use super::model::{Matrix, Model, OUTPUT_INIT_SCALE};
+use super::model::{InitialState, Matrix, Model, OUTPUT_INIT_SCALE};
 use super::TrainError;
 use crate::arch::{Arch, ModelKind};
 use dfdx::prelude::*;
@@ -55,6 +55,7 @@ pub fn forward<D: Device<f32>, T: Tape<f32, D> + Merge<T>>(
     model: &Model<D>,
     input: Matrix<D, T>,
     train: bool,
+    initial: &mut InitialState<D>,
 ) -> Result<Matrix<D, T>, TrainError>
 where
     TrainError: From<D::Err>,
@@ -88,7 +89,7 @@ where
         let proj = layer_input.try_matmul(model.matrix::<T>(p, width_in, gates * h)?)?;
         let shape = *proj.shape();
         let mut proj = proj.try_add(model.vector::<T>(p + 2).try_broadcast_like::<_, Axis<0>>(&shape)?)?;
-        let zeros: Matrix<D> = dev.try_zeros_like(&(rows, h))?;
+        let zeros = initial.zeros(&dev, rows, h)?;
         let mut state = zeros.retaped::<T>();
         let mut cell = (arch.kind == ModelKind::Lstm).then(|| zeros.retaped::<T>());
         let top = l + 1 == layers;

@@ -101,13 +101,18 @@ fn gradients_match_finite_differences() {
 }
 
 /// `hidden_state = "reuse"` zeroes one buffer in place instead of allocating a zeroed one per
-/// batch: the same losses and weights, bit for bit, with every other knob too.
+/// batch: the same losses and weights, bit for bit, with other knobs too, on both engines (the
+/// autodiff one is the CUDA path's).
 #[test]
 fn the_hidden_state_knob_changes_allocation_never_results() {
     let windows = learnable_windows(150, 8, 2);
-    for model in [ModelKind::Lstm, ModelKind::Gru] {
+    let engines = [ModelKind::Lstm, ModelKind::Gru]
+        .into_iter()
+        .flat_map(|m| [(m, CpuEngine::Native), (m, CpuEngine::Autodiff)]);
+    for (model, cpu_engine) in engines {
         let base = TrainParams {
             model,
+            cpu_engine,
             hidden: Some(vec![6]),
             layers: Some(2),
             dropout: 0.2,

@@ -3,9 +3,10 @@
 //! they are judged on.
 
 use super::batches::{BatchSource, HostBatch};
+use super::config::HiddenState;
 use super::config::TrainParams;
 use super::eval;
-use super::model::{Matrix, Model};
+use super::model::{InitialState, Matrix, Model};
 use super::native::{self, NativeNet};
 use super::optim::{clip_global_norm, AdamW};
 use super::{TrainDevice, TrainError};
@@ -237,6 +238,8 @@ pub trait StepEngine<D: TrainDevice>: Sized {
 /// device, fused Adam. Runs on any dfdx device; the CUDA path uses it.
 pub struct AutodiffEngine<D: TrainDevice> {
     opt: AdamW<D>,
+    /// A recurrent model's initial state (`hidden_state`).
+    state: InitialState<D>,
     buffers: ReusedBuffers<D>,
     batch: Option<(Matrix<D>, Matrix<D>)>,
     grad_clip: Option<f64>,
@@ -249,6 +252,10 @@ where
     fn new(_: &D, model: &Model<D>, params: &TrainParams, _: u64) -> Result<Self, TrainError> {
         Ok(Self {
             opt: AdamW::new(model, params.lr, params.weight_decay)?,
+            state: match params.hidden_state {
+                HiddenState::PerBatch => InitialState::PerBatch,
+                HiddenState::Reuse => InitialState::Reuse(Vec::new()),
+            },
             buffers: ReusedBuffers::default(),
             batch: None,
             grad_clip: params.grad_clip,
@@ -274,7 +281,7 @@ where
             .batch
             .take()
             .ok_or_else(|| TrainError::Internal("a step without an uploaded batch".into()))?;
-        let (loss_value, mut grads) = model.loss_and_grads(x, y)?;
+        let (loss_value, mut grads) = model.loss_and_grads_with(x, y, &mut self.state)?;
         if let Some(max_norm) = self.grad_clip {
             grads = clip_global_norm(model, &grads, max_norm)?;
         }
