@@ -71,38 +71,38 @@ where
     let days = width / features;
     let gates = arch.kind.gates();
     let dev = input.device().clone();
-    // Time-major rows (day, window): each day's rows are one contiguous block.
-    let mut seq: Option<Matrix<D, T>> = Some(
-        input
-            .try_reshape_like(&(rows, days, features))?
-            .try_permute::<_, Axes3<1, 0, 2>>()?
-            .try_reshape_like(&(days * rows, features))?,
-    );
+    // Each day's columns of the batch; only the last slice carries the input's tape. Day by
+    // day rather than one time-major product: a permute and a non-contiguous reshape (or a
+    // stack) would have dfdx compile CUDA kernels at run time.
+    let mut whole = Some(input);
+    let mut inputs = Vec::with_capacity(days);
+    for day in 0..days {
+        let cols = day * features..(day + 1) * features;
+        let x = match whole.take() {
+            Some(x) if day + 1 == days => x.try_slice((.., cols))?,
+            Some(x) => {
+                let slice = x.with_empty_tape().try_slice((.., cols))?;
+                whole = Some(x);
+                slice
+            }
+            None => return Err(TrainError::Internal("the batch went missing".into())),
+        };
+        inputs.push(x);
+    }
     let mut width_in = features;
     let layers = arch.hidden.len();
     let mut last_h: Option<Matrix<D, T>> = None;
     for (l, &h) in arch.hidden.iter().enumerate() {
         let p = 4 * l;
-        let layer_input = seq
-            .take()
-            .ok_or_else(|| TrainError::Internal("a layer without input".into()))?;
-        let proj = layer_input.try_matmul(model.matrix::<T>(p, width_in, gates * h)?)?;
-        let shape = *proj.shape();
-        let mut proj = proj.try_add(model.vector::<T>(p + 2).try_broadcast_like::<_, Axis<0>>(&shape)?)?;
         let zeros = initial.zeros(&dev, rows, h)?;
         let mut state = zeros.retaped::<T>();
         let mut cell = (arch.kind == ModelKind::Lstm).then(|| zeros.retaped::<T>());
         let top = l + 1 == layers;
         let mut outputs = Vec::with_capacity(if top { 0 } else { days });
-        for day in 0..days {
-            // The last day's slice takes `proj` and its tape; earlier ones share it untaped.
-            let block = (day * rows)..((day + 1) * rows);
-            let x = if day + 1 == days {
-                let untaped = proj.with_empty_tape();
-                std::mem::replace(&mut proj, untaped).try_slice((block, ..))?
-            } else {
-                proj.with_empty_tape().try_slice((block, ..))?
-            };
+        for x_in in std::mem::take(&mut inputs) {
+            let x = x_in.try_matmul(model.matrix::<T>(p, width_in, gates * h)?)?;
+            let shape = *x.shape();
+            let x = x.try_add(model.vector::<T>(p + 2).try_broadcast_like::<_, Axis<0>>(&shape)?)?;
             let w_hh = model.matrix::<T>(p + 1, h, gates * h)?;
             let b_hh = model.vector::<T>(p + 3);
             let recurrent = |h_prev: Matrix<D, T>| -> Result<Matrix<D, T>, TrainError> {
@@ -148,14 +148,18 @@ where
         if top {
             last_h = Some(state);
         } else {
-            // Every output shares `state`'s tape ops; the stack carries them once.
-            let last = outputs.len() - 1;
-            outputs[last] = state;
-            let mut stacked = outputs.try_stack()?.try_reshape_like(&(days * rows, h))?;
-            if train && model.dropout > 0.0 {
-                stacked = stacked.try_dropout(model.dropout)?;
+            // Every day's output shares ops on `state`'s tape; the last day's carries them.
+            if let Some(last) = outputs.last_mut() {
+                *last = state;
             }
-            seq = Some(stacked);
+            inputs = if train && model.dropout > 0.0 {
+                outputs
+                    .into_iter()
+                    .map(|o| o.try_dropout(model.dropout))
+                    .collect::<Result<_, _>>()?
+            } else {
+                outputs
+            };
         }
     }
     let last_h = last_h.ok_or_else(|| TrainError::Shape("a recurrent model without layers".into()))?;
