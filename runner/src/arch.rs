@@ -130,6 +130,19 @@ pub struct Arch {
 }
 
 impl Arch {
+    /// An MLP of `widths` (input first, at least two) over one-day windows of `widths[0]`
+    /// features: the shape of a model file from before model kinds existed.
+    pub fn mlp(widths: &[usize], activation: Activation) -> Arch {
+        Arch {
+            kind: ModelKind::Mlp,
+            seq_len: 1,
+            n_features: widths[0],
+            hidden: widths[1..widths.len() - 1].to_vec(),
+            outputs: widths[widths.len() - 1],
+            activation,
+        }
+    }
+
     /// The width of one input row: the flattened window for the MLP, one day for recurrent
     /// models.
     pub fn input_width(&self) -> usize {

@@ -64,9 +64,7 @@ where
         if i > 0 {
             z = z.try_matmul(model.matrix::<T>(2 * i, widths[i], widths[i + 1])?)?;
         }
-        let shape = *z.shape();
-        let bias = model.vector::<T>(2 * i + 1).try_broadcast_like::<_, Axis<0>>(&shape)?;
-        z = z.try_add(bias)?;
+        z = model.plus_bias(z, 2 * i + 1)?;
         if i < last {
             z = match model.arch.activation {
                 Activation::Relu => z.try_relu()?,

@@ -129,7 +129,7 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
     let predictions = match params.device {
         DeviceKind::Cpu => {
             let dev = Cpu::default();
-            let mut net = native::engine(&dev, &Model::from_trained(&dev, model)?, 0, false)?;
+            let mut net = native::engine(&dev, &Model::from_trained(&dev, model)?, 0, HiddenState::PerBatch)?;
             let (windows, valid) = (&model.windows, &model.windows.valid);
             eval::predict(windows, valid, params.batch_size, model.target, |b| {
                 Ok(net.forward(&b.x, b.rows, false).to_vec())

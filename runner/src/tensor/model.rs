@@ -48,15 +48,18 @@ where
         match self {
             InitialState::PerBatch => Ok(dev.try_zeros_like(&(rows, width))?),
             InitialState::Reuse(buffers) => {
-                match buffers.iter_mut().find(|b| *b.shape() == (rows, width)) {
+                let at = match buffers.iter().position(|b| *b.shape() == (rows, width)) {
                     // The previous batch's uses are gone, so this zeroes the buffer in place.
-                    Some(b) => b.try_fill_with_zeros()?,
-                    None => buffers.push(dev.try_zeros_like(&(rows, width))?),
-                }
-                let found = buffers.iter().find(|b| *b.shape() == (rows, width));
-                found
-                    .cloned()
-                    .ok_or_else(|| TrainError::Internal("an initial state buffer went missing".into()))
+                    Some(at) => {
+                        buffers[at].try_fill_with_zeros()?;
+                        at
+                    }
+                    None => {
+                        buffers.push(dev.try_zeros_like(&(rows, width))?);
+                        buffers.len() - 1
+                    }
+                };
+                Ok(buffers[at].clone())
             }
         }
     }
@@ -149,6 +152,12 @@ where
         self.params[i].retaped::<T>()
     }
 
+    /// `z` plus parameter `i`, a bias, added to every row.
+    pub fn plus_bias<T: Tape<f32, D> + Merge<T>>(&self, z: Matrix<D, T>, i: usize) -> Result<Matrix<D, T>, TrainError> {
+        let shape = *z.shape();
+        Ok(z.try_add(self.vector::<T>(i).try_broadcast_like::<_, Axis<0>>(&shape)?)?)
+    }
+
     /// Forward pass over a batch `(rows, seq_len * n_features)` (one flattened window per row).
     /// With `T = OwnedTape` the result carries the tape for `backward()`; the parameters are
     /// retaped so their gradients land in it. `train` enables dropout.
@@ -194,14 +203,6 @@ where
                 Ok((loss_value, loss.try_backward()?))
             }
         }
-    }
-
-    pub fn input_width(&self) -> usize {
-        self.arch.input_width()
-    }
-
-    pub fn output_width(&self) -> usize {
-        self.arch.outputs
     }
 
     /// Writes the parameters as safetensors, each under its [`Arch::params`] name and shape
@@ -314,14 +315,7 @@ fn arch_from_metadata(meta: &HashMap<String, String>) -> Result<(Arch, TargetSca
             if widths.len() < 2 {
                 return Err("bad `widths` metadata: an input and an output width are needed".into());
             }
-            Arch {
-                kind: ModelKind::Mlp,
-                seq_len: 1,
-                n_features: widths[0],
-                hidden: widths[1..widths.len() - 1].to_vec(),
-                outputs: widths[widths.len() - 1],
-                activation,
-            }
+            Arch::mlp(&widths, activation)
         }
         Some(kind) => Arch {
             kind: ModelKind::parse(kind)

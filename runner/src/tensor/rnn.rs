@@ -74,21 +74,11 @@ where
     // Each day's columns of the batch; only the last slice carries the input's tape. Day by
     // day rather than one time-major product: a permute and a non-contiguous reshape (or a
     // stack) would have dfdx compile CUDA kernels at run time.
-    let mut whole = Some(input);
-    let mut inputs = Vec::with_capacity(days);
-    for day in 0..days {
-        let cols = day * features..(day + 1) * features;
-        let x = match whole.take() {
-            Some(x) if day + 1 == days => x.try_slice((.., cols))?,
-            Some(x) => {
-                let slice = x.with_empty_tape().try_slice((.., cols))?;
-                whole = Some(x);
-                slice
-            }
-            None => return Err(TrainError::Internal("the batch went missing".into())),
-        };
-        inputs.push(x);
-    }
+    let cols = |day: usize| day * features..(day + 1) * features;
+    let mut inputs = (0..days - 1)
+        .map(|day| input.with_empty_tape().try_slice((.., cols(day))))
+        .collect::<Result<Vec<_>, _>>()?;
+    inputs.push(input.try_slice((.., cols(days - 1)))?);
     let mut width_in = features;
     let layers = arch.hidden.len();
     let mut last_h: Option<Matrix<D, T>> = None;
@@ -100,16 +90,9 @@ where
         let top = l + 1 == layers;
         let mut outputs = Vec::with_capacity(if top { 0 } else { days });
         for x_in in std::mem::take(&mut inputs) {
-            let x = x_in.try_matmul(model.matrix::<T>(p, width_in, gates * h)?)?;
-            let shape = *x.shape();
-            let x = x.try_add(model.vector::<T>(p + 2).try_broadcast_like::<_, Axis<0>>(&shape)?)?;
+            let x = model.plus_bias(x_in.try_matmul(model.matrix::<T>(p, width_in, gates * h)?)?, p + 2)?;
             let w_hh = model.matrix::<T>(p + 1, h, gates * h)?;
-            let b_hh = model.vector::<T>(p + 3);
-            let recurrent = |h_prev: Matrix<D, T>| -> Result<Matrix<D, T>, TrainError> {
-                let u = h_prev.try_matmul(w_hh)?;
-                let shape = *u.shape();
-                Ok(u.try_add(b_hh.try_broadcast_like::<_, Axis<0>>(&shape)?)?)
-            };
+            let recurrent = |h_prev: Matrix<D, T>| model.plus_bias(h_prev.try_matmul(w_hh)?, p + 3);
             let gate = |z: &Matrix<D, T>, k: usize| z.with_empty_tape().try_slice((.., k * h..(k + 1) * h));
             // Each tensor's tape is consumed exactly once: by the previous state's product
             // (LSTM) or its use in `h'` (GRU); other uses share it untaped.
@@ -164,9 +147,10 @@ where
     }
     let last_h = last_h.ok_or_else(|| TrainError::Shape("a recurrent model without layers".into()))?;
     let head = 4 * layers;
-    let out = last_h.try_matmul(model.matrix::<T>(head, width_in, arch.outputs)?)?;
-    let shape = *out.shape();
-    Ok(out.try_add(model.vector::<T>(head + 1).try_broadcast_like::<_, Axis<0>>(&shape)?)?)
+    model.plus_bias(
+        last_h.try_matmul(model.matrix::<T>(head, width_in, arch.outputs)?)?,
+        head + 1,
+    )
 }
 
 /// `x` carrying `other`'s tape as well (`other`'s value is dropped).

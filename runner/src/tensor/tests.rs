@@ -83,15 +83,7 @@ fn host_loss(model: &TrainedModel, x: &[f32], y: &[f32], rows: usize) -> f64 {
 
 /// An MLP of `widths` (input first) on one-day windows.
 pub(super) fn mlp(dev: &Cpu, widths: &[usize], activation: Activation, dropout: f64, seed: u64) -> Model<Cpu> {
-    let arch = crate::arch::Arch {
-        kind: ModelKind::Mlp,
-        seq_len: 1,
-        n_features: widths[0],
-        hidden: widths[1..widths.len() - 1].to_vec(),
-        outputs: widths[widths.len() - 1],
-        activation,
-    };
-    Model::new(dev, &arch, dropout, seed).unwrap()
+    Model::new(dev, &crate::arch::Arch::mlp(widths, activation), dropout, seed).unwrap()
 }
 
 /// A recurrent model over windows of `days` days of `features` features.

@@ -3,8 +3,7 @@
 //! they are judged on.
 
 use super::batches::{BatchSource, HostBatch};
-use super::config::HiddenState;
-use super::config::TrainParams;
+use super::config::{HiddenState, TrainParams};
 use super::eval;
 use super::model::{InitialState, Matrix, Model};
 use super::native::{self, NativeNet};
@@ -319,12 +318,7 @@ pub struct NativeCpuEngine {
 impl StepEngine<Cpu> for NativeCpuEngine {
     fn new(dev: &Cpu, model: &Model<Cpu>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
         Ok(Self {
-            net: native::engine(
-                dev,
-                model,
-                seed,
-                params.hidden_state == super::config::HiddenState::Reuse,
-            )?,
+            net: native::engine(dev, model, seed, params.hidden_state)?,
             opt: AdamW::new(model, params.lr, params.weight_decay)?,
             x: Vec::new(),
             y: Vec::new(),

@@ -63,10 +63,24 @@ impl NativeMlp {
     fn layers(&self) -> usize {
         self.widths.len() - 1
     }
+}
+
+impl NativeNet for NativeMlp {
+    fn refresh(&mut self, model: &Model<Cpu>) {
+        copy_params(model, &mut self.params);
+    }
+
+    fn grads(&self) -> &[CpuVec] {
+        &self.grads
+    }
+
+    fn grads_mut(&mut self) -> &mut [CpuVec] {
+        &mut self.grads
+    }
 
     /// Forward pass over `rows` rows of `x` (`rows x widths[0]`); returns the predictions
     /// (`rows x output width`). `train` applies dropout.
-    fn forward_pass(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
+    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
         let last = self.layers() - 1;
         let use_dropout = train && self.dropout > 0.0;
         for i in 0..=last {
@@ -127,9 +141,9 @@ impl NativeMlp {
 
     /// One training pass: forward with dropout, the mean squared error against `y`
     /// (`rows x output width`), and backward into [`NativeMlp::grads`]. Returns the loss.
-    fn training_pass(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
+    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
         let last = self.layers() - 1;
-        self.forward_pass(x, rows, true);
+        self.forward(x, rows, true);
         let pred = &self.pre[last];
         assert_eq!(pred.len(), y.len(), "targets do not match the batch");
         let scale = 2.0 / pred.len() as f32;
@@ -184,28 +198,6 @@ impl NativeMlp {
             std::mem::swap(&mut self.dz, &mut self.dh);
         }
         loss
-    }
-}
-
-impl NativeNet for NativeMlp {
-    fn refresh(&mut self, model: &Model<Cpu>) {
-        copy_params(model, &mut self.params);
-    }
-
-    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
-        self.forward_pass(x, rows, train)
-    }
-
-    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
-        self.training_pass(x, y, rows)
-    }
-
-    fn grads(&self) -> &[CpuVec] {
-        &self.grads
-    }
-
-    fn grads_mut(&mut self) -> &mut [CpuVec] {
-        &mut self.grads
     }
 }
 

@@ -19,6 +19,7 @@ mod rnn;
 pub use mlp::NativeMlp;
 pub use rnn::NativeRnn;
 
+use super::config::HiddenState;
 use super::model::Model;
 use super::TrainError;
 use crate::arch::{Activation, ModelKind};
@@ -234,12 +235,17 @@ pub trait NativeNet: Send {
     fn grads_mut(&mut self) -> &mut [CpuVec];
 }
 
-/// The engine for `model`'s kind; dropout masks are drawn from `seed`. `reuse_state` is the
-/// recurrent models' `hidden_state = "reuse"`.
-pub fn engine(dev: &Cpu, model: &Model<Cpu>, seed: u64, reuse_state: bool) -> Result<Box<dyn NativeNet>, TrainError> {
+/// The engine for `model`'s kind; dropout masks are drawn from `seed`. `hidden_state` is the
+/// recurrent models' initial-state knob.
+pub fn engine(
+    dev: &Cpu,
+    model: &Model<Cpu>,
+    seed: u64,
+    hidden_state: HiddenState,
+) -> Result<Box<dyn NativeNet>, TrainError> {
     Ok(match model.arch.kind {
         ModelKind::Mlp => Box::new(NativeMlp::new(dev, model, seed)?),
-        ModelKind::Lstm | ModelKind::Gru => Box::new(NativeRnn::new(dev, model, seed, reuse_state)?),
+        ModelKind::Lstm | ModelKind::Gru => Box::new(NativeRnn::new(dev, model, seed, hidden_state)?),
     })
 }
 

@@ -15,6 +15,7 @@ use super::{
     View, DROPOUT_STREAM,
 };
 use crate::arch::ModelKind;
+use crate::tensor::config::HiddenState;
 use crate::tensor::model::Model;
 use crate::tensor::TrainError;
 use dfdx::tensor::Cpu;
@@ -42,6 +43,17 @@ struct LayerBuffers {
     mask: Vec<f32>,
 }
 
+impl LayerBuffers {
+    /// What the layer above reads: the hidden states, after dropout when there is any.
+    fn output(&self) -> &[f32] {
+        if self.dropped.is_empty() {
+            &self.h
+        } else {
+            &self.dropped
+        }
+    }
+}
+
 /// Forward and backward of an LSTM or GRU on the CPU, with every buffer kept between steps.
 #[derive(Clone)]
 pub struct NativeRnn {
@@ -50,16 +62,17 @@ pub struct NativeRnn {
     hidden: Vec<usize>,
     outputs: usize,
     dropout: f32,
-    /// `true`: one initial-state buffer zeroed in place each batch; `false`: a fresh zeroed one
-    /// per batch. Either way the state starts at zero, so results are the same.
-    reuse_state: bool,
+    /// One initial-state buffer zeroed in place each batch, or a fresh zeroed one per batch.
+    /// Either way the state starts at zero, so results are the same.
+    hidden_state: HiddenState,
     rng: ChaCha8Rng,
     /// Host copies of the parameters, in the model's order (see `Arch::params`).
     params: Vec<Vec<f32>>,
-    /// The batch transposed to time-major `[days*rows, features]`.
+    /// The batch in the block layout, `[days*rows, features]`.
     x: Vec<f32>,
     layers: Vec<LayerBuffers>,
-    /// The zero initial state `[rows, H]` (LSTM: hidden and cell share it, both stay zero).
+    /// The zero initial state, `rows x` the widest layer (LSTM: hidden and cell share it, both
+    /// stay zero).
     h0: Vec<f32>,
     /// Each window's last-day hidden state of the top layer (the head's input), and the
     /// predictions.
@@ -67,12 +80,13 @@ pub struct NativeRnn {
     pred: Vec<f32>,
     d_pred: Vec<f32>,
     /// Backward scratch: dL/dgates of all days, GRU's dL/du, the gradient flowing into a
-    /// layer's outputs from above, the recurrent gradients and a column of ones for bias sums.
+    /// layer's outputs from above (and the one it sends below), the head's gradient to each
+    /// window's last day, and a column of ones for bias sums.
     d_gates: Vec<f32>,
     d_u: Vec<f32>,
     d_out: Vec<f32>,
     d_below: Vec<f32>,
-    d_h: Vec<f32>,
+    d_last: Vec<f32>,
     ones: Vec<f32>,
     grads: Vec<CpuVec>,
     days: usize,
@@ -81,7 +95,7 @@ pub struct NativeRnn {
 
 impl NativeRnn {
     /// Buffers for `model`; dropout masks are drawn from `seed`.
-    pub fn new(dev: &Cpu, model: &Model<Cpu>, seed: u64, reuse_state: bool) -> Result<Self, TrainError> {
+    pub fn new(dev: &Cpu, model: &Model<Cpu>, seed: u64, hidden_state: HiddenState) -> Result<Self, TrainError> {
         let arch = &model.arch;
         if !arch.kind.is_recurrent() || arch.hidden.is_empty() {
             return Err(TrainError::Shape(format!(
@@ -98,7 +112,7 @@ impl NativeRnn {
             hidden: arch.hidden.clone(),
             outputs: arch.outputs,
             dropout: model.dropout as f32,
-            reuse_state,
+            hidden_state,
             rng,
             params: Vec::new(),
             x: Vec::new(),
@@ -111,7 +125,7 @@ impl NativeRnn {
             d_u: Vec::new(),
             d_out: Vec::new(),
             d_below: Vec::new(),
-            d_h: Vec::new(),
+            d_last: Vec::new(),
             ones: Vec::new(),
             grads: alloc_grads(dev, model)?,
             days: 0,
@@ -127,14 +141,28 @@ impl NativeRnn {
 
     /// The zero initial state for a batch of `rows` windows and the widest layer.
     fn zero_state(&mut self, len: usize) {
-        if self.reuse_state && self.h0.len() == len {
+        if self.hidden_state == HiddenState::Reuse && self.h0.len() == len {
             self.h0.fill(0.0);
         } else {
             self.h0 = vec![0.0; len];
         }
     }
+}
 
-    fn forward_pass(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
+impl NativeNet for NativeRnn {
+    fn refresh(&mut self, model: &Model<Cpu>) {
+        copy_params(model, &mut self.params);
+    }
+
+    fn grads(&self) -> &[CpuVec] {
+        &self.grads
+    }
+
+    fn grads_mut(&mut self) -> &mut [CpuVec] {
+        &mut self.grads
+    }
+
+    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
         let f = self.features;
         let days = x.len() / (rows * f).max(1);
         assert_eq!(days * rows * f, x.len(), "a batch of whole windows of whole days");
@@ -149,7 +177,7 @@ impl NativeRnn {
                 .enumerate()
             {
                 for (t, day) in window.chunks_exact(f).enumerate() {
-                    let at = (b.start * days + t * b.len() + r) * f;
+                    let at = (first_row(b, days, t) + r) * f;
                     self.x[at..at + f].copy_from_slice(day);
                 }
             }
@@ -167,11 +195,7 @@ impl NativeRnn {
             let width_in = if l == 0 { f } else { self.hidden[l - 1] };
             let (below, this_and_above) = self.layers.split_at_mut(l);
             let buf = &mut this_and_above[0];
-            let input: &[f32] = match below.last() {
-                None => &self.x,
-                Some(prev) if !prev.dropped.is_empty() => &prev.dropped,
-                Some(prev) => &prev.h,
-            };
+            let input = below.last().map_or(&self.x[..], LayerBuffers::output);
             let p = 4 * l;
             let (w_ih, w_hh, b_ih, b_hh) = (
                 &self.params[p],
@@ -243,7 +267,7 @@ impl NativeRnn {
         let h = self.hidden[top];
         self.last.resize(rows * h, 0.0);
         for b in &blocks {
-            let from = (b.start * days + (days - 1) * b.len()) * h;
+            let from = first_row(b, days, days - 1) * h;
             self.last[b.start * h..b.end * h].copy_from_slice(&self.layers[top].h[from..from + b.len() * h]);
         }
         let head = 4 * self.hidden.len();
@@ -260,8 +284,8 @@ impl NativeRnn {
         &self.pred
     }
 
-    fn training_pass(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
-        self.forward_pass(x, rows, true);
+    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
+        self.forward(x, rows, true);
         assert_eq!(self.pred.len(), y.len(), "targets do not match the batch");
         let (days, outputs) = (self.days, self.outputs);
         let n = days * rows;
@@ -292,17 +316,17 @@ impl NativeRnn {
         for row in self.d_pred.chunks_exact(outputs) {
             gb[0].iter_mut().zip(row).for_each(|(g, d)| *g += d);
         }
-        self.d_h.resize(rows * h_top, 0.0);
+        self.d_last.resize(rows * h_top, 0.0);
         matmul(
-            &mut self.d_h,
+            &mut self.d_last,
             View::new(&self.d_pred, rows, outputs),
             View::new(&self.params[head], h_top, outputs).t(),
         );
         self.d_out.clear();
         self.d_out.resize(n * h_top, 0.0);
         for b in &blocks {
-            let to = (b.start * days + (days - 1) * b.len()) * h_top;
-            self.d_out[to..to + b.len() * h_top].copy_from_slice(&self.d_h[b.start * h_top..b.end * h_top]);
+            let to = first_row(b, days, days - 1) * h_top;
+            self.d_out[to..to + b.len() * h_top].copy_from_slice(&self.d_last[b.start * h_top..b.end * h_top]);
         }
         self.ones.resize(n, 1.0);
 
@@ -376,12 +400,10 @@ impl NativeRnn {
                 }
             });
             // Weight and bias gradients over all days at once.
-            let input: &[f32] = if l == 0 {
-                &self.x
-            } else if !self.layers[l - 1].dropped.is_empty() {
-                &self.layers[l - 1].dropped
+            let input = if l == 0 {
+                &self.x[..]
             } else {
-                &self.layers[l - 1].h
+                self.layers[l - 1].output()
             };
             let d_rec: &[f32] = if lstm { &self.d_gates } else { &self.d_u };
             let (gw_ih, rest) = self.grads[p..].split_at_mut(1);
@@ -443,6 +465,11 @@ fn blocks(rows: usize) -> Vec<std::ops::Range<usize>> {
         .step_by(BLOCK_ROWS)
         .map(|s| s..(s + BLOCK_ROWS).min(rows))
         .collect()
+}
+
+/// The first row of day `day` of block `b` in the block layout (then one row per window).
+fn first_row(b: &std::ops::Range<usize>, days: usize, day: usize) -> usize {
+    b.start * days + day * b.len()
 }
 
 /// Each block's region of a buffer in the block layout (`width` values per row; a block's rows
@@ -582,27 +609,5 @@ fn gru_cell_backward(
             dur[2 * h + j] = dpre_n * rg;
             d_h[at] = dh * zg;
         }
-    }
-}
-
-impl NativeNet for NativeRnn {
-    fn refresh(&mut self, model: &Model<Cpu>) {
-        copy_params(model, &mut self.params);
-    }
-
-    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
-        self.forward_pass(x, rows, train)
-    }
-
-    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
-        self.training_pass(x, y, rows)
-    }
-
-    fn grads(&self) -> &[CpuVec] {
-        &self.grads
-    }
-
-    fn grads_mut(&mut self) -> &mut [CpuVec] {
-        &mut self.grads
     }
 }
