@@ -4,7 +4,7 @@
 //! two in alternating rounds.
 //!
 //! Run: `cargo run --release --example rnn_bench -- [--kind lstm|gru] [--mode train|infer]
-//! [--reps N] [--threads N] [--batches N]`
+//! [--reps N] [--threads N] [--batches N] [--precision f32|f16]`
 //!
 //! - train: `tensor::train` for one epoch of `--batches` batches (shuffled gather, forward,
 //!   MSE, backpropagation through time, Adam, the loss read back every step), samples/s as the
@@ -15,7 +15,7 @@
 use measured::artifact::{WindowSet, Windows};
 use measured::metrics::Recorder;
 use measured::stats::median;
-use measured::tensor::{train, validate, ModelKind, TrainParams, ValidateParams};
+use measured::tensor::{train, validate, ModelKind, Precision, TrainParams, ValidateParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::atomic::AtomicBool;
@@ -58,6 +58,7 @@ fn synthetic_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> 
 
 fn main() {
     let (mut kind, mut mode, mut reps, mut threads, mut batches) = (ModelKind::Lstm, "train".to_owned(), 5, 2, 8);
+    let mut precision = Precision::F32;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("a value after {arg}"));
@@ -67,6 +68,13 @@ fn main() {
             "--reps" => reps = value().parse().expect("--reps N"),
             "--threads" => threads = value().parse().expect("--threads N"),
             "--batches" => batches = value().parse().expect("--batches N"),
+            "--precision" => {
+                precision = match value().as_str() {
+                    "f32" => Precision::F32,
+                    "f16" => Precision::F16,
+                    other => panic!("--precision f32|f16, got {other}"),
+                }
+            }
             other => panic!("unknown argument {other}"),
         }
     }
@@ -82,6 +90,7 @@ fn main() {
         hidden: Some(vec![HIDDEN]),
         layers: Some(LAYERS),
         batch_size: BATCH,
+        precision,
         max_memory: Some(measured::transfer::SizeSpec::Text("64GiB".into())),
         ..TrainParams::default()
     };
@@ -119,8 +128,9 @@ fn main() {
     run(0); // warm-up, not counted
     let rates: Vec<f64> = (1..=reps as u64).map(run).collect();
     println!(
-        "measured {} {mode}: median {:.1} samples/s, runs {rates:.1?}",
+        "measured {} {} {mode}: median {:.1} samples/s, runs {rates:.1?}",
         kind.as_str(),
+        precision.as_str(),
         median(&rates)
     );
 }

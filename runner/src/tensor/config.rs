@@ -40,14 +40,28 @@ pub enum HiddenState {
     Reuse,
 }
 
-/// Arithmetic precision of the training step.
+/// Arithmetic precision of the training step's matrix products. Weights, optimizer state and
+/// everything between products stay f32 (mixed precision with f32 master weights).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
+    /// Everything in f32.
     #[default]
     F32,
-    /// Mixed precision (`AMP<f16>` in dfdx); rejected by `check()` in this build, see there.
+    /// bfloat16 products: no supported device in this build (`check()` says why).
+    Bf16,
+    /// f16 products accumulated in f32, with dynamic loss scaling (CPU only in this build).
     F16,
+}
+
+impl Precision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
+        }
+    }
 }
 
 /// How the CPU computes a training step. Not a manifest parameter: the native engine is the
@@ -120,7 +134,9 @@ pub struct TrainParams {
     pub loss_reads_per_step: usize,
     /// Emit a `tracing` debug event every this many steps (0: only per epoch).
     pub log_every: usize,
-    /// Arithmetic precision of the training step (`"f16"` is rejected by this build).
+    /// Precision of the training step's matrix products: `"f32"`; `"f16"` (mixed precision:
+    /// f16 products with f32 accumulation and master weights, dynamic loss scaling; CPU only in
+    /// this build); `"bf16"` is recognised and rejected with the reason.
     pub precision: Precision,
     /// Time the prep / host-to-device / compute / readback phases of every step. On CUDA this
     /// synchronizes the device at each phase boundary, which removes the overlap that
@@ -320,6 +336,7 @@ impl TrainParams {
     /// Checks every value at manifest-validation time, so a run never starts with a value the
     /// training loop cannot honour.
     pub fn check(&self) -> Result<(), ParamError> {
+        self.check_precision()?;
         check_device(self.device)?;
         super::memory::bound(self)?;
         self.hidden_widths()?;
@@ -365,19 +382,33 @@ impl TrainParams {
                 .with_hint("e.g. `target = { mse_vs_zero = 0.95 }`: 5% below predicting zero"));
             }
         }
-        if self.precision == Precision::F16 {
-            return Err(ParamError::new(
-                "precision",
-                format!(
-                    "\"f16\" (mixed precision) is not supported on {} by this build: it needs \
-                     dfdx's `f16` feature, and on CUDA its dtype conversions compile kernels at \
-                     run time",
-                    self.device.as_str()
-                ),
-            )
-            .with_hint("use `precision = \"f32\"`"));
-        }
         Ok(())
+    }
+
+    /// Which precision runs where. Checked before the device, so a precision a device cannot
+    /// run is named as such whether or not this binary has CUDA.
+    fn check_precision(&self) -> Result<(), ParamError> {
+        const SUPPORTED: &str = "supported: \"f32\" on \"cpu\" and \"cuda\", \"f16\" on \"cpu\"";
+        let reason = match (self.precision, self.device) {
+            (Precision::F32, _) | (Precision::F16, DeviceKind::Cpu) => return Ok(()),
+            (Precision::Bf16, DeviceKind::Cpu) => {
+                "the CPU engine's matrix kernels (the `gemm` crate) come in f32, f64 and f16, not bf16"
+            }
+            (Precision::Bf16 | Precision::F16, DeviceKind::Cuda) => {
+                "CUDA trains in f32 in this build: dfdx 0.13 converts dtypes on CUDA with a kernel it \
+                 compiles at run time against the build machine's CUDA headers, and panics where \
+                 they are missing"
+            }
+        };
+        Err(ParamError::new(
+            "precision",
+            format!(
+                "\"{}\" is not supported on \"{}\": {reason}",
+                self.precision.as_str(),
+                self.device.as_str()
+            ),
+        )
+        .with_hint(SUPPORTED))
     }
 }
 

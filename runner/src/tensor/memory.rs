@@ -17,6 +17,7 @@ use crate::params::ParamError;
 pub const DEFAULT_MAX_MEMORY: u64 = 16 << 30;
 
 const F32: f64 = 4.0;
+const F16: f64 = 2.0;
 
 /// The estimate, in bytes (f64, so no size of any manifest can overflow it).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,7 +75,12 @@ pub fn estimate(params: &TrainParams, seq_len: usize, n_features: usize, outputs
     };
     MemoryEstimate {
         parameters,
-        parameter_bytes: 4.0 * parameters * F32,
+        parameter_bytes: 4.0 * parameters * F32
+            + if params.precision == super::config::Precision::F16 {
+                parameters * F16
+            } else {
+                0.0
+            },
         activation_bytes: activations * F32,
         batch_bytes: (1.0 + params.prefetch as f64) * batch * (input + outputs) * F32,
     }

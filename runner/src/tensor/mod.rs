@@ -28,6 +28,8 @@ mod train_loop;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_precision;
+#[cfg(test)]
 mod tests_rnn;
 #[cfg(test)]
 mod tests_signal;
@@ -129,7 +131,15 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
     let predictions = match params.device {
         DeviceKind::Cpu => {
             let dev = Cpu::default();
-            let mut net = native::engine(&dev, &Model::from_trained(&dev, model)?, 0, HiddenState::PerBatch)?;
+            // Inference in f32 whatever precision trained the model: its weights are the f32
+            // master copies.
+            let mut net = native::engine(
+                &dev,
+                &Model::from_trained(&dev, model)?,
+                0,
+                HiddenState::PerBatch,
+                native::Products::F32,
+            )?;
             let (windows, valid) = (&model.windows, &model.windows.valid);
             eval::predict(windows, valid, params.batch_size, model.target, |b| {
                 Ok(net.forward(&b.x, b.rows, false).to_vec())

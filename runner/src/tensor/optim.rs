@@ -135,3 +135,77 @@ where
         None => Ok(grads.clone()),
     }
 }
+
+/// Dynamic loss scaling for f16 products, with PyTorch's `GradScaler` defaults: the loss's
+/// gradient is multiplied by `scale` (initially 2^16) before the backward pass, so gradients too
+/// small for f16 survive it; the gradients are divided by it again before clipping and the
+/// update. A step whose gradients hold an infinity or NaN (an f16 overflow) is skipped and the
+/// scale halved; after 2000 steps in a row without one, the scale doubles. Scales are powers of
+/// two, so scaling and unscaling are exact.
+#[derive(Debug, Clone)]
+pub struct LossScaler {
+    scale: f32,
+    /// Steps since the last overflow or growth.
+    good: u32,
+    skipped: u64,
+}
+
+impl LossScaler {
+    pub const INITIAL: f32 = 65536.0;
+    pub const GROWTH_INTERVAL: u32 = 2000;
+    /// Bounds that keep the scale a finite, normal power of two however long a run is.
+    const MIN: f32 = 1.0 / 16_777_216.0;
+    const MAX: f32 = 18_446_744_073_709_551_616.0;
+
+    pub fn new() -> Self {
+        Self::starting_at(Self::INITIAL)
+    }
+
+    /// A scaler starting at `scale` (a power of two).
+    pub fn starting_at(scale: f32) -> Self {
+        Self {
+            scale,
+            good: 0,
+            skipped: 0,
+        }
+    }
+
+    /// The factor the next backward pass is seeded with.
+    pub fn scale(&self) -> f32 {
+        self.scale
+    }
+
+    /// Steps skipped for an overflow so far.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Divides every gradient by the scale the backward pass used and returns `true`, or
+    /// returns `false` when any gradient is not finite: that step must be skipped, and the
+    /// scale is halved. Either way the scale is updated for the next step.
+    pub fn unscale<'a>(&mut self, grads: impl IntoIterator<Item = &'a mut [f32]>) -> bool {
+        let mut grads: Vec<&mut [f32]> = grads.into_iter().collect();
+        if grads.iter().any(|g| g.iter().any(|v| !v.is_finite())) {
+            self.skipped += 1;
+            self.good = 0;
+            self.scale = (self.scale * 0.5).max(Self::MIN);
+            return false;
+        }
+        let inverse = 1.0 / self.scale;
+        for g in &mut grads {
+            g.iter_mut().for_each(|v| *v *= inverse);
+        }
+        self.good += 1;
+        if self.good == Self::GROWTH_INTERVAL {
+            self.good = 0;
+            self.scale = (self.scale * 2.0).min(Self::MAX);
+        }
+        true
+    }
+}
+
+impl Default for LossScaler {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -553,7 +553,7 @@ fn check_reports_the_offending_field() {
         ),
         (
             TrainParams {
-                precision: Precision::F16,
+                precision: Precision::Bf16,
                 ..Default::default()
             },
             "precision",
@@ -572,13 +572,35 @@ fn check_reports_the_offending_field() {
         );
         assert!(matches!(r, Err(TrainError::Params(e)) if e.field == field));
     }
-    let f16 = TrainParams {
-        precision: Precision::F16,
-        ..Default::default()
+    // f16 runs on the CPU; bf16 nowhere, and neither half precision on CUDA, each saying why
+    // and what is supported (whether or not this binary has CUDA).
+    assert_eq!(
+        TrainParams {
+            precision: Precision::F16,
+            ..Default::default()
+        }
+        .check(),
+        Ok(())
+    );
+    for (precision, device, why) in [
+        (Precision::Bf16, DeviceKind::Cpu, "not bf16"),
+        (Precision::Bf16, DeviceKind::Cuda, "CUDA trains in f32"),
+        (Precision::F16, DeviceKind::Cuda, "CUDA trains in f32"),
+    ] {
+        let err = TrainParams {
+            precision,
+            device,
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(err.field, "precision");
+        assert!(err.message.contains(why), "{}", err.message);
+        assert!(
+            err.hint.as_deref().is_some_and(|h| h.contains("\"f16\" on \"cpu\"")),
+            "{err:?}"
+        );
     }
-    .check()
-    .unwrap_err();
-    assert!(f16.message.contains("not supported"), "{}", f16.message);
     assert!(ValidateParams {
         batch_size: 0,
         ..Default::default()

@@ -1,7 +1,7 @@
 //! Tests of the recurrent models: the CPU engine against dfdx's autodiff and both against
 //! finite differences, the hidden-state knob, learning, and their parameters.
 
-use super::native::{engine, random, NativeNet, NativeRnn};
+use super::native::{engine, random, NativeNet, NativeRnn, Products};
 use super::tests::{assert_finite_differences, learnable_windows, nudge, rnn, run_train, series, single};
 use super::*;
 use dfdx::prelude::*;
@@ -28,7 +28,7 @@ fn native_engine_matches_dfdx_autodiff() {
                     dev.tensor_from_vec(y.clone(), (rows, 2)),
                 )
                 .unwrap();
-            let mut native = engine(&dev, &model, 0, HiddenState::PerBatch).unwrap();
+            let mut native = engine(&dev, &model, 0, HiddenState::PerBatch, Products::F32).unwrap();
             let native_loss = pool.install(|| native.loss_and_grads(&x, &y, rows));
             let what = format!("{kind:?} {hidden:?} x{days} days, {rows} rows");
             close(native_loss, loss.array(), &format!("{what} loss"));
@@ -85,7 +85,7 @@ fn gradients_match_finite_differences() {
         });
 
         let dropped = rnn(&dev, kind, features, &[3, 3], 1, 0.4, 8);
-        let start = NativeRnn::new(&dev, &dropped, 9, HiddenState::PerBatch).unwrap();
+        let start = NativeRnn::new(&dev, &dropped, 9, HiddenState::PerBatch, Products::F32).unwrap();
         let mut native = start.clone();
         native.loss_and_grads(&x, &y, rows);
         let analytic: Vec<Vec<f32>> = native.grads().iter().map(|g| g.to_vec()).collect();

@@ -3,7 +3,7 @@
 //! loss PyTorch computed before each of 20 Adam steps. Both of measured's engines replay those
 //! steps from the same weights and must agree on every loss to 1e-4 relative.
 
-use super::native::engine;
+use super::native::{engine, Products};
 use super::optim::AdamW;
 use super::*;
 use crate::arch::Arch;
@@ -59,7 +59,7 @@ fn losses_agree_with_pytorch_for_20_adam_steps_on_both_engines() {
         // The CPU engine, driving dfdx's fused Adam as the training loop does.
         let mut model = Model::from_host(&dev, &arch, &kind.params, identity).unwrap();
         let mut opt = AdamW::new(&model, f.lr, 0.0).unwrap();
-        let mut net = engine(&dev, &model, 0, HiddenState::PerBatch).unwrap();
+        let mut net = engine(&dev, &model, 0, HiddenState::PerBatch, Products::F32).unwrap();
         for (step, ((x, y), want)) in f.x.iter().zip(&f.y).zip(&kind.losses).enumerate() {
             let got = f64::from(net.loss_and_grads(x, y, f.batch));
             assert!(

@@ -3,11 +3,11 @@
 //! they are judged on.
 
 use super::batches::{BatchSource, HostBatch};
-use super::config::{HiddenState, TrainParams};
+use super::config::{HiddenState, Precision, TrainParams};
 use super::eval;
 use super::model::{InitialState, Matrix, Model};
 use super::native::{self, NativeNet};
-use super::optim::{clip_global_norm, AdamW};
+use super::optim::{clip_global_norm, AdamW, LossScaler};
 use super::{TrainDevice, TrainError};
 use crate::artifact::{TargetScale, Windows};
 use crate::metrics::Recorder;
@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 ///   (s, training time summed up to the end of the first epoch whose validation MSE / naive-zero
 ///   MSE is at or below the target) and `epochs_to_target` (count); a note instead when no
 ///   epoch reaches it;
+/// - with `precision = "f16"`, `loss_scale` (the dynamic loss scale at the end) and
+///   `skipped_steps` (count: steps skipped because their scaled gradients overflowed f16);
 /// - with `phase_timing`, the totals `prep_seconds`, `h2d_seconds`, `compute_seconds` and
 ///   `readback_seconds` (s). With `prefetch > 0`, prep is only the time spent waiting for the
 ///   producer thread, i.e. the part of batch preparation that was not hidden.
@@ -174,6 +176,7 @@ where
             rec.record(phase.metric(), spent.as_secs_f64(), "s");
         }
     }
+    engine.record(rec);
     Ok(model)
 }
 
@@ -231,6 +234,9 @@ pub trait StepEngine<D: TrainDevice>: Sized {
 
     /// The model's outputs for `batch` (inference: no dropout, no update), standardized.
     fn predict(&mut self, dev: &D, model: &Model<D>, batch: &HostBatch) -> Result<Vec<f32>, TrainError>;
+
+    /// Records what the engine alone knows, once training ends.
+    fn record(&self, _rec: &mut Recorder) {}
 }
 
 /// dfdx's autodiff end to end: the forward pass on the tape, `backward()`, clipping on the
@@ -249,6 +255,14 @@ where
     TrainError: From<D::Err>,
 {
     fn new(_: &D, model: &Model<D>, params: &TrainParams, _: u64) -> Result<Self, TrainError> {
+        if params.precision != Precision::F32 {
+            // `TrainParams::check` keeps other precisions off CUDA; the CPU's autodiff engine is
+            // a test reference only.
+            return Err(TrainError::Internal(format!(
+                "the autodiff engine trains in f32 only, not {}",
+                params.precision.as_str()
+            )));
+        }
         Ok(Self {
             opt: AdamW::new(model, params.lr, params.weight_decay)?,
             state: match params.hidden_state {
@@ -305,21 +319,41 @@ where
 
 /// The CPU path: forward and backward on host buffers with the `gemm` crate's kernels
 /// ([`native`], per model kind), dfdx's fused Adam on the parameter tensors. "Device" buffers
-/// are host vectors here: a fresh pair per batch, or one pair overwritten in place.
+/// are host vectors here: a fresh pair per batch, or one pair overwritten in place. Under
+/// `precision = "f16"` the products run in f16 and a [`LossScaler`] guards the updates.
 pub struct NativeCpuEngine {
     net: Box<dyn NativeNet>,
     opt: AdamW<Cpu>,
+    scaler: Option<LossScaler>,
     x: Vec<f32>,
     y: Vec<f32>,
     rows: usize,
     grad_clip: Option<f64>,
 }
 
+impl NativeCpuEngine {
+    /// The loss scaler, under `precision = "f16"` (tests start it where they need it).
+    #[cfg(test)]
+    pub(super) fn scaler_mut(&mut self) -> Option<&mut LossScaler> {
+        self.scaler.as_mut()
+    }
+}
+
 impl StepEngine<Cpu> for NativeCpuEngine {
     fn new(dev: &Cpu, model: &Model<Cpu>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
+        let (products, scaler) = match params.precision {
+            Precision::F32 => (native::Products::F32, None),
+            Precision::F16 => (native::Products::F16, Some(LossScaler::new())),
+            Precision::Bf16 => {
+                return Err(TrainError::Internal(
+                    "bf16 reached the CPU engine; `TrainParams::check` rejects it".into(),
+                ))
+            }
+        };
         Ok(Self {
-            net: native::engine(dev, model, seed, params.hidden_state)?,
+            net: native::engine(dev, model, seed, params.hidden_state, products)?,
             opt: AdamW::new(model, params.lr, params.weight_decay)?,
+            scaler,
             x: Vec::new(),
             y: Vec::new(),
             rows: 0,
@@ -345,7 +379,19 @@ impl StepEngine<Cpu> for NativeCpuEngine {
         if self.rows == 0 {
             return Err(TrainError::Internal("a step without an uploaded batch".into()));
         }
-        let loss = self.net.loss_and_grads(&self.x, &self.y, self.rows);
+        let loss = match &mut self.scaler {
+            None => self.net.loss_and_grads(&self.x, &self.y, self.rows),
+            Some(scaler) => {
+                let loss = self
+                    .net
+                    .loss_and_grads_scaled(&self.x, &self.y, self.rows, scaler.scale());
+                if !scaler.unscale(self.net.grads_mut().iter_mut().map(|g| &mut g[..])) {
+                    // An f16 overflow: no update (the loss still counts, as in PyTorch).
+                    return Ok(dev.try_tensor(loss)?);
+                }
+                loss
+            }
+        };
         if let Some(max_norm) = self.grad_clip {
             native::clip_global_norm(self.net.grads_mut(), max_norm);
         }
@@ -356,6 +402,13 @@ impl StepEngine<Cpu> for NativeCpuEngine {
 
     fn predict(&mut self, _: &Cpu, _: &Model<Cpu>, batch: &HostBatch) -> Result<Vec<f32>, TrainError> {
         Ok(self.net.forward(&batch.x, batch.rows, false).to_vec())
+    }
+
+    fn record(&self, rec: &mut Recorder) {
+        if let Some(scaler) = &self.scaler {
+            rec.record("loss_scale", f64::from(scaler.scale()), "");
+            rec.record("skipped_steps", scaler.skipped() as f64, "count");
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! dfdx's autodiff do (tests compare the two, and both against finite differences).
 
 use super::{
-    activate, activation_slope, alloc_grads, chunk_len, copy_params, matmul, CpuVec, NativeNet, View, DROPOUT_STREAM,
+    activate, activation_slope, alloc_grads, chunk_len, copy_half, copy_params, f16, weight, CpuVec, NativeNet,
+    Products, View, DROPOUT_STREAM,
 };
 use crate::arch::Activation;
 use crate::tensor::model::Model;
@@ -23,6 +24,10 @@ pub struct NativeMlp {
     /// Host copies of the parameters (each layer's weight, `in x out` row-major, then its
     /// bias), refreshed from the dfdx tensors after each update ([`NativeNet::refresh`]).
     params: Vec<Vec<f32>>,
+    /// The precision of the products, and under f16 the parameters' f16 copies (refreshed
+    /// with `params`; empty under f32).
+    products: Products,
+    half: Vec<Vec<f16>>,
     /// Each layer's output before the activation; the last one is the prediction.
     pre: Vec<Vec<f32>>,
     /// Each hidden layer's activation times its dropout mask: the next layer's input.
@@ -38,7 +43,7 @@ pub struct NativeMlp {
 
 impl NativeMlp {
     /// Buffers for `model`; dropout masks are drawn from `seed`.
-    pub fn new(dev: &Cpu, model: &Model<Cpu>, seed: u64) -> Result<Self, TrainError> {
+    pub fn new(dev: &Cpu, model: &Model<Cpu>, seed: u64, products: Products) -> Result<Self, TrainError> {
         let widths = model.arch.mlp_widths();
         let layers = widths.len() - 1;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -49,6 +54,8 @@ impl NativeMlp {
             dropout: model.dropout as f32,
             rng,
             params: Vec::new(),
+            products,
+            half: Vec::new(),
             pre: vec![Vec::new(); layers],
             post: vec![Vec::new(); layers - 1],
             masks: vec![Vec::new(); layers - 1],
@@ -68,6 +75,9 @@ impl NativeMlp {
 impl NativeNet for NativeMlp {
     fn refresh(&mut self, model: &Model<Cpu>) {
         copy_params(model, &mut self.params);
+        if self.products == Products::F16 {
+            copy_half(&self.params, &mut self.half);
+        }
     }
 
     fn grads(&self) -> &[CpuVec] {
@@ -87,10 +97,14 @@ impl NativeNet for NativeMlp {
             let (fan_in, fan_out) = (self.widths[i], self.widths[i + 1]);
             let (below, this_and_above) = self.post.split_at_mut(i);
             let input = if i == 0 { x } else { &below[i - 1][..] };
-            let (weight, bias) = (&self.params[2 * i], &self.params[2 * i + 1]);
+            let bias = &self.params[2 * i + 1];
             let z = &mut self.pre[i];
             z.resize(rows * fan_out, 0.0);
-            matmul(z, View::new(input, rows, fan_in), View::new(weight, fan_in, fan_out));
+            self.products.matmul(
+                z,
+                View::new(input, rows, fan_in),
+                weight(&self.params, &self.half, 2 * i, fan_in, fan_out),
+            );
             let chunk = chunk_len(z.len(), fan_out);
             if i == last {
                 z.par_chunks_mut(chunk).for_each(|zc| {
@@ -141,12 +155,12 @@ impl NativeNet for NativeMlp {
 
     /// One training pass: forward with dropout, the mean squared error against `y`
     /// (`rows x output width`), and backward into [`NativeMlp::grads`]. Returns the loss.
-    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
+    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> f32 {
         let last = self.layers() - 1;
         self.forward(x, rows, true);
         let pred = &self.pre[last];
         assert_eq!(pred.len(), y.len(), "targets do not match the batch");
-        let scale = 2.0 / pred.len() as f32;
+        let scale = 2.0 / pred.len() as f32 * loss_scale;
         self.dz.clear();
         let mut sum = 0.0f64;
         self.dz.extend(pred.iter().zip(y).map(|(p, t)| {
@@ -161,7 +175,7 @@ impl NativeNet for NativeMlp {
             let input = if i == 0 { x } else { &self.post[i - 1][..] };
             let (gw, rest) = self.grads[2 * i..].split_at_mut(1);
             let (gw, gb) = (&mut gw[0], &mut rest[0]);
-            matmul(
+            self.products.matmul(
                 &mut gw[..],
                 View::new(input, rows, fan_in).t(),
                 View::new(&self.dz, rows, fan_out),
@@ -175,10 +189,10 @@ impl NativeNet for NativeMlp {
             }
             // dL/dh of the layer below, then through its dropout and activation.
             self.dh.resize(rows * fan_in, 0.0);
-            matmul(
+            self.products.matmul(
                 &mut self.dh,
                 View::new(&self.dz, rows, fan_out),
-                View::new(&self.params[2 * i], fan_in, fan_out).t(),
+                weight(&self.params, &self.half, 2 * i, fan_in, fan_out).t(),
             );
             let activation = self.activation;
             let (z, h, mask) = (&self.pre[i - 1], &self.post[i - 1], &self.masks[i - 1]);
@@ -230,7 +244,7 @@ mod tests {
                         dev.tensor_from_vec(y.clone(), (rows, outputs)),
                     )
                     .unwrap();
-                let mut native = NativeMlp::new(&dev, &mlp, 0).unwrap();
+                let mut native = NativeMlp::new(&dev, &mlp, 0, Products::F32).unwrap();
                 let native_loss = pool.install(|| native.loss_and_grads(&x, &y, rows));
                 let what = format!("{widths:?} {activation:?}");
                 close(native_loss, loss.array(), &format!("{what} loss"));
@@ -261,7 +275,7 @@ mod tests {
             let rows = 5;
             let x = random(rows * 3, 6);
             let y = random(rows * 2, 7);
-            let start = NativeMlp::new(&dev, &mlp, 9).unwrap();
+            let start = NativeMlp::new(&dev, &mlp, 9, Products::F32).unwrap();
             let mut native = start.clone();
             native.loss_and_grads(&x, &y, rows);
             assert!(
@@ -281,7 +295,7 @@ mod tests {
     fn clipping_scales_to_the_bound_and_leaves_small_gradients_alone() {
         let dev = Cpu::seed_from_u64(0);
         let mlp = mlp(&dev, &[3, 5, 1], Activation::Relu, 0.0, 1);
-        let mut native = NativeMlp::new(&dev, &mlp, 0).unwrap();
+        let mut native = NativeMlp::new(&dev, &mlp, 0, Products::F32).unwrap();
         native.loss_and_grads(&[3.0; 12], &[-9.0; 4], 4);
         let flat = |n: &NativeMlp| -> Vec<f32> { n.grads().iter().flat_map(|g| g.iter().copied()).collect() };
         let norm = |v: &[f32]| v.iter().map(|g| f64::from(*g).powi(2)).sum::<f64>().sqrt();

@@ -26,6 +26,8 @@ use crate::arch::{Activation, ModelKind};
 use dfdx::shapes::HasShape;
 use dfdx::tensor::{Cpu, Storage};
 use gemm::Parallelism;
+pub(super) use half::f16;
+use half::slice::HalfFloatSliceExt;
 
 /// A gradient buffer on the CPU device, the type dfdx's Adam kernel reads.
 pub type CpuVec = <Cpu as Storage<f32>>::Vec;
@@ -36,19 +38,19 @@ pub(super) const DROPOUT_STREAM: u64 = u64::MAX;
 /// Elementwise passes smaller than this run on the calling thread.
 const PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
 
-/// A read-only strided view of an f32 matrix.
+/// A read-only strided view of a matrix (f32, or the f16 copies of [`Products::F16`]).
 #[derive(Clone, Copy)]
-pub(super) struct View<'a> {
-    data: &'a [f32],
+pub(super) struct View<'a, T = f32> {
+    data: &'a [T],
     rows: usize,
     cols: usize,
     row_stride: isize,
     col_stride: isize,
 }
 
-impl<'a> View<'a> {
+impl<'a, T> View<'a, T> {
     /// The first `rows * cols` values of `data` as a row-major matrix.
-    pub(super) fn new(data: &'a [f32], rows: usize, cols: usize) -> Self {
+    pub(super) fn new(data: &'a [T], rows: usize, cols: usize) -> Self {
         assert!(
             data.len() >= rows * cols,
             "{} values for a {rows}x{cols} matrix",
@@ -72,34 +74,154 @@ impl<'a> View<'a> {
             col_stride: self.row_stride,
         }
     }
+
+    /// How many leading values of `data` the view reads (strides are positive: `new` and `t`
+    /// make no others).
+    fn extent(&self) -> usize {
+        if self.rows == 0 || self.cols == 0 {
+            return 0;
+        }
+        (self.rows - 1) * self.row_stride as usize + (self.cols - 1) * self.col_stride as usize + 1
+    }
+
+    /// The same layout over other values.
+    fn over<'b, U>(&self, data: &'b [U]) -> View<'b, U> {
+        View {
+            data,
+            rows: self.rows,
+            cols: self.cols,
+            row_stride: self.row_stride,
+            col_stride: self.col_stride,
+        }
+    }
 }
 
-/// `dst = a . b`, with `dst` row-major `a.rows x b.cols` (overwritten, never read).
-pub(super) fn matmul(dst: &mut [f32], a: View<'_>, b: View<'_>) {
-    matmul_into(dst, a, b, false);
+/// An operand of a product: f32 values, or f16 copies an engine keeps (its weights under
+/// [`Products::F16`]).
+#[derive(Clone, Copy)]
+pub(super) enum Operand<'a> {
+    F32(View<'a, f32>),
+    F16(View<'a, f16>),
 }
 
-/// `dst = a . b`, or `dst += a . b` with `accumulate`; `dst` row-major `a.rows x b.cols`.
-/// Runs on the whole pool.
-pub(super) fn matmul_into(dst: &mut [f32], a: View<'_>, b: View<'_>, accumulate: bool) {
-    let parallelism = match rayon::current_num_threads() {
-        1 => Parallelism::None,
-        n => Parallelism::Rayon(n),
-    };
-    product(dst, a, b, accumulate, parallelism);
+impl<'a> From<View<'a, f32>> for Operand<'a> {
+    fn from(v: View<'a, f32>) -> Self {
+        Operand::F32(v)
+    }
 }
 
-/// [`matmul_into`] on the calling thread only (for products inside a parallel loop).
-pub(super) fn matmul_serial(dst: &mut [f32], a: View<'_>, b: View<'_>, accumulate: bool) {
-    product(dst, a, b, accumulate, Parallelism::None);
+impl<'a> From<View<'a, f16>> for Operand<'a> {
+    fn from(v: View<'a, f16>) -> Self {
+        Operand::F16(v)
+    }
 }
 
-fn product(dst: &mut [f32], a: View<'_>, b: View<'_>, accumulate: bool, parallelism: Parallelism) {
-    assert_eq!(a.cols, b.rows, "inner dimensions");
-    assert!(dst.len() >= a.rows * b.cols, "destination too small");
-    // SAFETY: `View::new` checked that each operand's data holds its `rows x cols` elements at
-    // the strides given (transposing swaps both, so the largest offset is unchanged); `dst` was
-    // checked above; the three slices are distinct borrows, so they do not overlap.
+impl Operand<'_> {
+    pub(super) fn t(self) -> Self {
+        match self {
+            Operand::F32(v) => Operand::F32(v.t()),
+            Operand::F16(v) => Operand::F16(v.t()),
+        }
+    }
+
+    fn shape(&self) -> (usize, usize) {
+        match self {
+            Operand::F32(v) => (v.rows, v.cols),
+            Operand::F16(v) => (v.rows, v.cols),
+        }
+    }
+}
+
+/// The precision of an engine's matrix products; everything between products (biases,
+/// activations, cells, the loss, gradient sums) stays in f32 either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Products {
+    /// f32 operands, f32 results.
+    #[default]
+    F32,
+    /// Mixed precision: operands rounded to f16 (weights from f16 copies refreshed after each
+    /// update, activations as they enter the product), products accumulated in f32 by the
+    /// `gemm` crate's f16 kernel and returned rounded to f16, as CUDA's f16 GEMMs under autocast
+    /// do. Values beyond f16's range (65504) become infinite, which loss scaling detects.
+    F16,
+}
+
+impl Products {
+    /// `dst = a . b`, with `dst` row-major `a.rows x b.cols` (overwritten, never read).
+    pub(super) fn matmul<'a>(self, dst: &mut [f32], a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) {
+        self.matmul_into(dst, a, b, false);
+    }
+
+    /// `dst = a . b`, or `dst += a . b` with `accumulate`; `dst` row-major `a.rows x b.cols`.
+    /// Runs on the whole pool.
+    pub(super) fn matmul_into<'a>(
+        self,
+        dst: &mut [f32],
+        a: impl Into<Operand<'a>>,
+        b: impl Into<Operand<'a>>,
+        accumulate: bool,
+    ) {
+        let parallelism = match rayon::current_num_threads() {
+            1 => Parallelism::None,
+            n => Parallelism::Rayon(n),
+        };
+        self.product(dst, a.into(), b.into(), accumulate, parallelism);
+    }
+
+    /// [`Products::matmul_into`] on the calling thread only (for products inside a parallel
+    /// loop).
+    pub(super) fn matmul_serial<'a>(
+        self,
+        dst: &mut [f32],
+        a: impl Into<Operand<'a>>,
+        b: impl Into<Operand<'a>>,
+        accumulate: bool,
+    ) {
+        self.product(dst, a.into(), b.into(), accumulate, Parallelism::None);
+    }
+
+    fn product(self, dst: &mut [f32], a: Operand<'_>, b: Operand<'_>, accumulate: bool, parallelism: Parallelism) {
+        let ((m, k), (k2, n)) = (a.shape(), b.shape());
+        assert_eq!(k, k2, "inner dimensions");
+        assert!(dst.len() >= m * n, "destination too small");
+        // Conversion buffers are taken out of the thread's scratch for the call (and put back
+        // after), so a product started by work stolen while `gemm` waits finds none borrowed.
+        let mut scratch = SCRATCH.with(|s| s.take());
+        match self {
+            Products::F32 => {
+                let a = widen(&mut scratch.a32, a);
+                let b = widen(&mut scratch.b32, b);
+                gemm_f32(dst, a, b, accumulate, parallelism);
+            }
+            Products::F16 => {
+                let a = narrow(&mut scratch.a16, a);
+                let b = narrow(&mut scratch.b16, b);
+                let out = &mut scratch.out16;
+                out.clear();
+                out.resize(m * n, f16::ZERO);
+                gemm_f16(out, a, b, parallelism);
+                let dst = &mut dst[..m * n];
+                if accumulate {
+                    let sum = &mut scratch.sum32;
+                    sum.resize(m * n, 0.0);
+                    out.convert_to_f32_slice(sum);
+                    dst.iter_mut().zip(sum.iter()).for_each(|(d, s)| *d += s);
+                } else {
+                    out.convert_to_f32_slice(dst);
+                }
+            }
+        }
+        SCRATCH.with(|s| s.replace(scratch));
+    }
+}
+
+/// `dst = a . b` (or `+=`) over f32 views.
+fn gemm_f32(dst: &mut [f32], a: View<'_, f32>, b: View<'_, f32>, accumulate: bool, parallelism: Parallelism) {
+    debug_assert!(a.data.len() >= a.extent() && b.data.len() >= b.extent());
+    // SAFETY: each view reads at most `extent()` values of its data, which `View::new` checked
+    // (transposing swaps both strides and sizes, so the extent is unchanged) and `over` keeps
+    // (its buffers are filled to the extent); `product` checked `dst` holds `a.rows x b.cols`;
+    // the three slices are distinct borrows, so they do not overlap.
     unsafe {
         gemm::gemm(
             a.rows,
@@ -122,6 +244,101 @@ fn product(dst: &mut [f32], a: View<'_>, b: View<'_>, accumulate: bool, parallel
             false,
             parallelism,
         );
+    }
+}
+
+/// `dst = a . b` over f16 views, accumulated in f32 inside the kernel.
+fn gemm_f16(dst: &mut [f16], a: View<'_, f16>, b: View<'_, f16>, parallelism: Parallelism) {
+    debug_assert!(a.data.len() >= a.extent() && b.data.len() >= b.extent());
+    debug_assert!(dst.len() >= a.rows * b.cols);
+    // SAFETY: as in `gemm_f32`; `dst` was sized to `a.rows x b.cols` by the caller.
+    unsafe {
+        gemm::gemm(
+            a.rows,
+            b.cols,
+            a.cols,
+            dst.as_mut_ptr(),
+            1,
+            b.cols as isize,
+            false,
+            a.data.as_ptr(),
+            a.col_stride,
+            a.row_stride,
+            b.data.as_ptr(),
+            b.col_stride,
+            b.row_stride,
+            f16::ZERO,
+            f16::ONE,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
+
+/// A thread's conversion buffers for products whose operands are in the other precision.
+#[derive(Default)]
+struct Scratch {
+    a32: Vec<f32>,
+    b32: Vec<f32>,
+    a16: Vec<f16>,
+    b16: Vec<f16>,
+    out16: Vec<f16>,
+    sum32: Vec<f32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// `op` as f32: itself, or its f16 values widened into `buf`.
+fn widen<'a>(buf: &'a mut Vec<f32>, op: Operand<'a>) -> View<'a, f32> {
+    match op {
+        Operand::F32(v) => v,
+        Operand::F16(v) => {
+            let n = v.extent();
+            buf.resize(n, 0.0);
+            v.data[..n].convert_to_f32_slice(buf);
+            v.over(buf)
+        }
+    }
+}
+
+/// `op` as f16: itself, or its f32 values rounded into `buf`.
+fn narrow<'a>(buf: &'a mut Vec<f16>, op: Operand<'a>) -> View<'a, f16> {
+    match op {
+        Operand::F16(v) => v,
+        Operand::F32(v) => {
+            let n = v.extent();
+            buf.resize(n, f16::ZERO);
+            buf.convert_from_f32_slice(&v.data[..n]);
+            v.over(buf)
+        }
+    }
+}
+
+/// Parameter `i` of an engine as a `rows x cols` operand: its f16 copy when the engine keeps
+/// them (`half` is empty under [`Products::F32`]).
+pub(super) fn weight<'a>(
+    params: &'a [Vec<f32>],
+    half: &'a [Vec<f16>],
+    i: usize,
+    rows: usize,
+    cols: usize,
+) -> Operand<'a> {
+    match half.get(i) {
+        Some(h) => View::new(h, rows, cols).into(),
+        None => View::new(&params[i][..], rows, cols).into(),
+    }
+}
+
+/// f16 copies of `host` (the engine's f32 parameters), refreshed in place.
+pub(super) fn copy_half(host: &[Vec<f32>], half: &mut Vec<Vec<f16>>) {
+    half.resize_with(host.len(), Vec::new);
+    for (h, f) in host.iter().zip(half.iter_mut()) {
+        f.resize(h.len(), f16::ZERO);
+        f.convert_from_f32_slice(h);
     }
 }
 
@@ -227,7 +444,15 @@ pub trait NativeNet: Send {
 
     /// One training pass: forward with dropout, the mean squared error against `y`
     /// (`rows x outputs`), and backward into [`NativeNet::grads`]. Returns the loss.
-    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32;
+    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
+        self.loss_and_grads_scaled(x, y, rows, 1.0)
+    }
+
+    /// [`NativeNet::loss_and_grads`] with the backward pass seeded by `loss_scale` times the
+    /// loss's gradient, so the gradients come out multiplied by it (loss scaling keeps small
+    /// f16 gradients from flushing to zero; the caller divides it out). A scale of 1 changes
+    /// nothing: `x * 1.0 == x` exactly.
+    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> f32;
 
     /// dL/dp of every parameter, in the model's parameter order, as Adam reads them.
     fn grads(&self) -> &[CpuVec];
@@ -236,16 +461,17 @@ pub trait NativeNet: Send {
 }
 
 /// The engine for `model`'s kind; dropout masks are drawn from `seed`. `hidden_state` is the
-/// recurrent models' initial-state knob.
+/// recurrent models' initial-state knob, `products` the precision of the matrix products.
 pub fn engine(
     dev: &Cpu,
     model: &Model<Cpu>,
     seed: u64,
     hidden_state: HiddenState,
+    products: Products,
 ) -> Result<Box<dyn NativeNet>, TrainError> {
     Ok(match model.arch.kind {
-        ModelKind::Mlp => Box::new(NativeMlp::new(dev, model, seed)?),
-        ModelKind::Lstm | ModelKind::Gru => Box::new(NativeRnn::new(dev, model, seed, hidden_state)?),
+        ModelKind::Mlp => Box::new(NativeMlp::new(dev, model, seed, products)?),
+        ModelKind::Lstm | ModelKind::Gru => Box::new(NativeRnn::new(dev, model, seed, hidden_state, products)?),
     })
 }
 

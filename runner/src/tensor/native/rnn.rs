@@ -11,7 +11,7 @@
 //! of every day are kept from the forward pass for the backward one.
 
 use super::{
-    alloc_grads, copy_params, matmul, matmul_into, matmul_serial, sigmoid_in_place, tanh_in_place, CpuVec, NativeNet,
+    alloc_grads, copy_half, copy_params, f16, sigmoid_in_place, tanh_in_place, weight, CpuVec, NativeNet, Products,
     View, DROPOUT_STREAM,
 };
 use crate::arch::ModelKind;
@@ -68,6 +68,10 @@ pub struct NativeRnn {
     rng: ChaCha8Rng,
     /// Host copies of the parameters, in the model's order (see `Arch::params`).
     params: Vec<Vec<f32>>,
+    /// The precision of the products, and under f16 the parameters' f16 copies (refreshed
+    /// with `params`; empty under f32).
+    products: Products,
+    half: Vec<Vec<f16>>,
     /// The batch in the block layout, `[days*rows, features]`.
     x: Vec<f32>,
     layers: Vec<LayerBuffers>,
@@ -95,7 +99,13 @@ pub struct NativeRnn {
 
 impl NativeRnn {
     /// Buffers for `model`; dropout masks are drawn from `seed`.
-    pub fn new(dev: &Cpu, model: &Model<Cpu>, seed: u64, hidden_state: HiddenState) -> Result<Self, TrainError> {
+    pub fn new(
+        dev: &Cpu,
+        model: &Model<Cpu>,
+        seed: u64,
+        hidden_state: HiddenState,
+        products: Products,
+    ) -> Result<Self, TrainError> {
         let arch = &model.arch;
         if !arch.kind.is_recurrent() || arch.hidden.is_empty() {
             return Err(TrainError::Shape(format!(
@@ -115,6 +125,8 @@ impl NativeRnn {
             hidden_state,
             rng,
             params: Vec::new(),
+            products,
+            half: Vec::new(),
             x: Vec::new(),
             layers: vec![LayerBuffers::default(); arch.hidden.len()],
             h0: Vec::new(),
@@ -152,6 +164,9 @@ impl NativeRnn {
 impl NativeNet for NativeRnn {
     fn refresh(&mut self, model: &Model<Cpu>) {
         copy_params(model, &mut self.params);
+        if self.products == Products::F16 {
+            copy_half(&self.params, &mut self.half);
+        }
     }
 
     fn grads(&self) -> &[CpuVec] {
@@ -197,12 +212,8 @@ impl NativeNet for NativeRnn {
             let buf = &mut this_and_above[0];
             let input = below.last().map_or(&self.x[..], LayerBuffers::output);
             let p = 4 * l;
-            let (w_ih, w_hh, b_ih, b_hh) = (
-                &self.params[p],
-                &self.params[p + 1],
-                &self.params[p + 2],
-                &self.params[p + 3],
-            );
+            let (b_ih, b_hh) = (&self.params[p + 2], &self.params[p + 3]);
+            let (products, w_hh) = (self.products, weight(&self.params, &self.half, p + 1, h, gh));
             buf.gates.resize(n * gh, 0.0);
             buf.h.resize(n * h, 0.0);
             if lstm {
@@ -213,10 +224,10 @@ impl NativeNet for NativeRnn {
             }
             // The input projection of every day at once, then each block's recurrence on its
             // own thread: the days are sequential, the blocks independent.
-            matmul(
+            products.matmul(
                 &mut buf.gates,
                 View::new(input, n, width_in),
-                View::new(w_ih, width_in, gh),
+                weight(&self.params, &self.half, p, width_in, gh),
             );
             let bias: Vec<f32> = b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect();
             let h0 = &self.h0;
@@ -237,14 +248,14 @@ impl NativeNet for NativeRnn {
                     let h_out = &mut h_rest[..m * h];
                     let zt = &mut z[t * m * gh..(t + 1) * m * gh];
                     if lstm {
-                        matmul_serial(zt, View::new(h_prev, m, h), View::new(w_hh, h, gh), true);
+                        products.matmul_serial(zt, View::new(h_prev, m, h), w_hh, true);
                         let (c_done, c_rest) = cs.split_at_mut(t * m * h);
                         let c_prev: &[f32] = if t == 0 { zero } else { &c_done[(t - 1) * m * h..] };
                         let tc = &mut tcs[t * m * h..(t + 1) * m * h];
                         lstm_cell(zt, &bias, c_prev, &mut c_rest[..m * h], tc, h_out, h);
                     } else {
                         let ut = &mut us[t * m * gh..(t + 1) * m * gh];
-                        matmul_serial(ut, View::new(h_prev, m, h), View::new(w_hh, h, gh), false);
+                        products.matmul_serial(ut, View::new(h_prev, m, h), w_hh, false);
                         gru_cell(zt, ut, b_ih, b_hh, h_prev, h_out, h);
                     }
                 }
@@ -272,10 +283,10 @@ impl NativeNet for NativeRnn {
         }
         let head = 4 * self.hidden.len();
         self.pred.resize(rows * self.outputs, 0.0);
-        matmul(
+        self.products.matmul(
             &mut self.pred,
             View::new(&self.last, rows, h),
-            View::new(&self.params[head], h, self.outputs),
+            weight(&self.params, &self.half, head, h, self.outputs),
         );
         let bias = &self.params[head + 1];
         for row in self.pred.chunks_exact_mut(self.outputs) {
@@ -284,7 +295,7 @@ impl NativeNet for NativeRnn {
         &self.pred
     }
 
-    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
+    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> f32 {
         self.forward(x, rows, true);
         assert_eq!(self.pred.len(), y.len(), "targets do not match the batch");
         let (days, outputs) = (self.days, self.outputs);
@@ -293,7 +304,8 @@ impl NativeNet for NativeRnn {
         let lstm = self.kind == ModelKind::Lstm;
         let top = self.hidden.len() - 1;
         let blocks = blocks(rows);
-        let scale = 2.0 / self.pred.len() as f32;
+        let scale = 2.0 / self.pred.len() as f32 * loss_scale;
+        let products = self.products;
         let mut sum = 0.0f64;
         self.d_pred.clear();
         self.d_pred.extend(self.pred.iter().zip(y).map(|(p, t)| {
@@ -307,7 +319,7 @@ impl NativeNet for NativeRnn {
         let h_top = self.hidden[top];
         let head = 4 * self.hidden.len();
         let (gw, gb) = self.grads[head..].split_at_mut(1);
-        matmul(
+        products.matmul(
             &mut gw[0][..],
             View::new(&self.last, rows, h_top).t(),
             View::new(&self.d_pred, rows, outputs),
@@ -317,10 +329,10 @@ impl NativeNet for NativeRnn {
             gb[0].iter_mut().zip(row).for_each(|(g, d)| *g += d);
         }
         self.d_last.resize(rows * h_top, 0.0);
-        matmul(
+        products.matmul(
             &mut self.d_last,
             View::new(&self.d_pred, rows, outputs),
-            View::new(&self.params[head], h_top, outputs).t(),
+            weight(&self.params, &self.half, head, h_top, outputs).t(),
         );
         self.d_out.clear();
         self.d_out.resize(n * h_top, 0.0);
@@ -340,7 +352,7 @@ impl NativeNet for NativeRnn {
                 self.d_u.resize(n * gh, 0.0);
             }
             let buf = &self.layers[l];
-            let (w_hh, b_hh) = (&self.params[p + 1], &self.params[p + 3]);
+            let (w_hh, b_hh) = (weight(&self.params, &self.half, p + 1, h, gh).t(), &self.params[p + 3]);
             let (h0, d_out) = (&self.h0, &self.d_out);
             let parts = block_regions(&mut self.d_gates, &blocks, days, gh)
                 .into_iter()
@@ -378,7 +390,7 @@ impl NativeNet for NativeRnn {
                             h,
                         );
                         if t > 0 {
-                            matmul_serial(&mut d_h, View::new(&dz[sg], m, gh), View::new(w_hh, h, gh).t(), false);
+                            products.matmul_serial(&mut d_h, View::new(&dz[sg], m, gh), w_hh, false);
                         }
                     } else {
                         let us = &buf.u[region(gh)][sg.clone()];
@@ -394,7 +406,7 @@ impl NativeNet for NativeRnn {
                             h,
                         );
                         if t > 0 {
-                            matmul_serial(&mut d_h, View::new(&du[sg], m, gh), View::new(w_hh, h, gh).t(), true);
+                            products.matmul_serial(&mut d_h, View::new(&du[sg], m, gh), w_hh, true);
                         }
                     }
                 }
@@ -409,7 +421,7 @@ impl NativeNet for NativeRnn {
             let (gw_ih, rest) = self.grads[p..].split_at_mut(1);
             let (gw_hh, rest) = rest.split_at_mut(1);
             let (gb_ih, gb_hh) = rest.split_at_mut(1);
-            matmul(
+            products.matmul(
                 &mut gw_ih[0][..],
                 View::new(input, n, width_in).t(),
                 View::new(&self.d_gates, n, gh),
@@ -420,7 +432,7 @@ impl NativeNet for NativeRnn {
                 for b in &blocks {
                     let m = b.len();
                     let (hs, ds) = (b.start * days * h, b.start * days * gh);
-                    matmul_into(
+                    products.matmul_into(
                         &mut gw_hh[0][..],
                         View::new(&self.layers[l].h[hs..], (days - 1) * m, h).t(),
                         View::new(&d_rec[ds + m * gh..], (days - 1) * m, gh),
@@ -428,21 +440,23 @@ impl NativeNet for NativeRnn {
                     );
                 }
             }
-            matmul(
+            // Bias gradients are sums over every row: kept in f32 whatever the precision, as
+            // their scaled totals can leave f16's range when no single term does.
+            Products::F32.matmul(
                 &mut gb_ih[0][..],
                 View::new(&self.ones, 1, n),
                 View::new(&self.d_gates, n, gh),
             );
-            matmul(&mut gb_hh[0][..], View::new(&self.ones, 1, n), View::new(d_rec, n, gh));
+            Products::F32.matmul(&mut gb_hh[0][..], View::new(&self.ones, 1, n), View::new(d_rec, n, gh));
             if l == 0 {
                 break;
             }
             // dL/d(outputs of the layer below), through its dropout mask.
             self.d_below.resize(n * width_in, 0.0);
-            matmul(
+            products.matmul(
                 &mut self.d_below,
                 View::new(&self.d_gates, n, gh),
-                View::new(&self.params[p], width_in, gh).t(),
+                weight(&self.params, &self.half, p, width_in, gh).t(),
             );
             let mask = &self.layers[l - 1].mask;
             if !mask.is_empty() {
