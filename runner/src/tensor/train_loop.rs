@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 /// Trains a fresh model on `windows.train` and records the stage's metrics into `rec`:
 /// - `epoch_seconds` (s) per epoch as a series, and their mean as a single value;
 /// - `train_loss` (loss): the MSE over all training windows, in target units, with the weights
-///   at the end of each epoch (a full pass, not timed) as a series, and the last epoch's value;
+///   at the end of each epoch (a full pass, not timed, with the training step's products: f16
+///   ones under `precision = "f16"`) as a series, and the last epoch's value;
 /// - `mean_batch_loss` (loss): the mean of the epoch's batch losses as a series, in standardized
 ///   target units, taken while the weights change (what the loop saw, not a model's MSE);
 /// - `samples_per_second` (samples/s) over all epochs;

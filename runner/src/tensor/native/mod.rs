@@ -217,41 +217,34 @@ impl Products {
 
 /// `dst = a . b` (or `+=`) over f32 views.
 fn gemm_f32(dst: &mut [f32], a: View<'_, f32>, b: View<'_, f32>, accumulate: bool, parallelism: Parallelism) {
-    debug_assert!(a.data.len() >= a.extent() && b.data.len() >= b.extent());
-    // SAFETY: each view reads at most `extent()` values of its data, which `View::new` checked
-    // (transposing swaps both strides and sizes, so the extent is unchanged) and `over` keeps
-    // (its buffers are filled to the extent); `product` checked `dst` holds `a.rows x b.cols`;
-    // the three slices are distinct borrows, so they do not overlap.
-    unsafe {
-        gemm::gemm(
-            a.rows,
-            b.cols,
-            a.cols,
-            dst.as_mut_ptr(),
-            1,
-            b.cols as isize,
-            accumulate,
-            a.data.as_ptr(),
-            a.col_stride,
-            a.row_stride,
-            b.data.as_ptr(),
-            b.col_stride,
-            b.row_stride,
-            if accumulate { 1.0 } else { 0.0 },
-            1.0,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
+    let alpha = if accumulate { 1.0 } else { 0.0 };
+    gemm_any(dst, a, b, accumulate, alpha, 1.0, parallelism);
 }
 
 /// `dst = a . b` over f16 views, accumulated in f32 inside the kernel.
 fn gemm_f16(dst: &mut [f16], a: View<'_, f16>, b: View<'_, f16>, parallelism: Parallelism) {
-    debug_assert!(a.data.len() >= a.extent() && b.data.len() >= b.extent());
-    debug_assert!(dst.len() >= a.rows * b.cols);
-    // SAFETY: as in `gemm_f32`; `dst` was sized to `a.rows x b.cols` by the caller.
+    gemm_any(dst, a, b, false, f16::ZERO, f16::ONE, parallelism);
+}
+
+/// `dst = alpha dst + beta a . b` (`dst` read only with `read_dst`), `dst` row-major.
+fn gemm_any<T: Copy + 'static>(
+    dst: &mut [T],
+    a: View<'_, T>,
+    b: View<'_, T>,
+    read_dst: bool,
+    alpha: T,
+    beta: T,
+    parallelism: Parallelism,
+) {
+    assert!(
+        a.data.len() >= a.extent() && b.data.len() >= b.extent(),
+        "operand too small"
+    );
+    assert!(dst.len() >= a.rows * b.cols, "destination too small");
+    // SAFETY: each view reads at most `extent()` values of its data and `dst` holds
+    // `a.rows x b.cols` (both checked above; transposing swaps strides and sizes together, so the
+    // extent is unchanged); the three slices are distinct borrows, so they do not overlap. `T` is
+    // f32 or f16, types `gemm` multiplies.
     unsafe {
         gemm::gemm(
             a.rows,
@@ -260,15 +253,15 @@ fn gemm_f16(dst: &mut [f16], a: View<'_, f16>, b: View<'_, f16>, parallelism: Pa
             dst.as_mut_ptr(),
             1,
             b.cols as isize,
-            false,
+            read_dst,
             a.data.as_ptr(),
             a.col_stride,
             a.row_stride,
             b.data.as_ptr(),
             b.col_stride,
             b.row_stride,
-            f16::ZERO,
-            f16::ONE,
+            alpha,
+            beta,
             false,
             false,
             false,
