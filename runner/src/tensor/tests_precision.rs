@@ -218,6 +218,40 @@ fn an_overflowing_f16_step_is_skipped_and_the_next_one_updates() {
     assert_eq!(step.scaler_mut().unwrap().skipped(), 0);
 }
 
+/// The f16 products' conversion buffers live in the pool's threads while an f16 run trains, and
+/// are freed when it ends, so they do not count toward what runs after it.
+#[test]
+fn f16_conversion_buffers_are_freed_when_training_ends() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    pool.install(|| {
+        let windows = learnable_windows(300, 50, 3);
+        let params = TrainParams {
+            hidden: Some(vec![64]),
+            precision: Precision::F16,
+            ..Default::default()
+        };
+        let dev = Cpu::seed_from_u64(0);
+        let arch = params.arch(windows.seq_len, windows.n_features, 1).unwrap();
+        let mut model = Model::new(&dev, &arch, 0.0, 1).unwrap();
+        let mut step = NativeCpuEngine::new(&dev, &model, &params, 0).unwrap();
+        let rows = 64;
+        let width = windows.seq_len * windows.n_features;
+        let batch = HostBatch {
+            x: random(rows * width, 1),
+            y: random(rows, 2),
+            rows,
+        };
+        step.upload(&dev, &batch, false).unwrap();
+        step.step(&dev, &mut model).unwrap();
+        assert!(
+            super::native::scratch_bytes() > 0,
+            "an f16 step converts through the buffers"
+        );
+        drop(step);
+        assert_eq!(super::native::scratch_bytes(), 0);
+    });
+}
+
 /// End to end: f16 training learns what f32 training learns, for every model kind, and records
 /// its scaling; f32 training records none.
 #[test]

@@ -332,6 +332,14 @@ pub struct NativeCpuEngine {
     grad_clip: Option<f64>,
 }
 
+impl Drop for NativeCpuEngine {
+    fn drop(&mut self) {
+        if self.scaler.is_some() {
+            native::release_scratch();
+        }
+    }
+}
+
 impl NativeCpuEngine {
     /// The loss scaler, under `precision = "f16"` (tests start it where they need it).
     #[cfg(test)]

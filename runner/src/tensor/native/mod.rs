@@ -285,6 +285,27 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
+/// Frees the conversion buffers of the calling thread and of every thread of its pool, so that
+/// what an f16 run converted does not stay allocated in the pool's threads and count toward the
+/// memory of the stages and trials after it.
+pub fn release_scratch() {
+    rayon::broadcast(|_| SCRATCH.with(|s| drop(s.take())));
+    SCRATCH.with(|s| drop(s.take()));
+}
+
+/// Bytes of conversion buffers the calling thread and its pool's threads hold.
+#[cfg(test)]
+pub(super) fn scratch_bytes() -> usize {
+    fn held() -> usize {
+        SCRATCH.with(|s| {
+            let s = s.borrow();
+            4 * (s.a32.capacity() + s.b32.capacity() + s.sum32.capacity())
+                + 2 * (s.a16.capacity() + s.b16.capacity() + s.out16.capacity())
+        })
+    }
+    rayon::broadcast(|_| held()).into_iter().sum::<usize>() + held()
+}
+
 /// `op` as f32: itself, or its f16 values widened into `buf`.
 fn widen<'a>(buf: &'a mut Vec<f32>, op: Operand<'a>) -> View<'a, f32> {
     match op {
