@@ -348,9 +348,19 @@ pub fn run_trial(
                 content_hash: None,
             };
             let peak_scope = reset_peak_rss();
+            // GPU telemetry runs on its own thread, outside the stage's clock; without NVML the
+            // stage runs unmonitored and says so once.
+            let monitor = resolved.stage.gpu_monitor().and_then(|hz| {
+                crate::measure::gpu::monitor_gpu(0, hz)
+                    .map_err(|why| ctx.rec.note(format!("no GPU telemetry: {why}")))
+                    .ok()
+            });
             let start = Instant::now();
             let result = resolved.stage.run(&mut ctx, &inputs);
             record.seconds = start.elapsed().as_secs_f64();
+            if let Some(monitor) = monitor {
+                monitor.stop().record(&mut ctx.rec);
+            }
             record.peak_rss_bytes = match (peak_rss_bytes(), ctx.peak_rss_child) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),

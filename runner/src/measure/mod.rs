@@ -1,8 +1,10 @@
 //! Measuring what happens around a stage (exec -> measure): peak memory, how busy the machine
-//! was around each trial, and the environment fingerprint stored with every run and trial.
+//! was around each trial, GPU telemetry, and the environment fingerprint stored with every run
+//! and trial.
 
 mod busy;
 mod env;
+pub mod gpu;
 mod load;
 mod rss;
 

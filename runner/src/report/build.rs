@@ -211,6 +211,7 @@ pub fn build_report(run: &RunData) -> Report {
         guards,
         quality,
         quality_under_test: run.compare.quality_under_test,
+        gpu: super::gpu::gpu_rows(run),
         claims,
         stage_columns,
         stages,

@@ -15,6 +15,7 @@ mod charts;
 mod compare;
 mod compare_view;
 pub(crate) mod format;
+mod gpu;
 mod history;
 mod markdown;
 mod model;

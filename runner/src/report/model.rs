@@ -52,6 +52,9 @@ pub struct Report {
     pub quality: Vec<super::quality::QualityRow>,
     /// `[compare] quality`: whether a model no better than predicting zero fails a guard.
     pub quality_under_test: bool,
+    /// GPU telemetry of the monitored stages (CUDA stages, commands with `gpu_monitor`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpu: Vec<super::gpu::GpuRow>,
     pub claims: Vec<ClaimRow>,
     /// Stage names, in order of first appearance; `stages[*].median_seconds` aligns with it.
     pub stage_columns: Vec<String>,

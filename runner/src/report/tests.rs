@@ -554,6 +554,46 @@ fn svg_check_rejects_malformed_documents() {
     assert_well_formed_svg("<?xml version=\"1.0\"?>\n<svg x=\"&lt;1\"><g/>a &amp; b</svg>\n").unwrap();
 }
 
+/// A run whose `train` stage recorded GPU telemetry (as on CUDA): the section shows each
+/// config's utilization summary and flags the config with a throttled trial; a run without
+/// telemetry has no such section.
+#[test]
+fn gpu_telemetry_section_shows_utilization_and_the_throttle_flag() {
+    let mut run = simple_run("gpu", 0.8, 0.5);
+    for (c, util) in run.configs.iter_mut().zip([55.0, 80.0]) {
+        let name = c.name.clone();
+        for (k, t) in c.trials.iter_mut().enumerate() {
+            let train = t.stages.iter_mut().find(|s| s.name == "train").unwrap();
+            let throttled = name == "reuse" && k == 1;
+            let k = k as f64;
+            train.metrics.extend([
+                metric("gpu_samples", 200.0 + k, "count", None),
+                metric("gpu_util_mean", util + k, "%", None),
+                metric("gpu_util_max", util + 15.0, "%", None),
+                metric("gpu_mem_peak", 3.2e9 + 1e8 * k, "B", None),
+                metric("gpu_sm_clock_min", if throttled { 1200.0 } else { 1850.0 }, "MHz", None),
+                metric("gpu_sm_clock_max", 1980.0, "MHz", None),
+                metric("gpu_power_mean", 280.0 + k, "W", None),
+                metric("gpu_temp_max", 61.0 + k, "C", None),
+                metric("gpu_throttled_share", if throttled { 0.1 } else { 0.0 }, "ratio", None),
+                metric("gpu_throttled", if throttled { 1.0 } else { 0.0 }, "count", None),
+            ]);
+        }
+    }
+    let report = build_report(&run);
+    let flags: Vec<(&str, usize)> = report.gpu.iter().map(|g| (g.config.as_str(), g.throttled)).collect();
+    assert_eq!(flags, [("baseline", 0), ("reuse", 1)]);
+    let md = render_markdown(&report, None).unwrap();
+    let section = md
+        .split("## GPU telemetry")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a GPU telemetry section");
+    insta::assert_snapshot!(section);
+    let plain = render_markdown(&build_report(&simple_run("plain", 0.8, 0.5)), None).unwrap();
+    assert!(!plain.contains("GPU telemetry"));
+}
+
 /// `simple_run` whose `check` stage also records the model-quality metrics: `reuse` trains a
 /// model whose validation MSE is `reuse_ratio` x that of predicting zero, the baseline 0.9 x.
 fn quality_run(reuse_ratio: f64) -> RunData {

@@ -38,6 +38,7 @@ pub struct ReportView<'a> {
     pub guards: Vec<GuardRowView>,
     pub quality: Vec<QualityRowView>,
     pub quality_under_test: bool,
+    pub gpu: Vec<GpuRowView>,
     pub claims: Vec<ClaimRowView>,
     pub sweeps: Vec<TableView>,
     pub sweep_neighbours: Option<super::neighbours::NeighbourView>,
@@ -113,6 +114,22 @@ pub struct QualityRowView {
     pub direction_accuracy: String,
     /// `worse than predicting zero` for a flagged model, else empty.
     pub flag: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuRowView {
+    pub config: String,
+    pub stage: String,
+    pub n: usize,
+    pub samples: String,
+    pub util_mean: String,
+    pub util_max: String,
+    pub mem_peak: String,
+    pub sm_clock: String,
+    pub power_mean: String,
+    pub temp_max: String,
+    /// `**throttled in k of n trials**`, or `no`.
+    pub throttled: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -310,6 +327,7 @@ pub fn view(r: &Report) -> ReportView<'_> {
             })
             .collect(),
         quality_under_test: r.quality_under_test,
+        gpu: r.gpu.iter().map(gpu_view).collect(),
         claims: r
             .claims
             .iter()
@@ -489,5 +507,27 @@ fn bandwidth_view(t: &super::model::BandwidthTable) -> BandwidthView {
                     .collect(),
             })
             .collect(),
+    }
+}
+
+fn gpu_view(g: &super::gpu::GpuRow) -> GpuRowView {
+    let num =
+        |v: Option<f64>, unit: &str| v.map_or_else(|| DASH.to_owned(), |v| format!("{} {unit}", format::sig(v, 3)));
+    GpuRowView {
+        config: g.config.clone(),
+        stage: g.stage.clone(),
+        n: g.n,
+        samples: g.samples.map_or_else(|| DASH.to_owned(), |v| format::sig(v, 4)),
+        util_mean: num(g.util_mean, "%"),
+        util_max: num(g.util_max, "%"),
+        mem_peak: g.mem_peak.map_or_else(|| DASH.to_owned(), format::bytes),
+        sm_clock: format!("{} / {}", num(g.sm_clock_min, "MHz"), num(g.sm_clock_max, "MHz")),
+        power_mean: num(g.power_mean, "W"),
+        temp_max: num(g.temp_max, "°C"),
+        throttled: if g.throttled > 0 {
+            format!("**throttled in {} of {} trials**", g.throttled, g.n)
+        } else {
+            "no".to_owned()
+        },
     }
 }

@@ -50,6 +50,13 @@ pub struct CommandParams {
     /// Read metrics from JSON lines on stdout.
     #[serde(default = "yes")]
     pub metrics: bool,
+    /// Sample GPU 0's utilization, memory, SM clock, power and temperature through NVML while
+    /// the program runs (`gpu_*` metrics; a note instead where there is no NVIDIA driver).
+    #[serde(default)]
+    pub gpu_monitor: bool,
+    /// Samples per second with `gpu_monitor` (default 20).
+    #[schemars(range(min = 0.0, max = 1000.0))]
+    pub gpu_sample_hz: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -125,6 +132,23 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
                 field: Some("timeout".into()),
                 message: format!("`timeout` must be a positive number of seconds, got {t}"),
                 hint: Some("e.g. timeout = 600.0, or leave it out for no limit".into()),
+            });
+        }
+    }
+    if let Some(hz) = params.gpu_sample_hz {
+        let max = crate::measure::gpu::MAX_HZ;
+        if !(hz.is_finite() && hz > 0.0 && hz <= max) {
+            return Err(BuildError {
+                field: Some("gpu_sample_hz".into()),
+                message: format!("`gpu_sample_hz` must be above 0 and at most {max}, got {hz}"),
+                hint: Some("e.g. gpu_sample_hz = 20.0 (the default)".into()),
+            });
+        }
+        if !params.gpu_monitor {
+            return Err(BuildError {
+                field: Some("gpu_sample_hz".into()),
+                message: "`gpu_sample_hz` sets the rate of GPU telemetry, which is off".into(),
+                hint: Some("add `gpu_monitor = true`, or leave `gpu_sample_hz` out".into()),
             });
         }
     }
@@ -377,6 +401,12 @@ impl BadLines {
 }
 
 impl Stage for CommandStage {
+    fn gpu_monitor(&self) -> Option<f64> {
+        self.params
+            .gpu_monitor
+            .then(|| self.params.gpu_sample_hz.unwrap_or(crate::measure::gpu::DEFAULT_HZ))
+    }
+
     fn preview(&self, config: &str, variant: &str, manifest_dir: &Path) -> Option<String> {
         let sample = crate::stage::TrialInfo {
             run_id: "RUN".into(),

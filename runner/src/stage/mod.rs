@@ -33,6 +33,12 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// GPU telemetry while the stage runs: the samples per second, or `None` for none. CUDA
+    /// stages are monitored; a `command` stage when it sets `gpu_monitor = true`.
+    fn gpu_monitor(&self) -> Option<f64> {
+        None
+    }
+
     /// A parameter value that only a PostgreSQL stock database supports, as
     /// `(parameter, what it needs)`, so that `check` rejects it on SQLite before any trial runs.
     fn needs_postgres_stock(&self) -> Option<(&'static str, &'static str)> {

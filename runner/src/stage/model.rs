@@ -18,6 +18,10 @@ pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildEr
 }
 
 impl Stage for TrainStage {
+    fn gpu_monitor(&self) -> Option<f64> {
+        (self.params.device == crate::tensor::DeviceKind::Cuda).then_some(crate::measure::gpu::DEFAULT_HZ)
+    }
+
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
         let Some(Artifact::Windows(windows)) = inputs.get(ArtifactKind::Windows) else {
             return Err(StageError::new("train needs the windows of a normalize stage"));
@@ -44,6 +48,10 @@ pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, Buil
 }
 
 impl Stage for ValidateStage {
+    fn gpu_monitor(&self) -> Option<f64> {
+        (self.params.device == crate::tensor::DeviceKind::Cuda).then_some(crate::measure::gpu::DEFAULT_HZ)
+    }
+
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
         let Some(Artifact::Model(model)) = inputs.get(ArtifactKind::Model) else {
             return Err(StageError::new("validate needs the model of a train stage"));

@@ -18,6 +18,10 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
 }
 
 impl Stage for TransferStage {
+    fn gpu_monitor(&self) -> Option<f64> {
+        (self.params.device == crate::transfer::TransferDevice::Cuda).then_some(crate::measure::gpu::DEFAULT_HZ)
+    }
+
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         match run_transfer(&self.params, &mut ctx.rec, ctx.cancel) {
             Ok(()) => {
