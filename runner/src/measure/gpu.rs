@@ -359,21 +359,24 @@ mod tests {
         assert!(util.len() <= MAX_SERIES_POINTS);
     }
 
-    /// The sampler thread reads at start and at stop whatever the rate, keeps reading
-    /// between, and counts failed readings into one note without losing the good ones.
+    /// The sampler thread reads at start and at stop whatever the rate and however the threads
+    /// are scheduled, keeps the good readings when others fail, and counts the failures into
+    /// one note. (What it reads between depends on scheduling, so only the two ends are
+    /// asserted; the summaries are tested on fixed samples above.)
     #[test]
     fn the_sampler_reads_until_stopped_and_notes_failures() {
         let source = Scripted {
             max: 2000.0,
-            script: vec![sample(50.0, 1900.0, Some(200.0)), sample(60.0, 1000.0, Some(220.0))],
+            script: vec![sample(50.0, 1000.0, Some(200.0))],
             at: 0,
-            fail_every: Some(3),
+            fail_every: Some(2),
         };
         let monitor = Monitor::start(Box::new(source), 500.0);
-        std::thread::sleep(Duration::from_millis(60));
+        std::thread::sleep(Duration::from_millis(30));
         let t = monitor.stop();
-        assert!(t.samples.len() >= 2, "{} samples", t.samples.len());
-        assert!(t.errors >= 1, "every third reading fails");
+        let readings = t.samples.len() + t.errors;
+        assert!(readings >= 2, "{readings} readings");
+        assert_eq!(t.errors, readings / 2, "every second reading fails");
         assert_eq!(t.max_sm_clock_mhz, 2000.0);
         let mut rec = Recorder::new();
         t.record(&mut rec);
@@ -381,7 +384,7 @@ mod tests {
         assert_eq!(rec.notes().len(), 1);
         assert!(rec.notes()[0].contains("NVML_ERROR_TIMEOUT"), "{:?}", rec.notes());
 
-        // Stopped before its first period: still the start and the end.
+        // Stopped before its first period is up: exactly the start and the end.
         let source = Scripted {
             max: 2000.0,
             script: vec![sample(10.0, 1900.0, None)],
