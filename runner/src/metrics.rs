@@ -92,6 +92,15 @@ impl Recorder {
         &self.metrics
     }
 
+    /// The value recorded under `name` without a step, if any.
+    #[cfg(test)]
+    pub(crate) fn single(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name && m.step.is_none())
+            .map(|m| m.value)
+    }
+
     pub fn notes(&self) -> &[String] {
         &self.notes
     }

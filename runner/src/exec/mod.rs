@@ -350,11 +350,18 @@ pub fn run_trial(
             let peak_scope = reset_peak_rss();
             // GPU telemetry runs on its own thread, outside the stage's clock; without NVML the
             // stage runs unmonitored and says so once.
-            let monitor = resolved.stage.gpu_monitor().and_then(|hz| {
-                crate::measure::gpu::monitor_gpu(0, hz)
-                    .map_err(|why| ctx.rec.note(format!("no GPU telemetry: {why}")))
-                    .ok()
-            });
+            let monitor = match resolved
+                .stage
+                .gpu_monitor()
+                .map(|hz| crate::measure::gpu::monitor_gpu(0, hz))
+            {
+                Some(Ok(monitor)) => Some(monitor),
+                Some(Err(why)) => {
+                    ctx.rec.note(format!("no GPU telemetry: {why}"));
+                    None
+                }
+                None => None,
+            };
             let start = Instant::now();
             let result = resolved.stage.run(&mut ctx, &inputs);
             record.seconds = start.elapsed().as_secs_f64();

@@ -293,13 +293,6 @@ mod tests {
         }
     }
 
-    fn single(rec: &Recorder, name: &str) -> Option<f64> {
-        rec.metrics()
-            .iter()
-            .find(|m| m.name == name && m.step.is_none())
-            .map(|m| m.value)
-    }
-
     /// The summaries of known samples, and the throttle flag on either side of 75% of the
     /// maximum clock.
     #[test]
@@ -314,27 +307,27 @@ mod tests {
         }
         let mut rec = Recorder::new();
         t.record(&mut rec);
-        assert_eq!(single(&rec, "gpu_samples"), Some(3.0));
-        assert_eq!(single(&rec, "gpu_util_mean"), Some(60.0));
-        assert_eq!(single(&rec, "gpu_util_max"), Some(90.0));
-        assert_eq!(single(&rec, "gpu_mem_peak"), Some(9e8));
-        assert_eq!(single(&rec, "gpu_sm_clock_min"), Some(1500.0));
-        assert_eq!(single(&rec, "gpu_sm_clock_max"), Some(2000.0));
+        assert_eq!(rec.single("gpu_samples"), Some(3.0));
+        assert_eq!(rec.single("gpu_util_mean"), Some(60.0));
+        assert_eq!(rec.single("gpu_util_max"), Some(90.0));
+        assert_eq!(rec.single("gpu_mem_peak"), Some(9e8));
+        assert_eq!(rec.single("gpu_sm_clock_min"), Some(1500.0));
+        assert_eq!(rec.single("gpu_sm_clock_max"), Some(2000.0));
         assert_eq!(
-            single(&rec, "gpu_power_mean"),
+            rec.single("gpu_power_mean"),
             Some(200.0),
             "samples without power left out"
         );
-        assert_eq!(single(&rec, "gpu_temp_max"), Some(49.0));
+        assert_eq!(rec.single("gpu_temp_max"), Some(49.0));
         // 1500 MHz is exactly 75% of 2000: not below it, so nothing is throttled.
-        assert_eq!(single(&rec, "gpu_throttled_share"), Some(0.0));
-        assert_eq!(single(&rec, "gpu_throttled"), Some(0.0));
+        assert_eq!(rec.single("gpu_throttled_share"), Some(0.0));
+        assert_eq!(rec.single("gpu_throttled"), Some(0.0));
 
         t.push(Ok(sample(95.0, 1499.0, Some(310.0))));
         let mut rec = Recorder::new();
         t.record(&mut rec);
-        assert_eq!(single(&rec, "gpu_throttled_share"), Some(0.25));
-        assert_eq!(single(&rec, "gpu_throttled"), Some(1.0));
+        assert_eq!(rec.single("gpu_throttled_share"), Some(0.25));
+        assert_eq!(rec.single("gpu_throttled"), Some(1.0));
         assert!(rec.notes().is_empty(), "{:?}", rec.notes());
     }
 
@@ -380,7 +373,7 @@ mod tests {
         assert_eq!(t.max_sm_clock_mhz, 2000.0);
         let mut rec = Recorder::new();
         t.record(&mut rec);
-        assert_eq!(single(&rec, "gpu_throttled"), Some(1.0), "1000 MHz is below 1500");
+        assert_eq!(rec.single("gpu_throttled"), Some(1.0), "1000 MHz is below 1500");
         assert_eq!(rec.notes().len(), 1);
         assert!(rec.notes()[0].contains("NVML_ERROR_TIMEOUT"), "{:?}", rec.notes());
 

@@ -66,13 +66,6 @@ pub(super) fn series(rec: &Recorder, name: &str) -> Vec<f64> {
         .collect()
 }
 
-pub(super) fn single(rec: &Recorder, name: &str) -> Option<f64> {
-    rec.metrics()
-        .iter()
-        .find(|m| m.name == name && m.step.is_none())
-        .map(|m| m.value)
-}
-
 fn host_loss(model: &TrainedModel, x: &[f32], y: &[f32], rows: usize) -> f64 {
     let dev = Cpu::default();
     let net = Model::from_trained(&dev, model).unwrap();
@@ -181,29 +174,29 @@ fn training_beats_the_naive_baseline() {
     assert_eq!(losses.len(), 15);
     assert!(losses[14] < 0.2 * losses[0], "train loss {losses:?}");
     for name in ["epoch_seconds", "samples_per_second", "prep_seconds", "h2d_seconds"] {
-        assert!(single(&rec, name).is_some_and(|v| v > 0.0), "{name} recorded");
+        assert!(rec.single(name).is_some_and(|v| v > 0.0), "{name} recorded");
     }
     assert_eq!(series(&rec, "epoch_seconds").len(), 15);
 
     let mut vrec = Recorder::new();
     validate(&model, &ValidateParams::default(), &mut vrec).unwrap();
-    let mse = single(&vrec, "mse").unwrap();
-    let naive = single(&vrec, "naive_zero_mse").unwrap();
+    let mse = vrec.single("mse").unwrap();
+    let naive = vrec.single("naive_zero_mse").unwrap();
     assert!(mse < 0.1 * naive, "validation mse {mse} vs predict-zero {naive}");
-    assert!(single(&vrec, "direction_accuracy").unwrap() > 0.9);
-    assert!(single(&vrec, "ic").unwrap() > 0.9);
-    assert_eq!(single(&vrec, "mse_vs_zero"), Some(mse / naive));
-    let mean_mse = single(&vrec, "naive_mean_mse").unwrap();
-    assert_eq!(single(&vrec, "mse_vs_mean"), Some(mse / mean_mse));
+    assert!(vrec.single("direction_accuracy").unwrap() > 0.9);
+    assert!(vrec.single("ic").unwrap() > 0.9);
+    assert_eq!(vrec.single("mse_vs_zero"), Some(mse / naive));
+    let mean_mse = vrec.single("naive_mean_mse").unwrap();
+    assert_eq!(vrec.single("mse_vs_mean"), Some(mse / mean_mse));
     // 128 windows, four per date: 32 cross-sections, each ranked well.
-    assert_eq!(single(&vrec, "ic_dates"), Some(32.0));
-    assert!(single(&vrec, "ic_per_date").unwrap() > 0.8);
-    assert!(single(&vrec, "ic_t").unwrap() > 5.0);
+    assert_eq!(vrec.single("ic_dates"), Some(32.0));
+    assert!(vrec.single("ic_per_date").unwrap() > 0.8);
+    assert!(vrec.single("ic_t").unwrap() > 5.0);
     // The last-return baseline is in target units: MSE, sign and rank.
-    assert!(single(&vrec, "naive_last_mse").is_some_and(|m| m > mse));
-    assert!(single(&vrec, "naive_last_direction_accuracy").is_some());
-    assert!(single(&vrec, "naive_last_ic").is_some());
-    assert_eq!(single(&vrec, "valid_windows"), Some(128.0));
+    assert!(vrec.single("naive_last_mse").is_some_and(|m| m > mse));
+    assert!(vrec.single("naive_last_direction_accuracy").is_some());
+    assert!(vrec.single("naive_last_ic").is_some());
+    assert_eq!(vrec.single("valid_windows"), Some(128.0));
 }
 
 #[test]
@@ -252,7 +245,7 @@ fn knobs_change_speed_never_results_with(windows: &Arc<Windows>, cpu_engine: Cpu
         assert_eq!(series(&rec, "train_loss"), reference_losses, "{params:?}");
         assert_eq!(series(&rec, "mean_batch_loss"), reference_batch_losses, "{params:?}");
         assert_eq!(model.params, reference.params, "{params:?}");
-        assert_eq!(single(&rec, "compute_seconds").is_some(), phase_timing);
+        assert_eq!(rec.single("compute_seconds").is_some(), phase_timing);
     }
     let (_, other_seed) = run_train(windows, &base, 10);
     assert_ne!(series(&other_seed, "train_loss"), reference_losses, "{cpu_engine:?}");
@@ -327,11 +320,11 @@ fn save_load_round_trip_for_every_model_kind() {
         let mut b = Recorder::new();
         validate(&trained, &ValidateParams::default(), &mut b).unwrap();
         assert_eq!(
-            single(&a, "mse"),
-            single(&b, "mse"),
+            a.single("mse"),
+            b.single("mse"),
             "{model:?}: batch size does not change predictions"
         );
-        assert!(single(&a, "naive_zero_mse").is_some() && single(&a, "naive_last_mse").is_some());
+        assert!(a.single("naive_zero_mse").is_some() && a.single("naive_last_mse").is_some());
 
         std::fs::write(&path, b"not a model").unwrap();
         assert!(matches!(
@@ -655,8 +648,8 @@ fn targets_are_standardized_with_training_statistics_and_predictions_come_back_i
     assert!((want.mean - 0.002).abs() < 0.003 && want.sd < 0.02, "{want:?}");
     let mut vrec = Recorder::new();
     validate(&model, &ValidateParams::default(), &mut vrec).unwrap();
-    assert!(single(&vrec, "mse_vs_zero").unwrap() < 0.1);
-    assert!(single(&vrec, "mse_vs_mean").unwrap() < 0.1);
+    assert!(vrec.single("mse_vs_zero").unwrap() < 0.1);
+    assert!(vrec.single("mse_vs_mean").unwrap() < 0.1);
     // Restoring undoes standardizing.
     for t in [-0.05f32, 0.0, 0.002, 0.03] {
         assert!((want.restore(want.standardize(t)) - t).abs() < 1e-7);
@@ -678,9 +671,9 @@ fn a_train_target_records_time_and_epochs_to_reach_it_or_a_note_when_never_reach
     let ratios = series(&rec, "valid_mse_vs_zero");
     assert_eq!(ratios.len(), 6);
     let first = ratios.iter().position(|&r| r <= 0.5).expect("reached");
-    assert_eq!(single(&rec, "epochs_to_target"), Some((first + 1) as f64));
+    assert_eq!(rec.single("epochs_to_target"), Some((first + 1) as f64));
     let seconds: f64 = series(&rec, "epoch_seconds")[..=first].iter().sum();
-    assert_eq!(single(&rec, "seconds_to_target"), Some(seconds));
+    assert_eq!(rec.single("seconds_to_target"), Some(seconds));
     assert!(rec.notes().is_empty());
 
     let unreachable = TrainParams {
@@ -689,8 +682,8 @@ fn a_train_target_records_time_and_epochs_to_reach_it_or_a_note_when_never_reach
         ..reachable
     };
     let (_, rec) = run_train(&windows, &unreachable, 3);
-    assert_eq!(single(&rec, "seconds_to_target"), None);
-    assert_eq!(single(&rec, "epochs_to_target"), None);
+    assert_eq!(rec.single("seconds_to_target"), None);
+    assert_eq!(rec.single("epochs_to_target"), None);
     assert!(
         rec.notes()[0].contains("never reached 0.000000001 x the naive-zero MSE in 2 epochs"),
         "{:?}",

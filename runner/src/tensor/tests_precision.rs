@@ -4,7 +4,7 @@
 use super::batches::HostBatch;
 use super::native::{engine, random, NativeNet, Products, View};
 use super::optim::LossScaler;
-use super::tests::{learnable_windows, mlp, rnn, run_train, single};
+use super::tests::{learnable_windows, mlp, rnn, run_train};
 use super::train_loop::{NativeCpuEngine, StepEngine};
 use super::*;
 use half::f16;
@@ -55,6 +55,12 @@ fn f16_products_round_operands_and_result_once_and_accumulate_in_f32() {
     let mut from_copy = vec![0.0; m * n];
     Products::F16.matmul(&mut from_copy, View::new(&a, m, k), View::new(&bt16[..], n, k).t());
     assert_eq!(from_copy, half);
+    // An f32 product reading an f16 copy widens it: the f32 product of the rounded values.
+    let mut widened = vec![0.0; m * n];
+    Products::F32.matmul(&mut widened, View::new(&a, m, k), View::new(&bt16[..], n, k).t());
+    let mut rounded = vec![0.0; m * n];
+    Products::F32.matmul(&mut rounded, View::new(&a, m, k), View::new(&b16, k, n));
+    assert_eq!(widened, rounded);
 
     // Accumulation: f32 values plus the rounded product, in f32.
     let base = random(m * n, 3);
@@ -272,8 +278,8 @@ fn f16_training_learns_like_f32_and_records_its_loss_scaling() {
             let (trained, rec) = run_train(&windows, &params, 11);
             let mut vrec = crate::metrics::Recorder::new();
             validate(&trained, &ValidateParams::default(), &mut vrec).unwrap();
-            ratios.push(single(&vrec, "mse_vs_zero").unwrap());
-            let (scale, skipped) = (single(&rec, "loss_scale"), single(&rec, "skipped_steps"));
+            ratios.push(vrec.single("mse_vs_zero").unwrap());
+            let (scale, skipped) = (rec.single("loss_scale"), rec.single("skipped_steps"));
             if precision == Precision::F32 {
                 assert_eq!((scale, skipped), (None, None));
             } else {

@@ -2,7 +2,7 @@
 //! finite differences, the hidden-state knob, learning, and their parameters.
 
 use super::native::{engine, random, NativeNet, NativeRnn, Products};
-use super::tests::{assert_finite_differences, learnable_windows, nudge, rnn, run_train, series, single};
+use super::tests::{assert_finite_differences, learnable_windows, nudge, rnn, run_train, series};
 use super::*;
 use dfdx::prelude::*;
 
@@ -165,7 +165,7 @@ fn recurrent_models_learn() {
             );
             let mut vrec = Recorder::new();
             validate(&trained, &ValidateParams::default(), &mut vrec).unwrap();
-            let ratio = single(&vrec, "mse_vs_zero").unwrap();
+            let ratio = vrec.single("mse_vs_zero").unwrap();
             assert!(
                 ratio < 0.3,
                 "{model:?} {cpu_engine:?}: validation mse / predict-zero {ratio}"

@@ -3,8 +3,7 @@
 //! dfdx's autodiff do (tests compare the two, and both against finite differences).
 
 use super::{
-    activate, activation_slope, alloc_grads, chunk_len, copy_half, copy_params, f16, weight, CpuVec, NativeNet,
-    Products, View, DROPOUT_STREAM,
+    activate, activation_slope, alloc_grads, chunk_len, CpuVec, HostParams, NativeNet, Products, View, DROPOUT_STREAM,
 };
 use crate::arch::Activation;
 use crate::tensor::model::Model;
@@ -22,12 +21,9 @@ pub struct NativeMlp {
     dropout: f32,
     rng: ChaCha8Rng,
     /// Host copies of the parameters (each layer's weight, `in x out` row-major, then its
-    /// bias), refreshed from the dfdx tensors after each update ([`NativeNet::refresh`]).
-    params: Vec<Vec<f32>>,
-    /// The precision of the products, and under f16 the parameters' f16 copies (refreshed
-    /// with `params`; empty under f32).
-    products: Products,
-    half: Vec<Vec<f16>>,
+    /// bias), refreshed from the dfdx tensors after each update ([`NativeNet::refresh`]), with
+    /// the precision of the products that read them.
+    params: HostParams,
     /// Each layer's output before the activation; the last one is the prediction.
     pre: Vec<Vec<f32>>,
     /// Each hidden layer's activation times its dropout mask: the next layer's input.
@@ -53,9 +49,7 @@ impl NativeMlp {
             activation: model.arch.activation,
             dropout: model.dropout as f32,
             rng,
-            params: Vec::new(),
-            products,
-            half: Vec::new(),
+            params: HostParams::new(products),
             pre: vec![Vec::new(); layers],
             post: vec![Vec::new(); layers - 1],
             masks: vec![Vec::new(); layers - 1],
@@ -74,10 +68,7 @@ impl NativeMlp {
 
 impl NativeNet for NativeMlp {
     fn refresh(&mut self, model: &Model<Cpu>) {
-        copy_params(model, &mut self.params);
-        if self.products == Products::F16 {
-            copy_half(&self.params, &mut self.half);
-        }
+        self.params.refresh(model);
     }
 
     fn grads(&self) -> &[CpuVec] {
@@ -100,10 +91,10 @@ impl NativeNet for NativeMlp {
             let bias = &self.params[2 * i + 1];
             let z = &mut self.pre[i];
             z.resize(rows * fan_out, 0.0);
-            self.products.matmul(
+            self.params.products().matmul(
                 z,
                 View::new(input, rows, fan_in),
-                weight(&self.params, &self.half, 2 * i, fan_in, fan_out),
+                self.params.weight(2 * i, fan_in, fan_out),
             );
             let chunk = chunk_len(z.len(), fan_out);
             if i == last {
@@ -175,7 +166,7 @@ impl NativeNet for NativeMlp {
             let input = if i == 0 { x } else { &self.post[i - 1][..] };
             let (gw, rest) = self.grads[2 * i..].split_at_mut(1);
             let (gw, gb) = (&mut gw[0], &mut rest[0]);
-            self.products.matmul(
+            self.params.products().matmul(
                 &mut gw[..],
                 View::new(input, rows, fan_in).t(),
                 View::new(&self.dz, rows, fan_out),
@@ -189,10 +180,10 @@ impl NativeNet for NativeMlp {
             }
             // dL/dh of the layer below, then through its dropout and activation.
             self.dh.resize(rows * fan_in, 0.0);
-            self.products.matmul(
+            self.params.products().matmul(
                 &mut self.dh,
                 View::new(&self.dz, rows, fan_out),
-                weight(&self.params, &self.half, 2 * i, fan_in, fan_out).t(),
+                self.params.weight(2 * i, fan_in, fan_out).t(),
             );
             let activation = self.activation;
             let (z, h, mask) = (&self.pre[i - 1], &self.post[i - 1], &self.masks[i - 1]);
@@ -285,7 +276,9 @@ mod tests {
             let analytic: Vec<Vec<f32>> = native.grads().iter().map(|g| g.to_vec()).collect();
             assert_finite_differences(&format!("{activation:?}"), &analytic, |at, delta| {
                 let mut replay = start.clone();
-                nudge(&mut replay.params, at, delta);
+                let mut host: Vec<Vec<f32>> = mlp.params.iter().map(|p| p.as_vec()).collect();
+                nudge(&mut host, at, delta);
+                replay.refresh(&Model::from_host(&dev, &mlp.arch, &host, mlp.target).unwrap());
                 f64::from(replay.loss_and_grads(&x, &y, rows))
             });
         }

@@ -184,6 +184,10 @@ impl Products {
         let ((m, k), (k2, n)) = (a.shape(), b.shape());
         assert_eq!(k, k2, "inner dimensions");
         assert!(dst.len() >= m * n, "destination too small");
+        if let (Products::F32, Operand::F32(a), Operand::F32(b)) = (self, a, b) {
+            // Nothing to convert: the f32 path never touches the scratch.
+            return gemm_f32(dst, a, b, accumulate, parallelism);
+        }
         // Conversion buffers are taken out of the thread's scratch for the call (and put back
         // after), so a product started by work stolen while `gemm` waits finds none borrowed.
         let mut scratch = SCRATCH.with(|s| s.take());
@@ -196,8 +200,9 @@ impl Products {
             Products::F16 => {
                 let a = narrow(&mut scratch.a16, a);
                 let b = narrow(&mut scratch.b16, b);
+                // Every element is written by the product (`dst` is not read), so stale values
+                // from an earlier call need no clearing.
                 let out = &mut scratch.out16;
-                out.clear();
                 out.resize(m * n, f16::ZERO);
                 gemm_f16(out, a, b, parallelism);
                 let dst = &mut dst[..m * n];
@@ -332,27 +337,60 @@ fn narrow<'a>(buf: &'a mut Vec<f16>, op: Operand<'a>) -> View<'a, f16> {
     }
 }
 
-/// Parameter `i` of an engine as a `rows x cols` operand: its f16 copy when the engine keeps
-/// them (`half` is empty under [`Products::F32`]).
-pub(super) fn weight<'a>(
-    params: &'a [Vec<f32>],
-    half: &'a [Vec<f16>],
-    i: usize,
-    rows: usize,
-    cols: usize,
-) -> Operand<'a> {
-    match half.get(i) {
-        Some(h) => View::new(h, rows, cols).into(),
-        None => View::new(&params[i][..], rows, cols).into(),
+/// An engine's host copies of the model's parameters, in the model's order, refreshed after
+/// each update: f32, and under [`Products::F16`] also f16 copies for the products to read.
+#[derive(Clone)]
+pub(super) struct HostParams {
+    products: Products,
+    values: Vec<Vec<f32>>,
+    /// Empty under [`Products::F32`].
+    half: Vec<Vec<f16>>,
+}
+
+impl HostParams {
+    pub(super) fn new(products: Products) -> Self {
+        Self {
+            products,
+            values: Vec::new(),
+            half: Vec::new(),
+        }
+    }
+
+    /// The precision of the products that read these parameters.
+    pub(super) fn products(&self) -> Products {
+        self.products
+    }
+
+    /// Copies `model`'s current parameters in place (and rounds them to f16 under F16).
+    pub(super) fn refresh(&mut self, model: &Model<Cpu>) {
+        self.values.resize_with(model.params.len(), Vec::new);
+        for (p, h) in model.params.iter().zip(self.values.iter_mut()) {
+            h.resize(p.shape().0, 0.0);
+            p.copy_into(h);
+        }
+        if self.products == Products::F16 {
+            self.half.resize_with(self.values.len(), Vec::new);
+            for (h, f) in self.values.iter().zip(self.half.iter_mut()) {
+                f.resize(h.len(), f16::ZERO);
+                f.convert_from_f32_slice(h);
+            }
+        }
+    }
+
+    /// Parameter `i` as a `rows x cols` operand: its f16 copy under F16.
+    pub(super) fn weight(&self, i: usize, rows: usize, cols: usize) -> Operand<'_> {
+        match self.half.get(i) {
+            Some(h) => View::new(h, rows, cols).into(),
+            None => View::new(&self.values[i][..], rows, cols).into(),
+        }
     }
 }
 
-/// f16 copies of `host` (the engine's f32 parameters), refreshed in place.
-pub(super) fn copy_half(host: &[Vec<f32>], half: &mut Vec<Vec<f16>>) {
-    half.resize_with(host.len(), Vec::new);
-    for (h, f) in host.iter().zip(half.iter_mut()) {
-        f.resize(h.len(), f16::ZERO);
-        f.convert_from_f32_slice(h);
+impl std::ops::Index<usize> for HostParams {
+    type Output = [f32];
+
+    fn index(&self, i: usize) -> &[f32] {
+        &self.values[i]
     }
 }
 
@@ -496,15 +534,6 @@ pub(super) fn alloc_grads(dev: &Cpu, model: &Model<Cpu>) -> Result<Vec<CpuVec>, 
         .iter()
         .map(|p| Ok(dev.try_alloc_len(p.shape().0)?))
         .collect()
-}
-
-/// Host copies of `model`'s parameters, refreshed in place.
-pub(super) fn copy_params(model: &Model<Cpu>, host: &mut Vec<Vec<f32>>) {
-    host.resize_with(model.params.len(), Vec::new);
-    for (p, h) in model.params.iter().zip(host.iter_mut()) {
-        h.resize(p.shape().0, 0.0);
-        p.copy_into(h);
-    }
 }
 
 /// Scales the gradients so their global L2 norm is at most `max_norm` (PyTorch's

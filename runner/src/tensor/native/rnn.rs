@@ -11,8 +11,7 @@
 //! of every day are kept from the forward pass for the backward one.
 
 use super::{
-    alloc_grads, copy_half, copy_params, f16, sigmoid_in_place, tanh_in_place, weight, CpuVec, NativeNet, Products,
-    View, DROPOUT_STREAM,
+    alloc_grads, sigmoid_in_place, tanh_in_place, CpuVec, HostParams, NativeNet, Products, View, DROPOUT_STREAM,
 };
 use crate::arch::ModelKind;
 use crate::tensor::config::HiddenState;
@@ -66,12 +65,9 @@ pub struct NativeRnn {
     /// Either way the state starts at zero, so results are the same.
     hidden_state: HiddenState,
     rng: ChaCha8Rng,
-    /// Host copies of the parameters, in the model's order (see `Arch::params`).
-    params: Vec<Vec<f32>>,
-    /// The precision of the products, and under f16 the parameters' f16 copies (refreshed
-    /// with `params`; empty under f32).
-    products: Products,
-    half: Vec<Vec<f16>>,
+    /// Host copies of the parameters, in the model's order (see `Arch::params`), with the
+    /// precision of the products that read them.
+    params: HostParams,
     /// The batch in the block layout, `[days*rows, features]`.
     x: Vec<f32>,
     layers: Vec<LayerBuffers>,
@@ -124,9 +120,7 @@ impl NativeRnn {
             dropout: model.dropout as f32,
             hidden_state,
             rng,
-            params: Vec::new(),
-            products,
-            half: Vec::new(),
+            params: HostParams::new(products),
             x: Vec::new(),
             layers: vec![LayerBuffers::default(); arch.hidden.len()],
             h0: Vec::new(),
@@ -163,10 +157,7 @@ impl NativeRnn {
 
 impl NativeNet for NativeRnn {
     fn refresh(&mut self, model: &Model<Cpu>) {
-        copy_params(model, &mut self.params);
-        if self.products == Products::F16 {
-            copy_half(&self.params, &mut self.half);
-        }
+        self.params.refresh(model);
     }
 
     fn grads(&self) -> &[CpuVec] {
@@ -213,7 +204,7 @@ impl NativeNet for NativeRnn {
             let input = below.last().map_or(&self.x[..], LayerBuffers::output);
             let p = 4 * l;
             let (b_ih, b_hh) = (&self.params[p + 2], &self.params[p + 3]);
-            let (products, w_hh) = (self.products, weight(&self.params, &self.half, p + 1, h, gh));
+            let (products, w_hh) = (self.params.products(), self.params.weight(p + 1, h, gh));
             buf.gates.resize(n * gh, 0.0);
             buf.h.resize(n * h, 0.0);
             if lstm {
@@ -227,7 +218,7 @@ impl NativeNet for NativeRnn {
             products.matmul(
                 &mut buf.gates,
                 View::new(input, n, width_in),
-                weight(&self.params, &self.half, p, width_in, gh),
+                self.params.weight(p, width_in, gh),
             );
             let bias: Vec<f32> = b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect();
             let h0 = &self.h0;
@@ -283,10 +274,10 @@ impl NativeNet for NativeRnn {
         }
         let head = 4 * self.hidden.len();
         self.pred.resize(rows * self.outputs, 0.0);
-        self.products.matmul(
+        self.params.products().matmul(
             &mut self.pred,
             View::new(&self.last, rows, h),
-            weight(&self.params, &self.half, head, h, self.outputs),
+            self.params.weight(head, h, self.outputs),
         );
         let bias = &self.params[head + 1];
         for row in self.pred.chunks_exact_mut(self.outputs) {
@@ -305,7 +296,7 @@ impl NativeNet for NativeRnn {
         let top = self.hidden.len() - 1;
         let blocks = blocks(rows);
         let scale = 2.0 / self.pred.len() as f32 * loss_scale;
-        let products = self.products;
+        let products = self.params.products();
         let mut sum = 0.0f64;
         self.d_pred.clear();
         self.d_pred.extend(self.pred.iter().zip(y).map(|(p, t)| {
@@ -332,7 +323,7 @@ impl NativeNet for NativeRnn {
         products.matmul(
             &mut self.d_last,
             View::new(&self.d_pred, rows, outputs),
-            weight(&self.params, &self.half, head, h_top, outputs).t(),
+            self.params.weight(head, h_top, outputs).t(),
         );
         self.d_out.clear();
         self.d_out.resize(n * h_top, 0.0);
@@ -352,7 +343,7 @@ impl NativeNet for NativeRnn {
                 self.d_u.resize(n * gh, 0.0);
             }
             let buf = &self.layers[l];
-            let (w_hh, b_hh) = (weight(&self.params, &self.half, p + 1, h, gh).t(), &self.params[p + 3]);
+            let (w_hh, b_hh) = (self.params.weight(p + 1, h, gh).t(), &self.params[p + 3]);
             let (h0, d_out) = (&self.h0, &self.d_out);
             let parts = block_regions(&mut self.d_gates, &blocks, days, gh)
                 .into_iter()
@@ -456,7 +447,7 @@ impl NativeNet for NativeRnn {
             products.matmul(
                 &mut self.d_below,
                 View::new(&self.d_gates, n, gh),
-                weight(&self.params, &self.half, p, width_in, gh).t(),
+                self.params.weight(p, width_in, gh).t(),
             );
             let mask = &self.layers[l - 1].mask;
             if !mask.is_empty() {
