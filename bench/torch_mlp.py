@@ -5,7 +5,10 @@ gather of each batch into a contiguous tensor, forward, MSE, backward, Adam (PyT
 which the Rust side also uses), and the loss read back every step. Prints one Markdown table row
 per configuration with the median samples/s over the repetitions.
 
-Usage: python bench/torch_mlp.py [--reps N] [--threads N] [--config small|large|all]
+With `--device cuda` the model runs on the GPU; batches are gathered on the host and copied per
+step, as measured does, and the clock is read after `torch.cuda.synchronize()`.
+
+Usage: python bench/torch_mlp.py [--reps N] [--threads N] [--config small|large|all] [--device cpu|cuda]
 """
 
 import argparse
@@ -48,9 +51,12 @@ def mlp(hidden: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+DEVICE = "cpu"
+
+
 def samples_per_second(x: torch.Tensor, y: torch.Tensor, hidden: list[int], batch: int, seed: int) -> float:
     torch.manual_seed(seed)
-    model = mlp(hidden)
+    model = mlp(hidden).to(DEVICE)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.MSELoss()
     n = x.shape[0]
@@ -58,12 +64,15 @@ def samples_per_second(x: torch.Tensor, y: torch.Tensor, hidden: list[int], batc
     start = time.perf_counter()
     for i in range(0, n, batch):
         idx = order[i : i + batch]
-        xb, yb = x[idx], y[idx]  # gather into new contiguous tensors, like the Rust loop
+        # Gather into new contiguous tensors on the host and copy them, like the Rust loop.
+        xb, yb = x[idx].to(DEVICE), y[idx].to(DEVICE)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
         assert loss.item() == loss.item()  # read the loss back every step (and reject NaN)
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
     return n / (time.perf_counter() - start)
 
 
@@ -72,7 +81,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--config", default="all", choices=["all", *CONFIGS])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = args.device
     torch.set_num_threads(args.threads)
 
     print(f"| config | implementation | median samples/s | runs |  (torch {torch.__version__})")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch reference for `runner/examples/rnn_bench.rs`: the same LSTM/GRU, shapes, data layout
-and loop, on the CPU.
+and loop, on the CPU (or with `--device cuda`, on the GPU: the batch is gathered on the host and
+copied per step, as measured does, and the clock is read after `torch.cuda.synchronize()`).
 
 Windows of 60 days x 105 features one row apart over one synthetic symbol; `nn.LSTM` / `nn.GRU`
 (hidden 128, 2 layers, batch_first) with a linear head on the last day's hidden state; batch 256.
@@ -45,34 +46,44 @@ def windows(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
+DEVICE = "cpu"
+
+
+def sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
 def train(kind: str, x: torch.Tensor, y: torch.Tensor, seed: int, dtype) -> float:
     torch.manual_seed(seed)
-    model = Net(kind)
+    model = Net(kind).to(DEVICE)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     n = x.shape[0]
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     start = time.perf_counter()
     for i in range(0, n, BATCH):
         idx = order[i : i + BATCH]
-        xb, yb = x[idx], y[idx]
+        xb, yb = x[idx].to(DEVICE), y[idx].to(DEVICE)
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=dtype, enabled=dtype != torch.float32):
+        with torch.autocast(DEVICE, dtype=dtype, enabled=dtype != torch.float32):
             loss = nn.functional.mse_loss(model(xb).float(), yb)
         loss.backward()
         opt.step()
         assert loss.item() == loss.item()
+    sync()
     return n / (time.perf_counter() - start)
 
 
 def infer(kind: str, x: torch.Tensor, seed: int, dtype) -> float:
     torch.manual_seed(seed)
-    model = Net(kind).eval()
+    model = Net(kind).to(DEVICE).eval()
     n = x.shape[0]
     start = time.perf_counter()
     out = []
-    with torch.inference_mode(), torch.autocast("cpu", dtype=dtype, enabled=dtype != torch.float32):
+    with torch.inference_mode(), torch.autocast(DEVICE, dtype=dtype, enabled=dtype != torch.float32):
         for i in range(0, n, BATCH):
-            out.append(model(x[i : i + BATCH]).float().numpy().copy())
+            out.append(model(x[i : i + BATCH].to(DEVICE)).float().cpu().numpy().copy())
+    sync()
     return n / (time.perf_counter() - start)
 
 
@@ -84,7 +95,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = args.device
     torch.set_num_threads(args.threads)
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     x, y = windows(BATCH * args.batches, 7)
@@ -92,7 +106,7 @@ def main() -> None:
     run(0)  # warm-up
     rates = [run(s) for s in range(1, args.reps + 1)]
     print(
-        f"torch {torch.__version__} {args.kind} {args.mode} {args.dtype}: "
+        f"torch {torch.__version__} {args.device} {args.kind} {args.mode} {args.dtype}: "
         f"median {statistics.median(rates):.1f} samples/s, runs {[round(r, 1) for r in rates]}"
     )
 

@@ -12,10 +12,9 @@
 #   1. Downloads the pinned CUDA 13.0 toolkit wheels from PyPI into .cuda/ (gitignored).
 #      13.0 because the GPU machines' driver (580) supports CUDA 13.0; a newer nvcc emits PTX
 #      that driver may refuse. cccl is needed for the headers cuda_fp16.h includes.
-#   2. Builds link-time stub libraries (libcuda, libcublas, libcublasLt, libnvrtc): one
-#      `int f(void){return 999;}` per function the resolved cudarc's bindings declare, read from
-#      its source at build time. Only the SONAMEs end up in the binary; at run time the GPU
-#      machine's real libraries are loaded by those names. The stubs are never shipped.
+#   2. Finds the source of the cudarc version cargo resolves: runner/build.rs reads its
+#      bindings to generate the run-time loader (src/cuda_dl.rs), so the binary links no CUDA
+#      library and starts on machines without one.
 #   3. Puts a fake `nvidia-smi` first on PATH: dfdx's build script queries the compute
 #      capability unconditionally and panics without it.
 #   4. Runs cargo with CUDA_ROOT and CUDA_COMPUTE_CAP set.
@@ -55,8 +54,6 @@ cache="$repo/.cuda"
 wheels="$cache/wheels"
 toolkit="$cache/toolkit"
 cuda_root="$toolkit/nvidia/cu13"
-# cudarc's build script adds `$CUDA_ROOT/lib64/stubs` to the link search path.
-stubs="$cuda_root/lib64/stubs"
 fakebin="$cache/bin"
 pins=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88
   nvidia-cuda-cccl==13.0.85 nvidia-cuda-runtime==13.0.96)
@@ -85,7 +82,7 @@ if [ ! -f "$toolkit/.complete-$pin_id" ]; then
 fi
 [ -x "$cuda_root/bin/nvcc" ] || die "nvcc missing in $cuda_root/bin; delete $toolkit and rerun"
 
-# 2. Stub libraries matching the cudarc version cargo resolves for this manifest.
+# 2. The source of the cudarc version cargo resolves for this manifest.
 cudarc_src=$(cargo metadata --format-version 1 --manifest-path "$manifest" --features cuda 2>/dev/null |
   "$python" -c '
 import json, os, sys
@@ -99,30 +96,6 @@ if [ -z "$cudarc_src" ]; then
 fi
 [ -n "$cudarc_src" ] && [ -f "$cudarc_src/src/driver/sys.rs" ] ||
   die "cudarc source not found; run 'cargo fetch --manifest-path $manifest' first"
-stub_id=$(basename "$cudarc_src")
-if [ ! -f "$stubs/.complete-$stub_id" ]; then
-  say "building link stubs from $stub_id"
-  rm -rf "$stubs"
-  mkdir -p "$stubs/src"
-  # file-stem:SONAME:bindings file
-  for spec in cuda:libcuda.so.1:driver cublas:libcublas.so.13:cublas \
-    cublasLt:libcublasLt.so.13:cublaslt nvrtc:libnvrtc.so.13:nvrtc; do
-    IFS=: read -r lib soname bindings <<<"$spec"
-    sys="$cudarc_src/src/$bindings/sys.rs"
-    [ -f "$sys" ] || die "missing $sys"
-    # Function names inside the bindings' `extern "C" { ... }` blocks.
-    awk '/^extern "C" \{/ { inside = 1; next }
-         inside && /^\}/ { inside = 0 }
-         inside && match($0, /pub fn [A-Za-z_][A-Za-z_0-9]*/) {
-           print "int " substr($0, RSTART + 7, RLENGTH - 7) "(void){return 999;}"
-         }' "$sys" | sort -u >"$stubs/src/$lib.c"
-    [ -s "$stubs/src/$lib.c" ] || die "no function names found in $sys"
-    gcc -shared -fPIC -w -Wl,-soname,"$soname" -o "$stubs/lib$lib.so" "$stubs/src/$lib.c" ||
-      die "gcc failed building the $soname stub"
-  done
-  touch "$stubs/.complete-$stub_id"
-fi
-
 # 3. A fake nvidia-smi answering dfdx's compute-capability query.
 mkdir -p "$fakebin"
 printf '#!/bin/sh\n# Build-time stand-in: answers only the compute-capability query.\necho compute_cap\necho %s.%s\n' \
@@ -133,21 +106,24 @@ chmod +x "$fakebin/nvidia-smi"
 say "cargo ${cargo_args[*]} (target dir $target_dir, sm_$cap)"
 (
   unset CUDA_PATH CUDA_TOOLKIT_ROOT_DIR CUDNN_LIB
-  export CUDA_ROOT="$cuda_root" CUDA_COMPUTE_CAP="$cap"
+  export CUDA_ROOT="$cuda_root" CUDA_COMPUTE_CAP="$cap" MEASURED_CUDARC_SRC="$cudarc_src"
   export PATH="$fakebin:$cuda_root/bin:$PATH"
   cd "$(dirname "$manifest")"
   # Right after the subcommand, so arguments after a second `--` (e.g. clippy's) stay last.
   cargo "${cargo_args[0]}" --manifest-path "$manifest" --target-dir "$target_dir" "${cargo_args[@]:1}"
 ) || die "cargo failed"
 
-bin="$target_dir/release/measured"
+profile=debug
+for a in "${cargo_args[@]}"; do [ "$a" = --release ] && profile=release; done
+bin="$target_dir/$profile/measured"
 if [ "${cargo_args[0]}" = build ] && [ -x "$bin" ]; then
   cat >&2 <<EOF
 build-cuda: built $bin
-  It links libcuda.so.1 (from the NVIDIA driver) and cuBLAS/NVRTC 13 by SONAME; the stubs
-  used here are not needed at run time. On a GPU machine with a PyTorch (CUDA 13) venv:
+  One binary for CPU and GPU machines: it links no CUDA library and loads libcuda.so.1 (from
+  the NVIDIA driver), cuBLAS and NVRTC (CUDA 13 or 12) only when a stage runs on CUDA. Where
+  they are missing, CPU stages run and CUDA stages fail saying what was looked for.
+  On a GPU machine with a PyTorch (CUDA 13) venv, cuBLAS and NVRTC come from the venv:
     export LD_LIBRARY_PATH="\$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))'):\$LD_LIBRARY_PATH"
-    ./measured run experiments/<name>.toml      # a stage with device = "cuda"
-  Check with 'ldd ./measured' that every library resolves before running.
+    ./measured run experiments/<name>.toml      # a stage with device = "cuda" or "auto"
 EOF
 fi

@@ -6,7 +6,9 @@
 # tests fail rather than skip without them.
 # The Slurm tests (tests/it/queue.rs) start their own single-node cluster with
 # scripts/slurm-start.sh (root; installs slurm-wlm and munge when missing); under CI=true they
-# fail rather than skip when it cannot start. Extra arguments go to `cargo test`.
+# fail rather than skip when it cannot start. Then scripts/cuda-smoke.sh builds the CUDA binary
+# (the toolkit wheels are cached in .cuda/) and smoke-tests it without a GPU. Extra arguments go
+# to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
@@ -27,9 +29,19 @@ log=$(mktemp)
 set +e
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# The CUDA build: compiled here (no GPU needed) and smoke-tested as one binary for CPU and GPU
+# machines (scripts/cuda-smoke.sh says what it checks).
+bash scripts/cuda-smoke.sh
+cuda_status=$?
 set -e
 # One closing line over every test binary (cargo's own last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log"
+if [ "$cuda_status" -ne 0 ]; then
+  echo "cuda smoke: FAILED (exit $cuda_status)"
+  [ "$status" -ne 0 ] || status=$cuda_status
+else
+  echo "cuda smoke: ok"
+fi
 exit "$status"

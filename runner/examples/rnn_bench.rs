@@ -4,7 +4,8 @@
 //! two in alternating rounds.
 //!
 //! Run: `cargo run --release --example rnn_bench -- [--kind lstm|gru] [--mode train|infer]
-//! [--reps N] [--threads N] [--batches N] [--precision f32|f16]`
+//! [--reps N] [--threads N] [--batches N] [--precision f32|f16] [--device cpu|cuda]`
+//! (`--device cuda` needs the `cuda` build; compare with `bench/torch_rnn.py --device cuda`)
 //!
 //! - train: `tensor::train` for one epoch of `--batches` batches (shuffled gather, forward,
 //!   MSE, backpropagation through time, Adam, the loss read back every step), samples/s as the
@@ -15,7 +16,7 @@
 use measured::artifact::{WindowSet, Windows};
 use measured::metrics::Recorder;
 use measured::stats::median;
-use measured::tensor::{train, validate, ModelKind, Precision, TrainParams, ValidateParams};
+use measured::tensor::{train, validate, DeviceKind, ModelKind, Precision, TrainParams, ValidateParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::atomic::AtomicBool;
@@ -59,6 +60,7 @@ fn synthetic_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> 
 fn main() {
     let (mut kind, mut mode, mut reps, mut threads, mut batches) = (ModelKind::Lstm, "train".to_owned(), 5, 2, 8);
     let mut precision = Precision::F32;
+    let mut device = DeviceKind::Cpu;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("a value after {arg}"));
@@ -73,6 +75,13 @@ fn main() {
                     "f32" => Precision::F32,
                     "f16" => Precision::F16,
                     other => panic!("--precision f32|f16, got {other}"),
+                }
+            }
+            "--device" => {
+                device = match value().as_str() {
+                    "cpu" => DeviceKind::Cpu,
+                    "cuda" => DeviceKind::Cuda,
+                    other => panic!("--device cpu|cuda, got {other}"),
                 }
             }
             other => panic!("unknown argument {other}"),
@@ -91,6 +100,7 @@ fn main() {
         layers: Some(LAYERS),
         batch_size: BATCH,
         precision,
+        device,
         max_memory: Some(measured::transfer::SizeSpec::Text("64GiB".into())),
         ..TrainParams::default()
     };
@@ -118,7 +128,7 @@ fn main() {
             &model,
             &ValidateParams {
                 batch_size: BATCH,
-                ..ValidateParams::default()
+                device,
             },
             &mut vrec,
         )

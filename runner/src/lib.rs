@@ -9,6 +9,7 @@ pub mod build_info;
 pub mod cli;
 pub mod color;
 pub mod commands;
+pub mod cuda_dl;
 pub mod error;
 pub mod exec;
 pub mod features;

@@ -140,8 +140,16 @@ pub fn run_data(
     environment.insert("seed".into(), row.seed.to_string());
     environment.insert("manifest_sha256".into(), row.manifest_hash.clone());
     let mut notes = Vec::new();
-    if env.is_some_and(|e| e.gpu.starts_with("none")) {
-        notes.push("CPU-only run: this binary was built without CUDA, so every stage ran on the CPU.".to_owned());
+    if let Some(gpu) = env.map(|e| e.gpu.as_str()).filter(|g| g.starts_with("none")) {
+        // `none (CPU build)`, or a CUDA build's `none (<why CUDA cannot be used here>)`.
+        notes.push(if gpu == "none (CPU build)" {
+            "CPU-only run: this binary was built without CUDA, so every stage ran on the CPU.".to_owned()
+        } else {
+            format!(
+                "CPU-only run: no stage could use CUDA here {}.",
+                gpu.trim_start_matches("none ")
+            )
+        });
     }
     if row.smoke {
         notes.push(

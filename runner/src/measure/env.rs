@@ -108,6 +108,10 @@ fn gpu_name() -> String {
     if !cfg!(feature = "cuda") {
         return "none (CPU build)".into();
     }
+    // A CUDA build runs on machines without CUDA too: say why no stage can use a GPU here.
+    if let Err(why) = crate::cuda_dl::probe() {
+        return format!("none ({why})");
+    }
     Command::new("nvidia-smi")
         .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
         .output()

@@ -113,6 +113,11 @@ const NORMALIZE: &[MetricDecl] = &[
 const TRAIN: &[MetricDecl] = &[
     also_per("epoch", "epoch_seconds", "s", "mean seconds per training epoch"),
     m(
+        "first_step_seconds",
+        "s",
+        "seconds of the untimed warm-up step before the first epoch",
+    ),
+    m(
         "samples_per_second",
         "samples/s",
         "training samples per second over all epochs",

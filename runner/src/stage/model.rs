@@ -19,7 +19,10 @@ pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildEr
 
 impl Stage for TrainStage {
     fn gpu_monitor(&self) -> Option<f64> {
-        (self.params.device == crate::tensor::DeviceKind::Cuda).then_some(crate::measure::gpu::DEFAULT_HZ)
+        self.params
+            .device
+            .runs_on_cuda()
+            .then_some(crate::measure::gpu::DEFAULT_HZ)
     }
 
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
@@ -49,7 +52,10 @@ pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, Buil
 
 impl Stage for ValidateStage {
     fn gpu_monitor(&self) -> Option<f64> {
-        (self.params.device == crate::tensor::DeviceKind::Cuda).then_some(crate::measure::gpu::DEFAULT_HZ)
+        self.params
+            .device
+            .runs_on_cuda()
+            .then_some(crate::measure::gpu::DEFAULT_HZ)
     }
 
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {

@@ -15,6 +15,9 @@ pub enum DeviceKind {
     #[default]
     Cpu,
     Cuda,
+    /// CUDA when this process can use it (`crate::cuda_dl::probe`), else the CPU; the stage
+    /// notes which, and why.
+    Auto,
 }
 
 impl DeviceKind {
@@ -22,7 +25,31 @@ impl DeviceKind {
         match self {
             DeviceKind::Cpu => "cpu",
             DeviceKind::Cuda => "cuda",
+            DeviceKind::Auto => "auto",
         }
+    }
+
+    /// The device a stage runs on: `Auto` becomes `Cuda` or `Cpu`, with a note saying which
+    /// and why; the others are themselves, with no note.
+    pub fn resolve(self) -> (DeviceKind, Option<String>) {
+        if self != DeviceKind::Auto {
+            return (self, None);
+        }
+        match crate::cuda_dl::probe() {
+            Ok(runtime) => (
+                DeviceKind::Cuda,
+                Some(format!("device = \"auto\" ran on CUDA ({})", runtime.describe())),
+            ),
+            Err(why) => (
+                DeviceKind::Cpu,
+                Some(format!("device = \"auto\" ran on the CPU: {why}")),
+            ),
+        }
+    }
+
+    /// Whether the stage will run on CUDA (for the GPU monitor, decided before the run).
+    pub fn runs_on_cuda(self) -> bool {
+        self.resolve().0 == DeviceKind::Cuda
     }
 }
 
@@ -80,7 +107,8 @@ pub enum CpuEngine {
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainParams {
-    /// `"cpu"` or `"cuda"` (the latter needs a binary built with the `cuda` feature).
+    /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
+    /// `scripts/build-cuda.sh`) or `"auto"` (CUDA when it can be used here, else the CPU).
     pub device: DeviceKind,
     /// `"mlp"`, `"lstm"` or `"gru"`.
     pub model: ModelKind,
@@ -394,6 +422,9 @@ impl TrainParams {
             (Precision::Bf16, DeviceKind::Cpu) => {
                 "the CPU engine's matrix kernels (the `gemm` crate) come in f32, f64 and f16, not bf16"
             }
+            (Precision::Bf16 | Precision::F16, DeviceKind::Auto) => {
+                "\"auto\" runs on CUDA where it can, and CUDA trains in f32 in this build"
+            }
             (Precision::Bf16 | Precision::F16, DeviceKind::Cuda) => {
                 "CUDA trains in f32 in this build: dfdx 0.13 converts dtypes on CUDA with a kernel it \
                  compiles at run time against the build machine's CUDA headers, and panics where \
@@ -420,7 +451,8 @@ pub struct ValidateParams {
     /// Windows per inference batch; only memory and speed depend on it.
     #[schemars(range(min = 1))]
     pub batch_size: usize,
-    /// `"cpu"` or `"cuda"` (the latter needs a binary built with the `cuda` feature).
+    /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
+    /// `scripts/build-cuda.sh`) or `"auto"` (CUDA when it can be used here, else the CPU).
     pub device: DeviceKind,
 }
 

@@ -105,8 +105,8 @@ pub fn train(
     cancel: &AtomicBool,
 ) -> Result<TrainedModel, TrainError> {
     params.check()?;
-    match params.device {
-        DeviceKind::Cpu => {
+    match resolve_device(params.device, rec) {
+        DeviceKind::Cpu | DeviceKind::Auto => {
             let dev = Cpu::seed_from_u64(seed);
             let model = match params.cpu_engine {
                 CpuEngine::Native => {
@@ -128,8 +128,8 @@ pub fn train(
 pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorder) -> Result<(), TrainError> {
     params.check()?;
     eval::check_fits(model, &model.windows)?;
-    let predictions = match params.device {
-        DeviceKind::Cpu => {
+    let predictions = match resolve_device(params.device, rec) {
+        DeviceKind::Cpu | DeviceKind::Auto => {
             let dev = Cpu::default();
             // Inference in f32 whatever precision trained the model: its weights are the f32
             // master copies.
@@ -150,6 +150,15 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
     eval::record_scores(model, &predictions, rec)
 }
 
+/// The device to run on (`auto` resolved), noting what `auto` chose.
+fn resolve_device(device: DeviceKind, rec: &mut Recorder) -> DeviceKind {
+    let (resolved, note) = device.resolve();
+    if let Some(note) = note {
+        rec.note(note);
+    }
+    resolved
+}
+
 #[cfg(feature = "cuda")]
 mod cuda {
     //! CUDA device selection and device-memory readout.
@@ -160,6 +169,8 @@ mod cuda {
     /// GPU 0, or a message saying why not. Never `AutoDevice::default()`: it panics when no
     /// device or driver is present.
     pub fn device(seed: u64) -> Result<Cuda, TrainError> {
+        // The libraries load at run time, and cudarc 0.9 unwraps `cuInit`: probe first.
+        crate::cuda_dl::probe().map_err(|e| TrainError::Device(format!("cuda: {}", e.with_hint())))?;
         Cuda::try_build(0, seed).map_err(|e| {
             TrainError::Device(format!(
                 "cannot open CUDA device 0 ({e}); check that a GPU and its driver are present, \

@@ -17,6 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Trains a fresh model on `windows.train` and records the stage's metrics into `rec`:
+/// - `first_step_seconds` (s): one untimed warm-up step before the first epoch (see
+///   [`warm_up`]), which keeps one-time costs out of `epoch_seconds`;
 /// - `epoch_seconds` (s) per epoch as a series, and their mean as a single value;
 /// - `train_loss` (loss): the MSE over all training windows, in target units, with the weights
 ///   at the end of each epoch (a full pass, not timed, with the training step's products: f16
@@ -68,6 +70,8 @@ where
         params.epochs,
         params.prefetch,
     )?;
+    let first_step = warm_up::<D, E>(dev, windows, &model, params, seed)?;
+    rec.record("first_step_seconds", first_step, "s");
     let mut clock = PhaseClock::new(dev, params.phase_timing);
     let steps_per_epoch = n.div_ceil(params.batch_size);
     let mut epoch_seconds = Vec::with_capacity(params.epochs);
@@ -224,6 +228,52 @@ pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowS
 /// How one training step runs on a device: how a host batch gets onto it (`buffer_reuse`
 /// decides between fresh buffers and ones allocated once) and how forward, backward, gradient
 /// clipping and the Adam update are computed.
+/// One training step, outside every clock, so one-time costs do not land in epoch 0: on CUDA,
+/// loading the kernel modules (PTX compiled by the driver), creating the cuBLAS handle and
+/// growing the memory pool; on the CPU, first-touch page faults and waking the thread pool.
+/// Returns its wall time, from the first batch's upload to the loss read back.
+///
+/// It changes nothing the training computes: a throwaway copy of the model, with dropout off
+/// (so nothing is drawn from the device's generator), takes the step through a throwaway
+/// engine (its own optimizer state and generators), on the first batch of a separate batch
+/// source (the training's visiting order is untouched). The copy shares the parameters' buffers
+/// until its update writes them, and dfdx then copies them (`Arc::make_mut`).
+///
+/// The device itself is built per trial: dfdx 0.13's device owns the generator it was seeded
+/// with, and cannot be reseeded, so a device kept for the run could not give each trial its own
+/// seed. The modules it loads are cached by the driver, and this step absorbs the reload.
+pub fn warm_up<D: TrainDevice, E: StepEngine<D>>(
+    dev: &D,
+    windows: &Arc<Windows>,
+    model: &Model<D>,
+    params: &TrainParams,
+    seed: u64,
+) -> Result<f64, TrainError>
+where
+    TrainError: From<D::Err>,
+{
+    let mut source = BatchSource::new(
+        windows.clone(),
+        model.target,
+        seed,
+        params.shuffle,
+        params.batch_size,
+        1,
+        0,
+    )?;
+    let batch = source.next_batch(0)?;
+    let mut copy = model.clone();
+    copy.dropout = 0.0;
+    dev.try_synchronize()?;
+    let start = Instant::now();
+    let mut engine = E::new(dev, &copy, params, seed)?;
+    engine.upload(dev, batch, params.buffer_reuse)?;
+    let loss = engine.step(dev, &mut copy)?;
+    let _ = loss.array();
+    dev.try_synchronize()?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
 pub trait StepEngine<D: TrainDevice>: Sized {
     fn new(dev: &D, model: &Model<D>, params: &TrainParams, seed: u64) -> Result<Self, TrainError>;
 

@@ -276,15 +276,12 @@ struct Gpu {
 
 impl Gpu {
     fn open() -> Result<Self, TransferError> {
-        // cudarc's `CudaDevice::new` panics when the driver has no device; ask first.
-        cuda("cuInit (is the NVIDIA driver loaded?)", result::init())?;
-        let count = cuda("cuDeviceGetCount", result::device::get_count())?;
-        if count < 1 {
-            return Err(TransferError::Cuda {
-                action: "device selection",
-                message: "the driver reports no CUDA device".to_owned(),
-            });
-        }
+        // The libraries load at run time; cudarc's `CudaDevice::new` panics when the driver
+        // cannot initialise or has no device. The probe checks all of that first.
+        crate::cuda_dl::probe().map_err(|e| TransferError::Cuda {
+            action: "loading CUDA",
+            message: e.with_hint(),
+        })?;
         let device = cuda("opening device 0", CudaDevice::new(0))?;
         cuda("binding the context", device.bind_to_thread())?;
         Ok(Gpu { _device: device })

@@ -103,6 +103,23 @@ fn a_declared_market_replaces_the_demo_market_and_the_quickstart_gets_its_own_ba
     let first = run(run_cmd(&db, &results, &["--smoke"]).arg(&quickstart));
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
     let quick_a = latest_run(&db);
+    // Every quickstart training records its untimed warm-up step beside the epoch clock.
+    let train_metric = |name: &str| {
+        scalar(
+            db.to_str().unwrap(),
+            &format!(
+                "SELECT COUNT(*) FROM metrics WHERE run_id = '{quick_a}' AND stage = 'train' \
+                 AND name = '{name}' AND step IS NULL AND value > 0"
+            ),
+        )
+    };
+    let trials = scalar(
+        db.to_str().unwrap(),
+        &format!("SELECT COUNT(*) FROM trials WHERE run_id = '{quick_a}' AND status = 'ok'"),
+    );
+    assert!(trials > 0);
+    assert_eq!(train_metric("first_step_seconds"), trials);
+    assert_eq!(train_metric("epoch_seconds"), trials);
     // The 500-symbol experiments' market, scaled down: same style and seed, fewer symbols and days.
     let big = write(
         dir.path(),

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# One command for a machine with an NVIDIA GPU, its driver and a PyTorch CUDA venv (no Rust
+# needed: it takes a binary built by scripts/build-cuda.sh). Runs the checks below, prints each
+# as PASS, FAIL or SKIP with its figure, and writes one Markdown summary. bench/README-gpu.md
+# gives the steps.
+#
+# Usage: scripts/gpu-check.sh [--bin PATH] [--examples DIR] [--python PATH] [--out DIR]
+#   --bin       the measured binary (default: target/cuda/release/measured, else `measured`)
+#   --examples  folder with the rnn_bench and train_bench examples of the same build (default:
+#               next to the binary's folder, examples/); without them the model benchmarks SKIP
+#   --python    a Python with PyTorch for CUDA (default: python3)
+#   --out       where the runs, logs and summary.md go (default: a new folder under /tmp)
+#
+# On a machine without a GPU it stops at the first check that needs one, says so, and exits 0.
+# Exit status otherwise: 0 when no check failed, 1 when one did.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=""
+examples=""
+python=python3
+out=""
+die() { echo "gpu-check: error: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=${2:?--bin needs a value}; shift 2 ;;
+    --examples) examples=${2:?--examples needs a value}; shift 2 ;;
+    --python) python=${2:?--python needs a value}; shift 2 ;;
+    --out) out=${2:?--out needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+if [ -z "$bin" ]; then
+  if [ -x "$repo/target/cuda/release/measured" ]; then
+    bin="$repo/target/cuda/release/measured"
+  else
+    bin=$(command -v measured || true)
+  fi
+fi
+[ -n "$bin" ] && [ -x "$bin" ] || die "no measured binary; build one with scripts/build-cuda.sh or pass --bin"
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+[ -n "$examples" ] || examples="$(dirname "$bin")/examples"
+out=${out:-$(mktemp -d /tmp/gpu-check.XXXXXX)}
+mkdir -p "$out" || die "cannot create $out"
+out=$(cd "$out" && pwd)
+summary="$out/summary.md"
+metrics="$repo/bench/gpu/metrics.py"
+failed=0
+
+CHECKS=(
+  "1|ldd -r on the binary: every library it links resolves"
+  "2|driver version, compute capability and PCIe link (maximum and current) logged"
+  "3|with CUDA_VISIBLE_DEVICES empty: a clean error, no panic"
+  "4|a non-constant pattern copied host-to-device and back returns equal bytes"
+  "5|compute-sanitizer memcheck and synccheck on a small transfer and a small train run: 0 errors"
+  "6|CPU against CUDA, same seed, no dropout: final training loss within 2% (relative)"
+  "7|pinned copies at 256 MiB both directions: within 5% of PyTorch, at least 80% of the link's rate"
+  "8|host clock against events for pinned copies at 16 MiB and above: within 2%"
+  "9|transfer warm-up 0 against 50: medians within 2%; five repetitions: CV at most 3%"
+  "10|three epochs on CUDA: epoch 0 within 5% of the later epochs"
+  "11|loss_sync_every = 1: exactly one synchronization per step (nsys)"
+  "A|MLP training, samples/s against PyTorch CUDA (goal >= 0.9x)"
+  "B|LSTM training and inference, samples/s against PyTorch CUDA (goal >= 0.9x)"
+  "C|GPU telemetry recorded during the CUDA stages"
+)
+
+{
+  echo "# GPU check"
+  echo
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "- binary: \`$bin\` ($("$bin" --version 2>/dev/null || echo 'version unknown'))"
+  echo "- host: $(hostname), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  echo "| check | what | result | figure |"
+  echo "|---|---|---|---|"
+} >"$summary"
+
+# result ID STATUS FIGURE: one console line and one summary row.
+result() {
+  local id=$1 status=$2 figure=$3 what=""
+  for c in "${CHECKS[@]}"; do [ "${c%%|*}" = "$id" ] && what=${c#*|}; done
+  [ "$status" = FAIL ] && failed=1
+  printf 'gpu-check: %-3s %-4s %s\n' "$id" "$status" "$figure"
+  echo "| $id | $what | $status | ${figure//|/\\|} |" >>"$summary"
+}
+
+finish() {
+  echo >>"$summary"
+  echo "Runs, logs and the results database are in \`$out\`." >>"$summary"
+  echo "gpu-check: summary: $summary"
+  exit "$failed"
+}
+
+echo "gpu-check: checks (binary $bin, output $out):"
+for c in "${CHECKS[@]}"; do printf '  %-3s %s\n' "${c%%|*}" "${c#*|}"; done
+
+# A run of one of bench/gpu's manifests in $out; prints the run id (empty when none was stored).
+run_manifest() {
+  local manifest=$1 log=$2
+  shift 2
+  (cd "$out" && "$bin" --database "$out/results.sqlite" run "$repo/bench/gpu/$manifest" --results-dir "$out/results" "$@") \
+    >"$log" 2>&1
+  grep -o 'run [0-9]\{8\}-[0-9]\{6\}-[0-9a-f]\{4\} finished' "$log" | awk '{print $2}' | tail -n1
+}
+q() { "$python" "$metrics" "$out/results.sqlite" "$@"; }
+
+# 1. Every linked library resolves.
+if ldd -r "$bin" >"$out/ldd.log" 2>&1 && ! grep -Eq 'not found|undefined symbol' "$out/ldd.log"; then
+  result 1 PASS "$(grep -c '=>' "$out/ldd.log") libraries, none missing; CUDA is loaded at run time"
+else
+  result 1 FAIL "$(grep -E 'not found|undefined symbol' "$out/ldd.log" | head -n3 | tr '\n' ' ')"
+fi
+
+# 2. The first step that needs a device.
+if ! command -v nvidia-smi >/dev/null 2>&1 ||
+  ! nvidia-smi --query-gpu=name --format=csv,noheader >"$out/gpu.txt" 2>&1 ||
+  [ ! -s "$out/gpu.txt" ]; then
+  why=$(command -v nvidia-smi >/dev/null 2>&1 && head -n1 "$out/gpu.txt" || echo "nvidia-smi not found")
+  echo "gpu-check: check 2 needs an NVIDIA GPU and its driver ($why): stopping here; checks 2-11 and A-C need a device"
+  result 2 SKIP "no NVIDIA GPU here ($why); checks 2-11 and A-C not run"
+  finish
+fi
+info=$(nvidia-smi --query-gpu=name,driver_version,compute_cap,pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader | head -n1)
+IFS=, read -r gpu_name driver cc gen_max width_max gen_cur width_cur <<<"$info"
+trim() { echo "$1" | xargs; }
+gen_max=$(trim "$gen_max"); width_max=$(trim "$width_max")
+result 2 PASS "$(trim "$gpu_name"), driver $(trim "$driver"), compute $(trim "$cc"), PCIe gen $gen_max x$width_max max, gen $(trim "$gen_cur") x$(trim "$width_cur") now"
+# Theoretical rate per direction, GB/s: gen 3 8 GT/s, 4 16, 5 32, 6 64, with 128b/130b coding
+# (gen 6: 242/256 FLIT efficiency, close enough for an 80% floor).
+link_gbps=$(awk -v g="$gen_max" -v w="$width_max" 'BEGIN {
+  rate[3] = 8; rate[4] = 16; rate[5] = 32; rate[6] = 64
+  if (!(g in rate) || w + 0 <= 0) { print ""; exit }
+  printf "%.2f", rate[g] * w * (128 / 130) / 8 }')
+
+# 3. No device visible: a clean error.
+mkdir -p "$out/fixture"
+cp "$repo/runner/tests/fixtures/cuda/train_on_cuda.toml" "$out/fixture/"
+(cd "$out/fixture" && CUDA_VISIBLE_DEVICES= "$bin" run train_on_cuda.toml --results-dir "$out/results") \
+  >"$out/check3.log" 2>&1
+rc=$?
+if grep -q panicked "$out/check3.log"; then
+  result 3 FAIL "panicked: $(grep -m1 panicked "$out/check3.log")"
+elif [ "$rc" -ne 0 ] && grep -q 'no CUDA device is visible' "$out/check3.log"; then
+  result 3 PASS "exit $rc: $(grep -o 'no CUDA device is visible[^;]*' "$out/check3.log" | head -n1)"
+else
+  result 3 FAIL "exit $rc, no 'no CUDA device is visible' message (see $out/check3.log)"
+fi
+
+# 4. Round-trip bytes.
+result 4 FAIL "not built: the transfer stage does not verify the bytes it copies yet"
+
+# 5. compute-sanitizer.
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  s5=PASS
+  figure=""
+  for tool in memcheck synccheck; do
+    for m in transfer-warmup.toml cpu-vs-cuda.toml; do
+      log="$out/sanitizer-$tool-${m%.toml}.log"
+      (cd "$out" && compute-sanitizer --tool "$tool" "$bin" --database "$out/sanitizer.sqlite" \
+        run "$repo/bench/gpu/$m" --smoke --results-dir "$out/results") >"$log" 2>&1
+      errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | awk '{s += $3} END {print s + 0}')
+      grep -q 'ERROR SUMMARY' "$log" || { s5=FAIL; errors="no summary"; }
+      [ "$errors" = 0 ] || s5=FAIL
+      figure+="$tool ${m%.toml}: $errors; "
+    done
+  done
+  result 5 "$s5" "$figure"
+else
+  result 5 SKIP "compute-sanitizer not on PATH (it ships with the CUDA toolkit)"
+fi
+
+# 6. CPU against CUDA (also benchmark C's telemetry source).
+run6=$(run_manifest cpu-vs-cuda.toml "$out/check6.log")
+cpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cpu" {print $2}')
+gpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cuda" {print $2}')
+if [ -n "$cpu" ] && [ -n "$gpu" ]; then
+  rel=$(awk -v a="$cpu" -v b="$gpu" 'BEGIN { d = (a - b) / a; if (d < 0) d = -d; printf "%.4f", d }')
+  ok=$(awk -v r="$rel" 'BEGIN { print (r <= 0.02) ? "PASS" : "FAIL" }')
+  result 6 "$ok" "final train MSE cpu $cpu, cuda $gpu: relative difference $rel"
+else
+  result 6 FAIL "no losses stored: $(q "${run6:-latest}" error 2>/dev/null | cut -c1-200)"
+fi
+
+# 7. 256 MiB pinned copies against PyTorch and the link.
+run7=$(run_manifest transfer-256.toml "$out/check7.log")
+h2d=$(q "${run7:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '{print $3}' | tail -n1)
+d2h=$(q "${run7:-latest}" series copy d2h_pinned_reuse_gbps 2>/dev/null | awk '{print $3}' | tail -n1)
+"$python" "$repo/bench/torch_transfer.py" --iterations 20 --json "$out/torch_transfer.json" >"$out/torch_transfer.log" 2>&1
+read -r t_h2d t_d2h < <("$python" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+size = str(256 << 20)
+print(r["h2d_pinned_copy"][size]["gbps"], r["d2h_pinned_copy"][size]["gbps"])' "$out/torch_transfer.json" 2>/dev/null)
+if [ -n "$h2d" ] && [ -n "$d2h" ] && [ -n "${t_h2d:-}" ]; then
+  verdict=$(awk -v a="$h2d" -v b="$d2h" -v ta="$t_h2d" -v tb="$t_d2h" -v l="$link_gbps" 'BEGIN {
+    ok = (a / ta >= 0.95 && a / ta <= 1.05 && b / tb >= 0.95 && b / tb <= 1.05)
+    if (l != "") ok = ok && a >= 0.8 * l && b >= 0.8 * l
+    printf "%s h2d %.2f GB/s (%.3fx PyTorch), d2h %.2f GB/s (%.3fx)", ok ? "PASS" : "FAIL", a, a / ta, b, b / tb
+    if (l != "") printf "; link %.2f GB/s: %.0f%% and %.0f%%", l, 100 * a / l, 100 * b / l }')
+  result 7 "${verdict%% *}" "${verdict#* }"
+else
+  result 7 FAIL "missing figures: measured h2d '${h2d}' d2h '${d2h}', PyTorch '${t_h2d:-}' (see $out/check7.log, $out/torch_transfer.log)"
+fi
+
+# 8. Host clock against events.
+result 8 FAIL "not built: the transfer modes are timed with the host clock only"
+
+# 9. Warm-up and repeatability.
+run9=$(run_manifest transfer-warmup.toml "$out/check9.log")
+w0=$(q "${run9:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '$1 == "warmup_0" {print $3}')
+w50=$(q "${run9:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '$1 == "warmup_50" {print $3}')
+cv=$("$python" - "$out/results.sqlite" "${run9:-latest}" <<'PY' 2>/dev/null
+import sqlite3, statistics, sys
+con = sqlite3.connect(sys.argv[1])
+run = sys.argv[2]
+if run == "latest":
+    run = con.execute("SELECT id FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+v = [r[0] for r in con.execute(
+    """SELECT m.value FROM metrics m JOIN trials t ON t.run_id = m.run_id AND t.trial_index = m.trial_index
+       WHERE m.run_id = ? AND m.name = 'h2d_pinned_reuse_gbps' AND t.config = 'warmup_50'
+         AND NOT t.warmup AND t.status = 'ok'""", (run,))]
+print(f"{statistics.stdev(v) / statistics.mean(v):.4f}" if len(v) > 1 else "")
+PY
+)
+if [ -n "$w0" ] && [ -n "$w50" ] && [ -n "$cv" ]; then
+  verdict=$(awk -v a="$w0" -v b="$w50" -v cv="$cv" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d
+    printf "%s warm-up 0: %.2f GB/s, 50: %.2f GB/s (%.1f%% apart); CV over 5 repetitions %.1f%%",
+      (d <= 0.02 && cv <= 0.03) ? "PASS" : "FAIL", a, b, 100 * d, 100 * cv }')
+  result 9 "${verdict%% *}" "${verdict#* }"
+else
+  result 9 FAIL "missing figures (see $out/check9.log)"
+fi
+
+# 10. Epoch 0 against the later epochs.
+run10=$(run_manifest epochs.toml "$out/check10.log")
+verdict=$(q "${run10:-latest}" series train epoch_seconds 2>/dev/null | awk '
+  { s[$2] = $3 } END {
+    if (!(0 in s) || !(1 in s) || !(2 in s)) { print "FAIL missing epoch times"; exit }
+    later = (s[1] + s[2]) / 2; d = (s[0] - later) / later
+    printf "%s epoch 0 %.4f s, epochs 1-2 %.4f s: %+.1f%%", (d <= 0.05 && d >= -0.05) ? "PASS" : "FAIL", s[0], later, 100 * d }')
+result 10 "${verdict%% *}" "${verdict#* }"
+
+# 11. Synchronizations per step.
+if command -v nsys >/dev/null 2>&1; then
+  result 11 FAIL "not built: the step count to divide by is not exported for nsys yet"
+else
+  result 11 SKIP "nsys not on PATH"
+fi
+
+# A and B: models against PyTorch CUDA, alternating rounds.
+if [ -x "$examples/train_bench" ] && [ -x "$examples/rnn_bench" ]; then
+  for round in 1 2 3; do
+    "$examples/train_bench" --device cuda --config large --reps 3 >>"$out/mlp_measured.log" 2>&1
+    "$python" "$repo/bench/torch_mlp.py" --device cuda --config large --reps 3 >>"$out/mlp_torch.log" 2>&1
+    for mode in train infer; do
+      "$examples/rnn_bench" --device cuda --kind lstm --mode "$mode" --reps 3 >>"$out/lstm_${mode}_measured.log" 2>&1
+      "$python" "$repo/bench/torch_rnn.py" --device cuda --kind lstm --mode "$mode" --reps 3 >>"$out/lstm_${mode}_torch.log" 2>&1
+    done
+  done
+  med() { grep -o "$1" "$2" | grep -o '[0-9.]*$' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
+  m=$(grep '| measured (defaults) |' "$out/mlp_measured.log" | awk -F'|' '{print $4}' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+  t=$(grep '| PyTorch' "$out/mlp_torch.log" | awk -F'|' '{print $4}' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+  if [ -n "$m" ] && [ -n "$t" ]; then
+    verdict=$(awk -v m="$m" -v t="$t" 'BEGIN { printf "%s measured %.0f samples/s, PyTorch %.0f: %.2fx", (m / t >= 0.9) ? "PASS" : "FAIL", m, t, m / t }')
+    result A "${verdict%% *}" "${verdict#* }"
+  else
+    result A FAIL "missing figures (see $out/mlp_*.log)"
+  fi
+  figure=""
+  sB=PASS
+  for mode in train infer; do
+    m=$(med 'median [0-9.]*' "$out/lstm_${mode}_measured.log")
+    t=$(med 'median [0-9.]*' "$out/lstm_${mode}_torch.log")
+    if [ -z "$m" ] || [ -z "$t" ]; then sB=FAIL; figure+="$mode: missing figures; "; continue; fi
+    r=$(awk -v m="$m" -v t="$t" 'BEGIN { printf "%.2f", m / t }')
+    awk -v r="$r" 'BEGIN { exit !(r < 0.9) }' && sB=FAIL
+    figure+="$mode: measured $m, PyTorch $t samples/s ($r x); "
+  done
+  result B "$sB" "$figure"
+else
+  result A SKIP "no train_bench in $examples (build-cuda.sh -- build --release --features cuda --examples)"
+  result B SKIP "no rnn_bench in $examples"
+fi
+
+# C: telemetry from check 6's CUDA trials.
+util=$(q "${run6:-latest}" scalar train gpu_util_mean 2>/dev/null | awk '$1 == "cuda" {print $2}')
+throttled=$(q "${run6:-latest}" scalar train gpu_throttled 2>/dev/null | awk '$1 == "cuda" {print $2}')
+samples=$(q "${run6:-latest}" scalar train gpu_samples 2>/dev/null | awk '$1 == "cuda" {print $2}')
+if [ -n "$util" ] && [ -n "$samples" ]; then
+  result C PASS "median over trials: $samples samples, mean utilization $util%, throttled flag ${throttled:-?}"
+else
+  result C FAIL "no gpu_* metrics stored for the CUDA trials of check 6"
+fi
+finish
