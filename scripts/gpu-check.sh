@@ -62,6 +62,7 @@ CHECKS=(
   "A|MLP training, samples/s against PyTorch CUDA (goal >= 0.9x)"
   "B|LSTM training and inference, samples/s against PyTorch CUDA (goal >= 0.9x)"
   "C|GPU telemetry recorded during the CUDA stages"
+  "D|experiments/transfers.toml on CUDA: pinned h2d at 256 MiB against PyTorch's .to(non_blocking) (goal >= 0.9x)"
 )
 
 {
@@ -116,8 +117,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 ||
   ! nvidia-smi --query-gpu=name --format=csv,noheader >"$out/gpu.txt" 2>&1 ||
   [ ! -s "$out/gpu.txt" ]; then
   why=$(command -v nvidia-smi >/dev/null 2>&1 && head -n1 "$out/gpu.txt" || echo "nvidia-smi not found")
-  echo "gpu-check: check 2 needs an NVIDIA GPU and its driver ($why): stopping here; checks 2-11 and A-C need a device"
-  result 2 SKIP "no NVIDIA GPU here ($why); checks 2-11 and A-C not run"
+  echo "gpu-check: check 2 needs an NVIDIA GPU and its driver ($why): stopping here; checks 2-11 and A-D need a device"
+  result 2 SKIP "no NVIDIA GPU here ($why); checks 2-11 and A-D not run"
   finish
 fi
 info=$(nvidia-smi --query-gpu=name,driver_version,compute_cap,pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader | head -n1)
@@ -280,6 +281,26 @@ if [ -x "$examples/train_bench" ] && [ -x "$examples/rnn_bench" ]; then
 else
   result A SKIP "no train_bench in $examples (build-cuda.sh -- build --release --features cuda --examples)"
   result B SKIP "no rnn_bench in $examples"
+fi
+
+# D: the committed transfers experiment, run on CUDA, against PyTorch (check 7's figures).
+sed 's/^device = "cpu"$/device = "cuda"/' "$repo/experiments/transfers.toml" >"$out/transfers-cuda.toml"
+if grep -q '^device = "cuda"$' "$out/transfers-cuda.toml"; then
+  (cd "$out" && "$bin" --database "$out/results.sqlite" run "$out/transfers-cuda.toml" --results-dir "$out/results") \
+    >"$out/checkD.log" 2>&1
+  runD=$(grep -o 'run [0-9]\{8\}-[0-9]\{6\}-[0-9a-f]\{4\} finished' "$out/checkD.log" | awk '{print $2}' | tail -n1)
+  m=$(q "${runD:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null |
+    awk -v s=$((256 << 20)) '$1 == "pinned_blocking" && $2 == s {print $3}')
+  t=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"]["h2d_pinned_to"][str(256 << 20)]["gbps"])' \
+    "$out/torch_transfer.json" 2>/dev/null)
+  if [ -n "$m" ] && [ -n "$t" ]; then
+    verdict=$(awk -v m="$m" -v t="$t" 'BEGIN { printf "%s measured %.2f GB/s, PyTorch %.2f GB/s: %.3fx", (m / t >= 0.9) ? "PASS" : "FAIL", m, t, m / t }')
+    result D "${verdict%% *}" "${verdict#* } (report: $(ls "$out"/results/transfers/*/report.md 2>/dev/null | head -n1))"
+  else
+    result D FAIL "missing figures: measured '$m', PyTorch '$t' (see $out/checkD.log)"
+  fi
+else
+  result D FAIL "experiments/transfers.toml has no device = \"cpu\" line to switch"
 fi
 
 # C: telemetry from check 6's CUDA trials.

@@ -208,7 +208,24 @@ const TRANSFER: &[MetricDecl] = &[
         "GB/s",
         "bandwidth of the direction's only mode at the largest size",
     ),
-    per("size", "peak_gbps", "GB/s", "best bandwidth over the modes"),
+    per(
+        "size",
+        "{mode}_pct_peak",
+        "%",
+        "bandwidth in this mode as a share of its direction's reference",
+    ),
+    m(
+        "reference_{dir}_gbps",
+        "GB/s",
+        "the direction's reference: pinned, reused, blocking copies of 256 MiB or more",
+    ),
+    m("reference_bytes", "B", "size of the reference copies"),
+    per(
+        "size",
+        "peak_gbps",
+        "GB/s",
+        "same-size reference copy (runs stored before the 256 MiB reference)",
+    ),
     per(
         "size",
         "pinned_locked",
@@ -311,12 +328,15 @@ mod tests {
             "d2h_pageable_per_copy_non_blocking_gbps",
             "h2d_seconds",
             "d2h_gbps_at_max",
+            "h2d_pinned_reuse_non_blocking_pct_peak",
+            "reference_d2h_gbps",
             "seconds",
         ] {
             assert!(names.contains(&n.to_owned()), "{n} missing from {names:?}");
         }
         assert!(!names.iter().any(|n| n.contains('{')));
-        assert_eq!(names.iter().filter(|n| n.ends_with("_gbps")).count(), 16 + 1 + 1);
+        // 16 modes, 2 directions' references, the old same-size peak, the device copy.
+        assert_eq!(names.iter().filter(|n| n.ends_with("_gbps")).count(), 16 + 2 + 1 + 1);
     }
 
     #[test]

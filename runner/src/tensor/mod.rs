@@ -179,9 +179,11 @@ mod cuda {
         })
     }
 
-    /// Device memory this process holds, as the driver reports it. dfdx keeps freed buffers in
-    /// its pool, so at the end of training this is the pool's high-water mark plus the context.
-    /// Read through `nvidia-smi` because dfdx does not expose the driver's memory query.
+    /// Device memory this process holds at the end of training, as the driver reports it: the
+    /// context, the model and the optimizer state. Not a peak: dfdx 0.13's tensor cache is off,
+    /// so every freed buffer goes back to the driver. Read through `nvidia-smi` (dfdx does not
+    /// expose the driver's memory query), after the last epoch's clock has stopped but inside
+    /// the stage's wall time.
     pub fn process_memory_bytes() -> Option<f64> {
         let out = std::process::Command::new("nvidia-smi")
             .args(["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])

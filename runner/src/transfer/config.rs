@@ -39,11 +39,12 @@ pub struct TransferParams {
     /// recorded time is then the loop's time per batch. Non-blocking copies overlap with it.
     #[serde(default)]
     pub prepare_next: bool,
-    /// Recorded samples per (size, mode).
+    /// Recorded samples per (size, mode); each is a batch of copies lasting at least 1 ms.
     #[serde(default = "default_iterations")]
     #[schemars(range(min = 1, max = MAX_ITERATIONS))]
     pub iterations: u32,
-    /// Unrecorded samples per (size, mode) before those.
+    /// Unrecorded batches per (size, mode) before those, at least; the warm-up also lasts at
+    /// least 100 ms whatever this says.
     #[serde(default = "default_warmup")]
     #[schemars(range(max = MAX_ITERATIONS))]
     pub warmup: u32,

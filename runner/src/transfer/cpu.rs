@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use super::size::format_bytes;
 use super::timing::Sampler;
 use super::{
-    gbps, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode,
-    TransferError,
+    cache_warm_note, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan,
+    References, SyncMode, TransferError,
 };
 use crate::metrics::Recorder;
 use crate::stats::median;
@@ -34,16 +34,18 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         iterations: plan.iterations,
         warmup: plan.warmup,
     };
+    let refs = References::measure(plan, rec, |size, mode| {
+        Ok(median(&copy_samples(size, mode, sampler, false, cancel)?.seconds))
+    })?;
+    cache_warm_note(plan, rec);
     let any_pinned = plan.modes.iter().any(|m| m.host_memory == HostMemory::Pinned);
     for &size in &plan.sizes {
         let step = step_of(size);
-        let peak = gbps(size, median(&peak_samples(size, sampler, cancel)?));
-        rec.record_step("peak_gbps", step, peak, "GB/s");
         let mut all_locked = true;
         for mode in &plan.modes {
             let samples = copy_samples(size, *mode, sampler, plan.prepare_next, cancel)?;
             all_locked &= samples.page_locked;
-            record_mode(rec, mode, size, median(&samples.seconds));
+            record_mode(rec, mode, size, median(&samples.seconds), &refs);
         }
         if any_pinned {
             rec.record_step("pinned_locked", step, f64::from(u8::from(all_locked)), "count");
@@ -68,19 +70,6 @@ pub fn cpu_copy_samples(
         )));
     }
     copy_samples(size, mode, Sampler { iterations, warmup }, false, cancel)
-}
-
-/// The reference: `copy_from_slice` between two warm, reused buffers.
-fn peak_samples(size: u64, sampler: Sampler, cancel: &AtomicBool) -> Result<Vec<f64>, TransferError> {
-    let src = filled(size)?;
-    let mut dst = filled(size)?;
-    sampler.wall(cancel, |k| {
-        for _ in 0..k {
-            dst.copy_from_slice(black_box(&src));
-            black_box(&mut dst);
-        }
-        Ok(())
-    })
 }
 
 fn copy_samples(

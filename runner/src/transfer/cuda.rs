@@ -18,8 +18,9 @@
 //!   `cuMemAlloc` is uncached, so this is the cost an allocator without a pool pays.
 //!
 //! Every sample synchronizes the context before starting the clock and after the last copy,
-//! so no asynchronous work is left untimed. The references (`peak_gbps`, `d2d_gbps`) are
-//! stream-ordered copies between CUDA events.
+//! so no asynchronous work is left untimed. The "% of peak" reference (`reference_<direction>_gbps`)
+//! is the pinned, reused, blocking mode at 256 MiB or more, on the same host clock as the modes;
+//! `d2d_gbps` is stream-ordered device copies between CUDA events.
 
 use std::ptr;
 use std::sync::atomic::AtomicBool;
@@ -30,8 +31,8 @@ use cudarc::driver::{result, sys, CudaDevice, DriverError};
 use super::size::format_bytes;
 use super::timing::Sampler;
 use super::{
-    gbps, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode,
-    TransferError,
+    cache_warm_note, gbps, len_of, prepare, record_mode, Allocation, CopyDirection, HostMemory, Mode, Plan, References,
+    SyncMode, TransferError,
 };
 use crate::metrics::Recorder;
 use crate::stats::median;
@@ -55,35 +56,29 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
     let d2d = d2d_gbps(largest.max(D2D_MIN_BYTES), &stream, sampler, cancel)?;
     rec.record("d2d_gbps", d2d, "GB/s");
 
+    // The "% of peak" reference: pinned, reused, blocking copies of at least 256 MiB per
+    // direction, on the host clock the modes use.
+    let refs = References::measure(plan, rec, |size, mode| {
+        Ok(median(&copy_samples(
+            len_of(size)?,
+            mode,
+            &stream,
+            sampler,
+            false,
+            cancel,
+        )?))
+    })?;
+    cache_warm_note(plan, rec);
     for &size in &plan.sizes {
         let len = len_of(size)?;
-        let peak = gbps(size, median(&peak_samples(len, &stream, sampler, cancel)?));
-        rec.record_step("peak_gbps", step_of(size), peak, "GB/s");
         for mode in &plan.modes {
             let seconds = copy_samples(len, *mode, &stream, sampler, plan.prepare_next, cancel)?;
-            record_mode(rec, mode, size, median(&seconds));
+            record_mode(rec, mode, size, median(&seconds), &refs);
         }
     }
     drop(stream);
     drop(gpu);
     Ok(())
-}
-
-/// The reference for a size: pinned host buffer into a reused device buffer, events around
-/// a batch of stream-ordered copies.
-fn peak_samples(len: usize, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -> Result<Vec<f64>, TransferError> {
-    let src = PinnedBuf::filled(len)?;
-    let dst = DeviceBuf::new(len)?;
-    let (start, end) = (Event::new()?, Event::new()?);
-    sampler.timed(cancel, |k| {
-        start.record(stream)?;
-        for _ in 0..k {
-            // SAFETY: both buffers hold `len` bytes and outlive the event wait below.
-            cuda("cuMemcpyHtoDAsync", unsafe { htod_async(dst.ptr, &src, stream.0) })?;
-        }
-        end.record(stream)?;
-        Event::seconds_between(&start, &end)
-    })
 }
 
 /// Device-to-device copy rate (bytes copied per second), capped to a quarter of free memory.

@@ -166,13 +166,123 @@ pub(crate) fn gbps(bytes: u64, seconds: f64) -> f64 {
     bytes as f64 / seconds / 1e9
 }
 
-/// Records `<mode>_seconds` and `<mode>_gbps` for one size.
-pub(crate) fn record_mode(rec: &mut Recorder, mode: &Mode, size: u64, seconds: f64) {
+/// The "% of peak" reference copies at least this many bytes per direction: large enough to be
+/// bandwidth-bound (a copy at the size being judged is latency-bound at small sizes, and its
+/// share would be about 100% by construction). NVIDIA's bandwidthTest uses 32 MB copies.
+pub(crate) const REFERENCE_BYTES: u64 = 256 << 20;
+
+/// Each direction's reference rate (GB/s): the mode that should be fastest, pinned host memory,
+/// a reused buffer, blocking copies, at [`reference_size`], timed on the modes' own clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct References {
+    pub h2d: Option<f64>,
+    pub d2h: Option<f64>,
+}
+
+impl References {
+    fn of(&self, direction: CopyDirection) -> Option<f64> {
+        match direction {
+            CopyDirection::H2d => self.h2d,
+            CopyDirection::D2h => self.d2h,
+        }
+    }
+
+    /// Measures the reference of every direction `plan` copies in with `measure(size, mode)`
+    /// (seconds per copy) and records `reference_bytes` and `reference_<direction>_gbps`.
+    pub fn measure(
+        plan: &Plan,
+        rec: &mut Recorder,
+        mut measure: impl FnMut(u64, Mode) -> Result<f64, TransferError>,
+    ) -> Result<Self, TransferError> {
+        let size = reference_size(plan);
+        let mut refs = References::default();
+        for direction in [CopyDirection::H2d, CopyDirection::D2h] {
+            if !plan.modes.iter().any(|m| m.direction == direction) {
+                continue;
+            }
+            let mode = Mode {
+                direction,
+                host_memory: HostMemory::Pinned,
+                allocation: Allocation::Reuse,
+                sync: SyncMode::Blocking,
+            };
+            let rate = gbps(size, measure(size, mode)?);
+            rec.record(format!("reference_{}_gbps", direction.as_str()), rate, "GB/s");
+            match direction {
+                CopyDirection::H2d => refs.h2d = Some(rate),
+                CopyDirection::D2h => refs.d2h = Some(rate),
+            }
+        }
+        rec.record("reference_bytes", size as f64, "B");
+        Ok(refs)
+    }
+}
+
+/// [`REFERENCE_BYTES`], or the largest planned size when that is larger.
+pub(crate) fn reference_size(plan: &Plan) -> u64 {
+    plan.sizes.iter().copied().max().unwrap_or(0).max(REFERENCE_BYTES)
+}
+
+/// Records `<mode>_seconds`, `<mode>_gbps` and, against its direction's reference,
+/// `<mode>_pct_peak` (%) for one size.
+pub(crate) fn record_mode(rec: &mut Recorder, mode: &Mode, size: u64, seconds: f64, refs: &References) {
     let name = mode.name();
     let step = step_of(size);
     let bandwidth = gbps(size, seconds);
     rec.record_step(format!("{name}_seconds"), step, seconds, "s");
     rec.record_step(format!("{name}_gbps"), step, bandwidth, "GB/s");
+    if let Some(reference) = refs.of(mode.direction).filter(|r| *r > 0.0) {
+        rec.record_step(format!("{name}_pct_peak"), step, 100.0 * bandwidth / reference, "%");
+    }
+}
+
+/// The note for sizes whose host buffers stay in the CPU's last-level cache between copies
+/// (nothing flushes them): their figures are cache bandwidth, not memory bandwidth.
+pub(crate) fn cache_warm_note(plan: &Plan, rec: &mut Recorder) {
+    let Some(llc) = last_level_cache_bytes() else {
+        return;
+    };
+    let warm: Vec<String> = plan
+        .sizes
+        .iter()
+        .filter(|&&s| s <= llc)
+        .map(|&s| size::format_bytes(s))
+        .collect();
+    if !warm.is_empty() {
+        rec.note(format!(
+            "cache-warm: {} fit{} in the CPU's {} last-level cache, so {} host buffers stay cached \
+             between copies and {} figures are cache, not memory, bandwidth (shares of the \
+             {} reference can pass 100%)",
+            warm.join(", "),
+            if warm.len() == 1 { "s" } else { "" },
+            size::format_bytes(llc),
+            if warm.len() == 1 { "its" } else { "their" },
+            if warm.len() == 1 { "its" } else { "their" },
+            size::format_bytes(reference_size(plan)),
+        ));
+    }
+}
+
+/// The largest CPU cache (Linux sysfs), e.g. 32 MiB for `32768K`.
+fn last_level_cache_bytes() -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_to_string(e.path().join("size")).ok())
+        .filter_map(|s| parse_cache_size(s.trim()))
+        .max()
+}
+
+fn parse_cache_size(text: &str) -> Option<u64> {
+    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let n: u64 = digits.parse().ok()?;
+    let scale = match unit {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(scale)
 }
 
 /// Series step for a size; sizes above `i64::MAX` bytes cannot be allocated anyway.
@@ -189,3 +299,15 @@ pub(crate) fn len_of(size: u64) -> Result<usize, TransferError> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod cache_tests {
+    #[test]
+    fn cache_sizes_read_as_sysfs_writes_them() {
+        assert_eq!(super::parse_cache_size("32768K"), Some(32 << 20));
+        assert_eq!(super::parse_cache_size("2M"), Some(2 << 20));
+        assert_eq!(super::parse_cache_size("512"), Some(512));
+        assert_eq!(super::parse_cache_size("12X"), None);
+        assert_eq!(super::parse_cache_size(""), None);
+    }
+}

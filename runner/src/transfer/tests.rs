@@ -121,12 +121,48 @@ fn a_run_records_every_metric_for_every_size_and_mode() {
     let metrics = rec.metrics();
     let plan = p.plan().unwrap();
     assert_eq!(plan.modes.len(), 8);
-    // Per size: 2 metrics per mode, `peak_gbps` and `pinned_locked`.
-    assert_eq!(metrics.len(), 2 * (8 * 2 + 2));
-    let keys: HashSet<(String, i64)> = metrics.iter().map(|m| (m.name.clone(), m.step.unwrap())).collect();
+    // Per size: 3 metrics per mode and `pinned_locked`; once: the two directions' references
+    // and their size.
+    assert_eq!(metrics.len(), 2 * (8 * 3 + 1) + 3);
+    let keys: HashSet<(String, Option<i64>)> = metrics.iter().map(|m| (m.name.clone(), m.step)).collect();
     assert_eq!(keys.len(), metrics.len(), "no metric recorded twice");
+    let single = |name: &str| {
+        let m = metrics
+            .iter()
+            .find(|m| m.name == name && m.step.is_none())
+            .unwrap_or_else(|| panic!("{name}"));
+        (m.value, m.unit.clone())
+    };
+    // The reference is 256 MiB whatever the sizes, in the modes' own units and clock.
+    assert_eq!(single("reference_bytes"), ((256u64 << 20) as f64, "B".to_owned()));
+    let mut refs = Vec::new();
+    for direction in ["h2d", "d2h"] {
+        let (rate, unit) = single(&format!("reference_{direction}_gbps"));
+        assert!(
+            rate.is_finite() && rate > 0.0 && unit == "GB/s",
+            "{direction}: {rate} {unit}"
+        );
+        refs.push(rate);
+    }
     for size in [4096i64, 65536] {
         for mode in &plan.modes {
+            let at = |suffix: &str| {
+                let name = format!("{}_{suffix}", mode.name());
+                metrics
+                    .iter()
+                    .find(|m| m.name == name && m.step == Some(size))
+                    .unwrap_or_else(|| panic!("{name} at {size}"))
+                    .clone()
+            };
+            let reference = refs[usize::from(mode.direction == CopyDirection::D2h)];
+            let pct = at("pct_peak");
+            assert_eq!(pct.unit, "%");
+            assert!(
+                (pct.value - 100.0 * at("gbps").value / reference).abs() <= 1e-9 * pct.value,
+                "{}: {} % of {reference}",
+                mode.name(),
+                pct.value
+            );
             for (suffix, unit) in [("seconds", "s"), ("gbps", "GB/s")] {
                 let name = format!("{}_{suffix}", mode.name());
                 let m = metrics
@@ -137,11 +173,6 @@ fn a_run_records_every_metric_for_every_size_and_mode() {
                 assert!(m.value.is_finite() && m.value > 0.0, "{name} = {}", m.value);
             }
         }
-        let peak = metrics
-            .iter()
-            .find(|m| m.name == "peak_gbps" && m.step == Some(size))
-            .unwrap();
-        assert!(peak.value > 0.0 && peak.unit == "GB/s");
         let locked = metrics
             .iter()
             .find(|m| m.name == "pinned_locked" && m.step == Some(size))
@@ -166,7 +197,9 @@ fn pageable_only_runs_record_no_lock_status() {
     let mut rec = Recorder::new();
     run_transfer(&p, &mut rec, &AtomicBool::new(false)).unwrap();
     assert!(rec.metrics().iter().all(|m| m.name != "pinned_locked"));
-    assert_eq!(rec.metrics().len(), 1 + 2 * 2);
+    // h2d's reference and its size, then 3 metrics for each of the 2 allocations.
+    assert_eq!(rec.metrics().len(), 2 + 2 * 3);
+    assert!(rec.metrics().iter().all(|m| !m.name.starts_with("reference_d2h")));
 }
 
 #[test]

@@ -121,7 +121,15 @@ warmup = 1
     assert_eq!(
         scalar(
             url,
-            "SELECT COUNT(*) FROM metrics WHERE name LIKE '%_gbps' AND name <> 'peak_gbps'"
+            "SELECT COUNT(*) FROM metrics WHERE name LIKE '%_gbps' AND name NOT LIKE 'reference_%'"
+        ),
+        8 * 3
+    );
+    // And each one's share of its direction's reference.
+    assert_eq!(
+        scalar(
+            url,
+            "SELECT COUNT(*) FROM metrics WHERE name LIKE '%_pct_peak' AND unit = '%' AND value > 0"
         ),
         8 * 3
     );
@@ -142,9 +150,10 @@ warmup = 1
     assert_eq!(
         scalar(
             url,
-            "SELECT COUNT(*) FROM metrics WHERE name = 'peak_gbps' AND value > 0"
+            "SELECT COUNT(*) FROM metrics WHERE name IN ('reference_h2d_gbps', 'reference_d2h_gbps') \
+             AND step IS NULL AND value > 0"
         ),
-        3
+        2
     );
 }
 
