@@ -40,6 +40,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -f "$manifest" ] || die "no Cargo.toml at '$manifest'"
+# Relative to where the script was called from (cargo runs from the manifest's folder below).
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 manifest=$(cd "$(dirname "$manifest")" && pwd)/$(basename "$manifest")
 [[ "$cap" =~ ^[0-9]+$ ]] || die "CUDA_COMPUTE_CAP must be digits like 90, got '$cap'"
 
@@ -116,7 +118,7 @@ say "cargo ${cargo_args[*]} (target dir $target_dir, sm_$cap)"
 profile=debug
 for a in "${cargo_args[@]}"; do [ "$a" = --release ] && profile=release; done
 bin="$target_dir/$profile/measured"
-if [ "${cargo_args[0]}" = build ] && [ -x "$bin" ]; then
+if { [ "${cargo_args[0]}" = build ] || [ "${cargo_args[0]}" = test ]; } && [ -x "$bin" ]; then
   cat >&2 <<EOF
 build-cuda: built $bin
   One binary for CPU and GPU machines: it links no CUDA library and loads libcuda.so.1 (from

@@ -7,8 +7,9 @@
 #   4. a `device = "cuda"` stage fails with the clear error (what was looked for, how to get
 #      it) while the CPU stages before it run, and nothing panics;
 #   5. scripts/gpu-check.sh runs to its first step that needs a device and exits 0.
-# Run by scripts/test.sh after the tests. It builds the dev profile into the tests' target
-# folder, so only dfdx, cudarc and measured are compiled again. Usage: scripts/cuda-smoke.sh
+# Run by scripts/test.sh after the tests. It builds into the tests' target folder, with the
+# tests' features, so only dfdx, cudarc and measured are compiled again.
+# Usage: scripts/cuda-smoke.sh
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -25,7 +26,10 @@ else
   gpu_here=0
 fi
 
-bash scripts/build-cuda.sh --target-dir "$repo/target" -- build --locked --features cuda -p measured
+# Built the way `cargo test` builds it (`--test it` brings the binary, with the features the
+# tests resolved), so only cudarc, dfdx and measured compile again; a plain `cargo build`
+# resolves features without the dev-dependencies and rebuilds about 80 crates.
+bash scripts/build-cuda.sh --target-dir "$repo/target" -- test --no-run --locked --features cuda -p measured --test it
 work=$(mktemp -d /tmp/measured-cuda-smoke.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 bin="$work/measured"

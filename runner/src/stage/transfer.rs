@@ -19,7 +19,9 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
 
 impl Stage for TransferStage {
     fn gpu_monitor(&self) -> Option<f64> {
-        (self.params.device == crate::transfer::TransferDevice::Cuda).then_some(crate::measure::gpu::DEFAULT_HZ)
+        // Not where CUDA cannot be used: the stage then fails before any GPU work.
+        (self.params.device == crate::transfer::TransferDevice::Cuda && crate::cuda_dl::probe().is_ok())
+            .then_some(crate::measure::gpu::DEFAULT_HZ)
     }
 
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {

@@ -47,9 +47,10 @@ impl DeviceKind {
         }
     }
 
-    /// Whether the stage will run on CUDA (for the GPU monitor, decided before the run).
+    /// Whether the stage will run on CUDA (for the GPU monitor, decided before the run): never
+    /// where CUDA cannot be used, since a `"cuda"` stage then fails before any GPU work.
     pub fn runs_on_cuda(self) -> bool {
-        self.resolve().0 == DeviceKind::Cuda
+        self != DeviceKind::Cpu && crate::cuda_dl::probe().is_ok()
     }
 }
 
