@@ -97,6 +97,60 @@ impl GpuSource for NvmlSource {
     }
 }
 
+/// A GPU's PCIe link as NVML reports it: generation and lane count, maximum and current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PcieLink {
+    pub max_gen: u32,
+    pub max_width: u32,
+    pub current_gen: u32,
+    pub current_width: u32,
+}
+
+impl PcieLink {
+    /// GPU `index`'s link, or why it cannot be read (no NVML, no such GPU).
+    pub fn read(index: u32) -> Result<Self, String> {
+        let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML could not be loaded: {e}"))?;
+        let read = || -> Result<Self, nvml_wrapper::error::NvmlError> {
+            let d = nvml.device_by_index(index)?;
+            Ok(Self {
+                max_gen: d.max_pcie_link_gen()?,
+                max_width: d.max_pcie_link_width()?,
+                current_gen: d.current_pcie_link_gen()?,
+                current_width: d.current_pcie_link_width()?,
+            })
+        };
+        read().map_err(|e| format!("NVML has no PCIe link for GPU {index}: {e}"))
+    }
+
+    /// The link's theoretical rate per direction at its maximum generation and width, in
+    /// GB/s (10^9 bytes/s): the transfer rate per lane (8, 16, 32, 64 GT/s for generations
+    /// 3-6) times the lanes, less line coding (128b/130b; generation 6's FLIT mode is
+    /// counted the same, close enough for a ceiling), over 8 bits. `None` for a generation
+    /// before 3 or unknown.
+    pub fn theoretical_gbps(&self) -> Option<f64> {
+        let gts = match self.max_gen {
+            3 => 8.0,
+            4 => 16.0,
+            5 => 32.0,
+            6 => 64.0,
+            _ => return None,
+        };
+        (self.max_width > 0).then(|| gts * f64::from(self.max_width) * (128.0 / 130.0) / 8.0)
+    }
+
+    /// E.g. "PCIe gen 5 x16 (now gen 5 x16): 63.02 GB/s per direction in theory".
+    pub fn describe(&self) -> String {
+        let rate = self.theoretical_gbps().map_or_else(
+            || "theoretical rate unknown".to_owned(),
+            |r| format!("{r:.2} GB/s per direction in theory"),
+        );
+        format!(
+            "PCIe gen {} x{} (now gen {} x{}): {rate}",
+            self.max_gen, self.max_width, self.current_gen, self.current_width
+        )
+    }
+}
+
 /// A sampler running on its own thread until [`Monitor::stop`].
 pub struct Monitor {
     stop: mpsc::Sender<()>,
@@ -397,5 +451,25 @@ mod tests {
         t.record(&mut rec);
         assert!(rec.metrics().is_empty());
         assert_eq!(rec.notes().len(), 1);
+    }
+
+    #[test]
+    fn the_link_rate_is_lanes_times_the_generation_rate_less_coding() {
+        let link = |max_gen, max_width| PcieLink {
+            max_gen,
+            max_width,
+            current_gen: 1,
+            current_width: max_width,
+        };
+        // Gen 4 x16: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s; gen 5 doubles it.
+        assert!((link(4, 16).theoretical_gbps().unwrap() - 31.507_692).abs() < 1e-5);
+        assert!((link(5, 16).theoretical_gbps().unwrap() - 63.015_385).abs() < 1e-5);
+        assert!((link(3, 8).theoretical_gbps().unwrap() - 7.876_923).abs() < 1e-5);
+        assert_eq!(link(2, 16).theoretical_gbps(), None);
+        assert_eq!(link(5, 0).theoretical_gbps(), None);
+        assert_eq!(
+            link(5, 16).describe(),
+            "PCIe gen 5 x16 (now gen 1 x16): 63.02 GB/s per direction in theory"
+        );
     }
 }

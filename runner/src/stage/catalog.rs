@@ -220,6 +220,11 @@ const TRANSFER: &[MetricDecl] = &[
         "the direction's reference: pinned, reused, blocking copies of 256 MiB or more",
     ),
     m("reference_bytes", "B", "size of the reference copies"),
+    m(
+        "link_theoretical_gbps",
+        "GB/s",
+        "the PCIe link's theoretical rate per direction, from NVML (CUDA)",
+    ),
     per(
         "size",
         "peak_gbps",
@@ -335,8 +340,11 @@ mod tests {
             assert!(names.contains(&n.to_owned()), "{n} missing from {names:?}");
         }
         assert!(!names.iter().any(|n| n.contains('{')));
-        // 16 modes, 2 directions' references, the old same-size peak, the device copy.
-        assert_eq!(names.iter().filter(|n| n.ends_with("_gbps")).count(), 16 + 2 + 1 + 1);
+        // 16 modes, 2 directions' references, the old same-size peak, the device copy, the link.
+        assert_eq!(
+            names.iter().filter(|n| n.ends_with("_gbps")).count(),
+            16 + 2 + 1 + 1 + 1
+        );
     }
 
     #[test]

@@ -69,6 +69,16 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         )?))
     })?;
     cache_warm_note(plan, rec);
+    // The ceiling the reference is judged against (read outside every sample's clock).
+    match crate::measure::gpu::PcieLink::read(0) {
+        Ok(link) => {
+            if let Some(rate) = link.theoretical_gbps() {
+                rec.record("link_theoretical_gbps", rate, "GB/s");
+            }
+            rec.note(link.describe());
+        }
+        Err(why) => rec.note(format!("no PCIe link rate: {why}")),
+    }
     for &size in &plan.sizes {
         let len = len_of(size)?;
         for mode in &plan.modes {
