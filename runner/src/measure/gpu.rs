@@ -52,6 +52,11 @@ pub trait GpuSource: Send {
     fn sample(&mut self) -> Result<GpuSample, String>;
 }
 
+/// NVML, loaded at run time, or why it could not be (no NVIDIA driver).
+fn init_nvml() -> Result<nvml_wrapper::Nvml, String> {
+    nvml_wrapper::Nvml::init().map_err(|e| format!("NVML could not be loaded: {e}"))
+}
+
 /// NVML's view of one GPU (by NVML index).
 pub struct NvmlSource {
     nvml: nvml_wrapper::Nvml,
@@ -63,7 +68,7 @@ impl NvmlSource {
     /// Loads NVML and finds GPU `index`, or says why not (no driver, no such GPU).
     pub fn open(index: u32) -> Result<Self, String> {
         use nvml_wrapper::enum_wrappers::device::Clock;
-        let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML could not be loaded: {e}"))?;
+        let nvml = init_nvml()?;
         let max = nvml
             .device_by_index(index)
             .and_then(|d| d.max_clock_info(Clock::SM))
@@ -109,7 +114,7 @@ pub struct PcieLink {
 impl PcieLink {
     /// GPU `index`'s link, or why it cannot be read (no NVML, no such GPU).
     pub fn read(index: u32) -> Result<Self, String> {
-        let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML could not be loaded: {e}"))?;
+        let nvml = init_nvml()?;
         let read = || -> Result<Self, nvml_wrapper::error::NvmlError> {
             let d = nvml.device_by_index(index)?;
             Ok(Self {

@@ -225,13 +225,10 @@ pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowS
     Ok(())
 }
 
-/// How one training step runs on a device: how a host batch gets onto it (`buffer_reuse`
-/// decides between fresh buffers and ones allocated once) and how forward, backward, gradient
-/// clipping and the Adam update are computed.
 /// One training step, outside every clock, so one-time costs do not land in epoch 0: on CUDA,
-/// loading the kernel modules (PTX compiled by the driver), creating the cuBLAS handle and
-/// growing the memory pool; on the CPU, first-touch page faults and waking the thread pool.
-/// Returns its wall time, from the first batch's upload to the loss read back.
+/// loading the kernel modules (PTX compiled by the driver), creating the cuBLAS handle and the
+/// first allocations; on the CPU, first-touch page faults and waking the thread pool. Returns
+/// its wall time, from creating the engine to the loss read back.
 ///
 /// It changes nothing the training computes: a throwaway copy of the model, with dropout off
 /// (so nothing is drawn from the device's generator), takes the step through a throwaway
@@ -274,6 +271,9 @@ where
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// How one training step runs on a device: how a host batch gets onto it (`buffer_reuse`
+/// decides between fresh buffers and ones allocated once) and how forward, backward, gradient
+/// clipping and the Adam update are computed.
 pub trait StepEngine<D: TrainDevice>: Sized {
     fn new(dev: &D, model: &Model<D>, params: &TrainParams, seed: u64) -> Result<Self, TrainError>;
 
