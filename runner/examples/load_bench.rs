@@ -5,10 +5,10 @@
 //! [--days 2500] [--runs 5]`
 
 use clap::Parser;
+use measured::db::Db;
 use measured::market::{self, CodeStyle, FetchStrategy, LoadParams, SynthOptions};
 use measured::metrics::Recorder;
 use measured::stats::median;
-use measured::store::Db;
 use std::time::Instant;
 
 #[derive(Debug, Parser)]

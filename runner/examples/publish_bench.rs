@@ -6,9 +6,9 @@
 //! --dir /tmp/pb [--runs 10000] [--experiments 10] [--rounds 3]`
 
 use clap::Parser;
+use measured::db::Db;
 use measured::publish::fixture::{store_history, FixtureSpec};
 use measured::stats::median;
-use measured::store::Db;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;

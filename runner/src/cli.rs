@@ -1,7 +1,8 @@
 //! Command-line interface (clap derive). Parses arguments and calls `commands`; nothing else.
 
-use crate::commands::{self, Globals, RunOptions};
+use crate::commands::{self, RunOptions};
 use crate::error::{CommandError, EXIT_OK};
+use crate::globals::Globals;
 use crate::paths::Root;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -479,9 +480,9 @@ pub fn main() -> u8 {
             print!("{s}");
             EXIT_OK
         }),
-        Command::Submit(a) => crate::queue::submit(
+        Command::Submit(a) => commands::submit(
             &g,
-            &crate::queue::SubmitOptions {
+            &commands::SubmitOptions {
                 file: a.file,
                 seed: a.seed,
                 smoke: a.smoke,
@@ -504,9 +505,9 @@ pub fn main() -> u8 {
             max_idle_seconds,
             results_dir,
             db_wait,
-        } => crate::queue::worker(
+        } => commands::worker(
             &g,
-            &crate::queue::WorkerArgs {
+            &commands::WorkerArgs {
                 run,
                 lease_seconds,
                 max_idle_seconds,
@@ -514,7 +515,7 @@ pub fn main() -> u8 {
                 db_wait_seconds: db_wait,
             },
         ),
-        Command::Status { run } => crate::queue::status(&g, &run).map(|s| {
+        Command::Status { run } => commands::status(&g, &run).map(|s| {
             print!("{s}");
             EXIT_OK
         }),

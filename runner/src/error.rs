@@ -57,8 +57,8 @@ impl From<crate::paths::UnsafeName> for CommandError {
     }
 }
 
-impl From<crate::store::DbError> for CommandError {
-    fn from(e: crate::store::DbError) -> Self {
+impl From<crate::db::DbError> for CommandError {
+    fn from(e: crate::db::DbError) -> Self {
         CommandError::Runtime(e.into())
     }
 }

@@ -11,8 +11,9 @@
 //! the one shell string, and it is the user's own.
 
 use crate::error::CommandError;
-use crate::exec::TrialRecord;
 use crate::manifest::{same_code_twice, Experiment, Resolved, Revision};
+use crate::measure::NO_REPO_COMMANDS;
+use crate::record::TrialRecord;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -33,11 +34,6 @@ struct Repo {
     /// The manifest's folder relative to `root` (empty at the root).
     rel: PathBuf,
 }
-
-/// Settings given to every git command measured runs, ahead of the repository's own config: no
-/// filesystem monitor and no hooks, so reading a repository's state (or checking out a revision
-/// of it) never runs a command that the repository's config names.
-pub(crate) const NO_REPO_COMMANDS: [&str; 4] = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"];
 
 fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");

@@ -9,8 +9,10 @@
 //! ([`flush`]) stores each trial exactly once (the primary key decides), in journal order. A
 //! run deletes its journal once the database holds everything in it.
 
-use crate::exec::TrialRecord;
-use crate::store::{self, Db, RunHeader, StoreError};
+use crate::db;
+use crate::db::Db;
+use crate::record::TrialRecord;
+use crate::store::{self, RunHeader, StoreError};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -372,7 +374,7 @@ impl std::fmt::Display for Left {
                 f,
                 "the journal {} holds results of run {run} for the database {}",
                 path.display(),
-                store::redact_url(database)
+                db::redact_url(database)
             ),
             Left::Gone => write!(f, "the journal was stored by another process"),
         }
@@ -414,7 +416,7 @@ pub async fn store_left(db: &Db, path: &Path, url: &str) -> Result<Left, Journal
 /// Whether the journal's results belong in the database at `url` (journals written before
 /// the identity was recorded are taken to).
 fn belongs_to(c: &Contents, url: &str) -> bool {
-    c.header.database.is_empty() || c.header.database == store::database_identity(url)
+    c.header.database.is_empty() || c.header.database == db::database_identity(url)
 }
 
 /// Trial indices in the journal that `db` does not hold.
@@ -433,8 +435,8 @@ async fn missing(db: &Db, c: &Contents) -> Result<Vec<u32>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{StageRecord, StageStatus};
     use crate::metrics::Metric;
+    use crate::record::{StageRecord, StageStatus};
 
     fn header(id: &str) -> RunHeader {
         RunHeader {

@@ -65,7 +65,7 @@ pub fn experiment_dir(results_dir: &Path, experiment: &str) -> Result<PathBuf, U
     let stays = dir.strip_prefix(results_dir).is_ok_and(|rel| {
         rel.components().count() == 1 && matches!(rel.components().next(), Some(Component::Normal(_)))
     });
-    if !crate::manifest::is_valid_name(experiment) || !stays {
+    if !is_valid_name(experiment) || !stays {
         return Err(unsafe_name(results_dir, "experiment name", experiment));
     }
     Ok(dir)
@@ -150,7 +150,7 @@ impl Root {
     pub fn database(&self, given: Option<&str>) -> String {
         match given {
             Some(url) => url.to_owned(),
-            None => self.0.join(crate::store::DEFAULT_SQLITE_PATH).display().to_string(),
+            None => self.0.join(crate::db::DEFAULT_SQLITE_PATH).display().to_string(),
         }
     }
 }
@@ -179,13 +179,28 @@ fn relative_to(path: &Path, base: &Path) -> PathBuf {
     out
 }
 
+/// A name that may become part of a path: an experiment, stage or variant name.
+/// At most 64 ASCII letters, digits, `_` and `-`.
+pub fn is_valid_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A new run's id: its UTC start time and 16 random bits (`20261125-114200-3fa2`).
+pub(crate) fn new_run_id() -> String {
+    format!(
+        "{}-{:04x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        rand::random::<u16>()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn run_ids_have_the_shape_measured_gives_them() {
-        assert!(is_valid_run_id(&crate::commands::new_run_id()));
+        assert!(is_valid_run_id(&new_run_id()));
         assert!(is_valid_run_id("20261124-183300-f224"));
         for bad in [
             "",
@@ -297,6 +312,6 @@ mod tests {
         assert_eq!(root.database(Some("x.sqlite")), "x.sqlite");
         let here = Root(PathBuf::new());
         assert_eq!(here.results_dir(None), PathBuf::from("results"));
-        assert_eq!(here.database(None), crate::store::DEFAULT_SQLITE_PATH);
+        assert_eq!(here.database(None), crate::db::DEFAULT_SQLITE_PATH);
     }
 }

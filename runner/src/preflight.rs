@@ -3,12 +3,13 @@
 //! needs are checked against it, so a run that cannot get its data stops with one located
 //! message and the fix before anything is stored, instead of failing every trial.
 
-use crate::commands::Globals;
+use crate::db;
+use crate::db::Db;
 use crate::error::CommandError;
+use crate::globals::Globals;
 use crate::manifest::{self, Experiment, ManifestError};
 use crate::market::{self, DataIdentity, DataSpec, LoadError, LoadParams, StockPlace};
 use crate::paths::Root;
-use crate::store::{self, Db};
 use indexmap::IndexMap;
 
 /// The stock database, ready for the run.
@@ -28,7 +29,7 @@ pub fn reads_stock(exp: &Experiment) -> bool {
 /// The stock database of these options, as the data policy sees it.
 pub fn place(g: &Globals) -> StockPlace {
     let url = g.stock_url();
-    let shown = store::redact_url(&url);
+    let shown = db::redact_url(&url);
     let named = g.stock_database.is_some();
     let mut words = vec!["measured".to_owned()];
     if named {
@@ -37,7 +38,7 @@ pub fn place(g: &Globals) -> StockPlace {
         words.extend(["--database".to_owned(), shown.clone()]);
     }
     StockPlace {
-        embedded: !named && store::is_sqlite_url(&url),
+        embedded: !named && db::is_sqlite_url(&url),
         named,
         // Quoting fails only on a NUL byte, which no URL given on a command line holds.
         command: shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" ")),
@@ -46,7 +47,7 @@ pub fn place(g: &Globals) -> StockPlace {
 }
 
 fn runtime_error(e: impl std::fmt::Display, url: &str) -> CommandError {
-    CommandError::Runtime(anyhow::anyhow!(store::redact_text(&e.to_string(), url)))
+    CommandError::Runtime(anyhow::anyhow!(db::redact_text(&e.to_string(), url)))
 }
 
 fn refusal(exp: &Experiment, r: market::Refusal) -> CommandError {
@@ -72,7 +73,7 @@ pub fn prepare(
     let url = g.stock_url();
     let place = place(g);
     if place.named {
-        if let Some(missing) = crate::exec::missing_named_stock(&url) {
+        if let Some(missing) = crate::stage::missing_named_stock(&url) {
             return Err(CommandError::BadInput(missing));
         }
     }
@@ -131,8 +132,8 @@ pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -
     let later = "preflight: checked once the data is there (`measured run --preflight-only` prepares and \
                  checks it without running a trial)"
         .to_owned();
-    if store::is_sqlite_url(&url) && store::sqlite_file_id(&url).is_none() {
-        if let Some(missing) = place.named.then(|| crate::exec::missing_named_stock(&url)).flatten() {
+    if db::is_sqlite_url(&url) && db::sqlite_file_id(&url).is_none() {
+        if let Some(missing) = place.named.then(|| crate::stage::missing_named_stock(&url)).flatten() {
             return Err(CommandError::BadInput(missing));
         }
         return Ok(vec![

@@ -2,8 +2,8 @@
 //! metric named in `[compare]` (primary, a guard, a claim) that nothing produced: a typo that
 //! would otherwise turn into an "inconclusive" guard and a CI gate that cannot fail.
 
-use crate::exec::{StageStatus, TrialRecord};
 use crate::manifest::Experiment;
+use crate::record::{StageStatus, TrialRecord};
 use std::collections::BTreeSet;
 
 /// A metric named in the manifest that no successful trial produced.

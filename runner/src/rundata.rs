@@ -1,10 +1,11 @@
 //! From stored rows to the report's input (store -> **rundata** -> stats/report).
 
-use crate::exec::{StageStatus, TrialRecord};
+use crate::db::Db;
 use crate::measure::{Fingerprint, MachineLoad};
+use crate::record::{StageStatus, TrialRecord};
 use crate::report::{ConfigData, RunData, StageData, StageNoteRow, TrialData};
 use crate::runspec::{SpecError, StoredSpec};
-use crate::store::{self, Db, RunRow, StoreError};
+use crate::store::{self, RunRow, StoreError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// A run as stored: its row, its spec (what `report`, `compare` and `publish` read instead of
@@ -202,7 +203,7 @@ pub fn run_data(
         configs,
         compare: spec.compare.clone(),
         reproduce: row.command.clone(),
-        results_database: crate::store::redact_url(database),
+        results_database: crate::db::redact_url(database),
         stock_database: row.stock_database.clone(),
         notes,
         machine,
@@ -537,7 +538,7 @@ mod tests {
     fn stage_notes_are_listed_once_with_their_configs_and_trial_counts() {
         let with_note = |index, variant: &str, warmup, note: &str| {
             let mut t = trial(index, variant, "n1", 1, warmup);
-            t.stages.push(crate::exec::StageRecord {
+            t.stages.push(crate::record::StageRecord {
                 name: "load".into(),
                 kind: "load".into(),
                 position: 0,

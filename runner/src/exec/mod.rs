@@ -6,19 +6,16 @@
 //! measure the failure again, so the run stops (`[schedule] keep_going = true` runs on). A
 //! cancelled trial (Ctrl-C) is dropped whole, so the store only ever holds finished trials.
 
-mod record;
 mod reporters;
-mod services;
 
-pub use record::{StageRecord, StageStatus, TrialRecord};
+use crate::record::{StageRecord, StageStatus, TrialRecord};
 pub use reporters::{failure_text, ConsoleReporter, JsonReporter, StoreReporter, Unstored};
-pub use services::{missing_named_stock, Services};
 
 use crate::artifact::Artifact;
 use crate::manifest::Experiment;
 use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint, LoadProbe, PeakScope, PROCESS_PEAK_NOTE};
 use crate::plan::{stage_seed, ScheduledTrial};
-use crate::stage::{Inputs, StageCtx, TrialInfo};
+use crate::stage::{Inputs, Services, StageCtx, TrialInfo};
 use chrono::Utc;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};

@@ -2,9 +2,11 @@
 //! JSON-lines event log. Each consumes the same event stream.
 
 use super::{ExecError, Reporter, RunEvent, TrialRecord};
+use crate::db;
+use crate::db::Db;
 use crate::journal::{self, Journal};
 use crate::measure::Fingerprint;
-use crate::store::{self, Db};
+use crate::store;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::{HashSet, VecDeque};
 use std::io::Write;
@@ -220,7 +222,7 @@ impl StoreReporter {
             })
         });
         Self {
-            sqlite_id: store::sqlite_file_id(url),
+            sqlite_id: db::sqlite_file_id(url),
             url: url.to_owned(),
             db: shared,
             rt,
@@ -255,7 +257,7 @@ impl StoreReporter {
         let Some(before) = self.sqlite_id else {
             return Ok(());
         };
-        let now = store::sqlite_file_id(&self.url);
+        let now = db::sqlite_file_id(&self.url);
         if now == Some(before) {
             return Ok(());
         }
@@ -263,7 +265,7 @@ impl StoreReporter {
         self.say(&format!(
             "run {}: the results file {} {what} during the run; writing the run and every trial of its journal {} into the file now at that path",
             self.run_id,
-            store::redact_url(&self.url),
+            db::redact_url(&self.url),
             self.journal.path().display()
         ));
         let old = self.current_db();
@@ -271,7 +273,7 @@ impl StoreReporter {
         // the new file does not pick up the old one's log.
         self.rt.block_on(old.close());
         let db = self.rt.block_on(Db::connect(&self.url)).map_err(|e| e.to_string())?;
-        self.sqlite_id = store::sqlite_file_id(&self.url);
+        self.sqlite_id = db::sqlite_file_id(&self.url);
         if let Ok(mut d) = self.db.lock() {
             *d = db;
         }
@@ -309,7 +311,7 @@ impl StoreReporter {
                     self.say(&format!(
                         "run {}: cannot write to the results database {}: {error}\n  the run goes on; finished trials are kept in {} and stored when it answers (retrying)",
                         self.run_id,
-                        store::redact_url(&self.url),
+                        db::redact_url(&self.url),
                         self.journal.path().display()
                     ));
                 }
@@ -376,7 +378,7 @@ impl StoreReporter {
         let deadline = Instant::now() + wait;
         let unstored = |s: &Self, error: String| Unstored {
             run_id: s.run_id.clone(),
-            url: store::redact_url(&s.url),
+            url: db::redact_url(&s.url),
             journal: s.journal.path().to_owned(),
             trials: journal::read(s.journal.path()).map_or(s.pending.len(), |c| c.trials.len()),
             error,
@@ -422,7 +424,7 @@ fn answer<T, E: std::fmt::Display>(
 ) -> Result<T, String> {
     match rt.block_on(async { tokio::time::timeout(limit, work).await }) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(store::redact_text(&e.to_string(), url)),
+        Ok(Err(e)) => Err(db::redact_text(&e.to_string(), url)),
         Err(_) => Err(format!("no answer within {} s", limit.as_secs())),
     }
 }

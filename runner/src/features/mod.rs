@@ -15,9 +15,6 @@ mod windows;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_math;
-
 pub use params::{NormMethod, NormScope, NormalizeParams, DEFAULT_VALID_FRACTION};
 pub use spec::{Feature, DEFAULT_PRESET, MINIMAL_PRESET, PRESETS};
 pub use synth::synthetic_bars;

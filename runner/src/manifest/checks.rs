@@ -2,11 +2,12 @@
 //! that would measure nothing, designs that can never reach a verdict, and stage options the
 //! stock database cannot do. Each is located in the file like every other manifest error.
 
-use super::diag::{did_you_mean, ManifestError, ManifestErrors};
+use super::diag::{ManifestError, ManifestErrors};
 use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource};
 use super::spans::{Seg, SpanIndex};
 use super::validate::{in_file_order, Override, Validator};
 use super::{ClaimDef, CompareDef, Config, Experiment, Schedule, StageDef};
+use crate::hint::did_you_mean;
 use std::ops::Range;
 use std::path::Path;
 
@@ -106,7 +107,7 @@ impl Validator {
             }
         }
         let requires = self.claim_conditions(c.requires.as_ref(), idx, stages);
-        if !super::validate::is_valid_name(document) {
+        if !crate::paths::is_valid_name(document) {
             let span = self.value_span(&["compare", "claims", idx, "source", "document"]);
             self.err(
                 ManifestError::new(format!("claim source document `{document}` is not a valid name"), span)

@@ -11,8 +11,9 @@
 //! smaller market; every key is checked either way, and every mistake is located at the key
 //! that holds it (the `[smoke]` line when a smoke override set it).
 
-use super::diag::{did_you_mean, ManifestError};
+use super::diag::ManifestError;
 use super::validate::{set_path, Override, Validator};
+use crate::hint::did_you_mean;
 use crate::market::{catalog, DataSpec, ImportDecl, ImportOptions, Layout, Requirement, SynthDecl, SynthOptions};
 use chrono::NaiveDate;
 use clap::ValueEnum;
@@ -169,7 +170,7 @@ impl Validator {
                 let path = e.span().map(|s| key_path_at(&text, s.start)).unwrap_or_default();
                 let span = self.span_of(&at(&path), false);
                 let message = e.message().trim().to_owned();
-                let hint = super::validate::serde_hint(&message);
+                let hint = crate::hint::serde_hint(&message);
                 self.err(ManifestError::new(format!("[data]: {message}"), span).maybe_hint(hint));
                 None
             }

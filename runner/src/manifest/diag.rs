@@ -141,18 +141,3 @@ impl std::fmt::Display for ManifestErrors {
 }
 
 impl std::error::Error for ManifestErrors {}
-
-/// The closest candidate to `name`, for "did you mean" hints.
-pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
-}
-
-/// The candidate most like `name`, when one is like it at all.
-pub(crate) fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::jaro_winkler(name, c), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}

@@ -2,6 +2,7 @@
 //! (the first step of the data flow; nothing runs before this succeeds).
 
 mod checks;
+mod dag;
 mod data;
 mod diag;
 mod located;
@@ -13,15 +14,14 @@ mod spans;
 mod validate;
 
 pub use checks::check_stock_backend;
-pub(crate) use diag::did_you_mean;
+pub use dag::topo_order;
 pub use diag::{ManifestError, ManifestErrors};
 pub use located::{located, param_span, span_of};
 pub use raw::Order;
 pub use revisions::{same_code_twice, with_revisions, Resolved, Revision, WORKTREE};
 pub use schema::{manifest_schema, manifest_schema_text};
 pub use sources::{find_quote, sources_dir, SourceError};
-pub(crate) use validate::serde_hint;
-pub use validate::{hex_sha256, is_valid_name, parse_file, parse_str};
+pub use validate::{parse_file, parse_str};
 
 use crate::stage::Stage;
 use std::path::{Path, PathBuf};

@@ -58,7 +58,7 @@ impl SourceError {
             }
             SourceError::Unreadable { .. } => "check the file's permissions and that it is UTF-8".to_owned(),
             SourceError::NoSection { section, sections, .. } => {
-                crate::manifest::did_you_mean(section, sections.iter().map(String::as_str)).unwrap_or_else(|| {
+                crate::hint::did_you_mean(section, sections.iter().map(String::as_str)).unwrap_or_else(|| {
                     if sections.is_empty() {
                         "the file has no `## ` section headings".to_owned()
                     } else {

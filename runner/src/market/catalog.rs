@@ -5,8 +5,8 @@
 
 use super::synth::{symbol_info, trading_days};
 use super::{CodeStyle, MarketError, SynthOptions, SynthReport};
+use crate::db::Db;
 use crate::on_pool;
-use crate::store::Db;
 use chrono::NaiveDate;
 use clap::ValueEnum;
 use sqlx::Row;

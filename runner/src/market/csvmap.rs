@@ -706,7 +706,7 @@ pub(crate) fn parse_row(m: &Mapping, record: &csv::StringRecord) -> Result<(Stri
 }
 
 #[cfg(test)]
-mod date_tests {
+mod tests {
     use super::*;
 
     #[test]

@@ -5,7 +5,7 @@ use super::load::{drop_adjustment, symbol_digest, LoadError};
 use super::select::{FetchStrategy, LoadParams};
 use super::{is_valid_code, pgbinary::CopyDecoder, Bar};
 use crate::artifact::SymbolBars;
-use crate::store::Db;
+use crate::db::Db;
 use chrono::NaiveDate;
 use futures_util::TryStreamExt;
 use sqlx::{ColumnIndex, Decode, Row, Type};

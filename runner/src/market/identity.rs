@@ -6,7 +6,7 @@ use super::catalog::{self, ImportRecord};
 use super::load::existing_codes;
 use super::write::placeholders;
 use super::{DataSpec, MarketError, SynthOptions};
-use crate::store::Db;
+use crate::db::Db;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

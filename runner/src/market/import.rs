@@ -9,7 +9,7 @@
 use super::csvmap::{open_csv, parse_row, Mapping, SymbolGuess};
 use super::write::upsert_import;
 use super::{Bar, SymbolInfo, SymbolRows};
-use crate::store::Db;
+use crate::db::Db;
 use chrono::NaiveDate;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -216,7 +216,7 @@ impl ImportPlan {
 
 /// The sha256 of a file's bytes, in hex.
 pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
-    Ok(crate::manifest::hex_sha256(&std::fs::read(path)?))
+    Ok(crate::digest::hex_sha256(&std::fs::read(path)?))
 }
 
 impl fmt::Display for ImportPlan {

@@ -22,11 +22,6 @@ mod write_sqlite;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_import;
-#[cfg(test)]
-mod tests_write;
-
 pub use args::{ImportArgs, SynthArgs};
 pub use identity::{
     bars_per_symbol, extent, identify, short, thousands, trading_days_held, DataIdentity, DataSource, Extent,
@@ -46,7 +41,7 @@ pub use synth::{
     DEMO_START, DEMO_SYMBOLS, GENERATOR_VERSION, SIGNAL_COEFFICIENT,
 };
 
-use crate::store::Db;
+use crate::db::Db;
 use chrono::NaiveDate;
 
 /// A failure while writing or inspecting stock data. Messages never contain a password.

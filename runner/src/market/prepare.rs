@@ -15,7 +15,7 @@ use super::import::{self, FileSummary, ImportOptions, ImportPlan};
 use super::load::existing_codes;
 use super::write::placeholders;
 use super::{identity, MarketError, SynthOptions, GENERATOR_VERSION};
-use crate::store::Db;
+use crate::db::Db;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

@@ -12,7 +12,7 @@
 
 use super::write::{write_synth, SynthPlan};
 use super::{Bar, MarketError, SymbolInfo, SymbolRows};
-use crate::store::Db;
+use crate::db::Db;
 use chrono::{Datelike, NaiveDate, Weekday};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -5,7 +5,7 @@
 //! Each write is one transaction, so a failure leaves the tables as they were.
 
 use super::{db_message, pgbinary, write_sqlite, MarketError, SymbolInfo, SymbolRows};
-use crate::store::Db;
+use crate::db::Db;
 use sqlx::postgres::PgConnection;
 use tokio::sync::mpsc::Receiver;
 

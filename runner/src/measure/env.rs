@@ -5,6 +5,11 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
 
+/// Settings given to every git command measured runs, ahead of the repository's own config: no
+/// filesystem monitor and no hooks, so reading a repository's state (or checking out a revision
+/// of it) never runs a command that the repository's config names.
+pub(crate) const NO_REPO_COMMANDS: [&str; 4] = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"];
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
     /// Hash of the machine fields (host, cpu, cores, os, gpu, versions).
@@ -61,7 +66,7 @@ impl Fingerprint {
         let build_dirty = build.dirty;
         // The build is part of the identity: two binaries are two environments, each stored
         // with its own commit.
-        let hash = crate::manifest::hex_sha256(
+        let hash = crate::digest::hex_sha256(
             format!(
                 "{host}\n{cpu}\n{cores}\n{os}\n{gpu}\n{measured_version}\n{rustc}\n{}",
                 build.label()
@@ -136,7 +141,7 @@ struct GitState {
 /// A git command in `dir`, run to its end (`None`: git could not be started).
 fn git(dir: &Path, args: &[&str]) -> Option<std::process::Output> {
     Command::new("git")
-        .args(crate::gitrev::NO_REPO_COMMANDS)
+        .args(NO_REPO_COMMANDS)
         .arg("-C")
         .arg(dir)
         .args(args)

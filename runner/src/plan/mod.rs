@@ -1,10 +1,8 @@
 //! Planning: a validated experiment -> the ordered list of trials to run (validate -> **plan**
 //! -> exec).
 
-mod dag;
 mod schedule;
 
-pub use dag::topo_order;
 pub use schedule::{schedule, stage_seed, ScheduledTrial};
 
 use crate::manifest::{Experiment, Order};

@@ -11,11 +11,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
-use crate::exec::{StageRecord, StageStatus, TrialRecord};
-use crate::manifest::hex_sha256;
+use crate::db::Db;
+use crate::digest::hex_sha256;
 use crate::measure::Fingerprint;
 use crate::metrics::Metric;
-use crate::store::{self, Db, StoreError};
+use crate::record::{StageRecord, StageStatus, TrialRecord};
+use crate::store::{self, StoreError};
 
 /// What history to store.
 #[derive(Debug, Clone)]

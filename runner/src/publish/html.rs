@@ -53,7 +53,7 @@ impl Pages {
         }
         Ok(Pages {
             env,
-            hash: crate::manifest::hex_sha256(texts.as_bytes()),
+            hash: crate::digest::hex_sha256(texts.as_bytes()),
         })
     }
 

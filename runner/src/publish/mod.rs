@@ -30,9 +30,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::db::Db;
 use crate::report::{format, RunData};
 use crate::rundata::StoredRun;
-use crate::store::{self, Db, RunRow, StoreError};
+use crate::store::{self, RunRow, StoreError};
 use digest::RunDigest;
 use html::Pages;
 use series::MetricChart;
@@ -106,10 +107,10 @@ pub struct Published {
 /// A name that is safe as a file name stays itself; anything else becomes a hash of it, so a
 /// name read from the database (`../x`, `<script>`) never becomes a path.
 pub fn slug(name: &str) -> String {
-    if crate::manifest::is_valid_name(name) {
+    if crate::paths::is_valid_name(name) {
         name.to_owned()
     } else {
-        format!("x-{}", &crate::manifest::hex_sha256(name.as_bytes())[..16])
+        format!("x-{}", &crate::digest::hex_sha256(name.as_bytes())[..16])
     }
 }
 
@@ -153,7 +154,7 @@ fn digest_key(row: &RunRow, pages: &Pages) -> String {
     if row.status == "running" {
         text.push_str(&chrono::Utc::now().to_rfc3339());
     }
-    crate::manifest::hex_sha256(text.as_bytes())
+    crate::digest::hex_sha256(text.as_bytes())
 }
 
 fn read_digest(out: &Path, slug: &str) -> Option<RunDigest> {
@@ -615,7 +616,7 @@ fn experiment_page(name: &str, runs: &[&RunDigest], pages: &Pages) -> Result<Str
                 c.metric,
                 c.ticks.len(),
                 c.series.len(),
-                crate::commands::plural(c.steps.len(), "step"),
+                crate::report::format::plural(c.steps.len(), "step"),
                 c.tested
             );
             Ok(ChartView {

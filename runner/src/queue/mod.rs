@@ -8,14 +8,12 @@
 //! (run, trial index): a unit re-claimed after a lost lease skips what is stored, and a late
 //! duplicate from the old holder is rejected by the key.
 
-mod claim;
-mod cmd;
-mod slurm;
-mod status;
-mod worker;
+pub(crate) mod claim;
+pub(crate) mod slurm;
+pub(crate) mod status;
+pub(crate) mod worker;
 
 pub use claim::{Claimed, UnitRow, MAX_ATTEMPTS};
-pub use cmd::{status, submit, worker, SubmitOptions, WorkerArgs};
 pub use slurm::{script, ScriptSpec, SlurmOptions};
 pub use status::{ArrayState, QueueStatus};
 pub use worker::{serve, worker_id, WorkerOptions, WorkerSummary};
@@ -88,6 +86,6 @@ pub fn require_postgres(url: &str) -> Result<(), QueueError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(())
     } else {
-        Err(QueueError::NotPostgres(crate::store::redact_url(url)))
+        Err(QueueError::NotPostgres(crate::db::redact_url(url)))
     }
 }

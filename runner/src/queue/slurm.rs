@@ -115,7 +115,7 @@ pub fn submit(path: &Path, script_text: &str, workers: u32, database_url: &str) 
         .env("DATABASE_URL", database_url)
         .output()
         .map_err(|e| QueueError::Sbatch(format!("cannot run sbatch: {e} (is Slurm installed and on PATH?)")))?;
-    let text = |b: &[u8]| crate::store::redact_text(String::from_utf8_lossy(b).trim(), database_url);
+    let text = |b: &[u8]| crate::db::redact_text(String::from_utf8_lossy(b).trim(), database_url);
     if !out.status.success() {
         return Err(QueueError::Sbatch(format!(
             "sbatch exited with {}: {}",

@@ -4,7 +4,8 @@
 use super::claim::{self, UnitRow};
 use super::slurm;
 use super::QueueError;
-use crate::store::{self, Db};
+use crate::db::Db;
+use crate::store;
 use sqlx::PgPool;
 use std::fmt::Write as _;
 

@@ -4,12 +4,14 @@
 
 use super::claim::{self, Claimed};
 use super::QueueError;
-use crate::exec::TrialRecord;
-use crate::exec::{self, RunSpec, Services, StageCache};
+use crate::db;
+use crate::exec::{self, RunSpec, StageCache};
 use crate::journal::{self, Journal};
 use crate::manifest::{self, Experiment};
 use crate::measure::Fingerprint;
 use crate::plan::{self, ScheduledTrial};
+use crate::record::TrialRecord;
+use crate::stage::Services;
 use crate::store;
 use sqlx::PgPool;
 use std::collections::{HashMap, HashSet};
@@ -124,7 +126,7 @@ pub fn worker_id(env: &Fingerprint) -> String {
 pub fn serve(
     rt: &tokio::runtime::Runtime,
     pool: &PgPool,
-    db: &store::Db,
+    db: &db::Db,
     stock_url: String,
     o: &WorkerOptions,
     cancel: &Arc<AtomicBool>,
@@ -215,7 +217,7 @@ pub fn serve(
 /// Stores the journals a worker of this folder left behind (its database was unreachable),
 /// for the run it serves or, with `--any`, for every run; deletes each once stored. Journals
 /// of live workers and of other databases are left alone.
-fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &store::Db, o: &WorkerOptions) -> Result<(), QueueError> {
+fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &db::Db, o: &WorkerOptions) -> Result<(), QueueError> {
     for path in journal::find(&o.results_dir, o.run.as_deref()) {
         let left = rt.block_on(journal::store_left(db, &path, &o.database))?;
         if matches!(left, journal::Left::Stored { .. }) && !o.quiet {
@@ -267,7 +269,7 @@ fn drained(w: &Worker<'_>, run: Option<&str>) -> Result<bool, QueueError> {
 fn load_run_state(
     rt: &tokio::runtime::Runtime,
     pool: &PgPool,
-    db: &store::Db,
+    db: &db::Db,
     run_id: &str,
     o: &WorkerOptions,
     env: &Fingerprint,
@@ -353,7 +355,7 @@ impl Heartbeat {
 struct Worker<'a> {
     rt: &'a tokio::runtime::Runtime,
     pool: &'a PgPool,
-    db: &'a store::Db,
+    db: &'a db::Db,
     services: Services,
     env: Fingerprint,
     me: String,
@@ -553,7 +555,7 @@ fn run_unit_trials(
 /// `scancel` signals every process of the task, the stage's program too: it may die of the
 /// signal a moment before the worker's handler sets the cancel flag. Such a failure is the
 /// cancellation, not a result, so it is dropped like any cancelled trial (and re-run later).
-fn stopped_by_cancel(record: &crate::exec::TrialRecord, cancel: &AtomicBool) -> bool {
+fn stopped_by_cancel(record: &crate::record::TrialRecord, cancel: &AtomicBool) -> bool {
     if cancel.load(Ordering::SeqCst) {
         return true;
     }

@@ -190,7 +190,7 @@ pub(crate) fn cell(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     #[test]
@@ -229,5 +229,14 @@ mod unit_tests {
         assert_eq!(bytes(1000.0), "1000 B");
         assert_eq!(bytes(1536.0), "1.50 KiB");
         assert_eq!(bytes(210_763_776.0), "201 MiB");
+    }
+}
+
+/// `n thing` or `n things`.
+pub(crate) fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
     }
 }

@@ -10,11 +10,13 @@ mod load;
 mod model;
 mod normalize;
 mod params;
+mod services;
 mod transfer;
 
 pub use command::{each_line, parse_metric_line, template_variables, CommandParams, MetricLine, MAX_LINE};
 pub(crate) use model::check_train_memory;
 pub(crate) use params::{field_names, params_from_table};
+pub use services::{missing_named_stock, Services};
 
 use crate::artifact::{Artifact, ArtifactKind};
 use crate::metrics::Recorder;
@@ -77,7 +79,7 @@ pub struct StageCtx<'a> {
     /// different across repetitions so that results show their real variance.
     pub seed: u64,
     pub cancel: &'a AtomicBool,
-    pub services: &'a crate::exec::Services,
+    pub services: &'a Services,
     /// The stock data the manifest declares (`[data]`): loads choose only among it.
     pub data: &'a crate::market::DataSpec,
     pub trial: &'a TrialInfo,

@@ -23,11 +23,11 @@ pub(crate) fn params_from_table<P: DeserializeOwned>(table: &toml::Table) -> Res
         let hint = expected_fields(&message)
             .and_then(|expected| {
                 unknown_field_name(&message).and_then(|name| {
-                    crate::manifest::did_you_mean(&name, expected.iter().map(String::as_str))
+                    crate::hint::did_you_mean(&name, expected.iter().map(String::as_str))
                         .or_else(|| Some(format!("known parameters: {}", expected.join(", "))))
                 })
             })
-            .or_else(|| crate::manifest::serde_hint(&message));
+            .or_else(|| crate::hint::serde_hint(&message));
         BuildError { field, message, hint }
     })
 }

@@ -256,7 +256,7 @@ fn memo() -> &'static std::sync::Mutex<Memo> {
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     #[test]

@@ -320,7 +320,7 @@ pub fn assess(claim: &Claim, comparison: &Comparison) -> ClaimEvaluation {
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
     use crate::stats::{CompareSettings, Design, Verdict};
 

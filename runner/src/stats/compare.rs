@@ -278,7 +278,7 @@ pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &Com
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     fn settings() -> CompareSettings {

@@ -151,7 +151,7 @@ pub(crate) fn student_t_quantile(p: f64, df: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     fn close(a: f64, b: f64, rel: f64) -> bool {

@@ -212,7 +212,7 @@ pub fn guard_paired(pairs: &[(f64, f64)], tolerance: Tolerance, alpha: f64) -> G
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     #[test]

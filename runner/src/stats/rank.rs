@@ -177,7 +177,7 @@ pub fn benjamini_hochberg(p_values: &[f64]) -> Vec<f64> {
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     #[test]

@@ -186,7 +186,7 @@ pub fn speedup(reference: &[f64], at: &[f64], resamples: usize, seed: u64) -> Es
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     const RESAMPLES: usize = 10_000;

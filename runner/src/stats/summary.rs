@@ -103,7 +103,7 @@ fn median_in_place(buf: &mut [f64]) -> f64 {
 }
 
 #[cfg(test)]
-mod unit_tests {
+mod tests {
     use super::*;
 
     #[test]

@@ -2,11 +2,11 @@
 //! trial: a trial is stored whole or not at all, so an interrupted run keeps every finished
 //! trial and a resumed run never duplicates one (primary keys enforce it).
 
-use super::Db;
-use crate::exec::{StageRecord, StageStatus, TrialRecord};
+use crate::db::Db;
 use crate::measure::{Fingerprint, TrialLoad};
 use crate::metrics::Metric;
 use crate::on_pool;
+use crate::record::{StageRecord, StageStatus, TrialRecord};
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
@@ -98,7 +98,7 @@ impl RunRow {
     /// Refuses a stored manifest whose text is not the text its hash was taken of when the run
     /// started (the same sha256 over the same text): one edited in the database never runs.
     pub fn verify_manifest(&self) -> Result<(), String> {
-        if crate::manifest::hex_sha256(self.manifest_text.as_bytes()) == self.manifest_hash {
+        if crate::digest::hex_sha256(self.manifest_text.as_bytes()) == self.manifest_hash {
             Ok(())
         } else {
             Err(format!(
@@ -160,7 +160,7 @@ pub struct RunHeader {
     pub env: Fingerprint,
     pub command: String,
     pub lease_seconds: Option<f64>,
-    /// Which database the run's results belong in ([`super::database_identity`]); a journal
+    /// Which database the run's results belong in ([`crate::db::database_identity`]); a journal
     /// is written back only there.
     #[serde(default)]
     pub database: String,
@@ -193,7 +193,7 @@ impl RunHeader {
             env: env.clone(),
             command: row.command.clone(),
             lease_seconds,
-            database: super::database_identity(database),
+            database: crate::db::database_identity(database),
             stock_database: row.stock_database.clone(),
             spec: row.spec.clone(),
             stock_data: row.stock_data.clone(),
@@ -220,7 +220,7 @@ impl NewRun<'_> {
             command: self.command.to_owned(),
             lease_seconds: self.lease_seconds,
             database: String::new(),
-            stock_database: Some(super::redact_url(self.stock_database)),
+            stock_database: Some(crate::db::redact_url(self.stock_database)),
             spec: Some(crate::runspec::StoredSpec::of(e, self.seed).to_json()),
             stock_data: self.stock_data.map(crate::market::DataIdentity::to_json),
         }
@@ -282,7 +282,7 @@ pub async fn insert_run_header(db: &Db, h: &RunHeader) -> Result<(), StoreError>
         .bind(heartbeat)
         .bind(h.lease_seconds.unwrap_or(DEFAULT_LEASE_SECONDS))
         // Redacted again here: a password must never reach the database, whoever built `h`.
-        .bind(h.stock_database.as_deref().map(super::redact_url))
+        .bind(h.stock_database.as_deref().map(crate::db::redact_url))
         .bind(&h.spec)
         .bind(&h.stock_data)
         .bind(&h.env.git_branch)

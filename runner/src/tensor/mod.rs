@@ -27,15 +27,6 @@ mod train_loop;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_precision;
-#[cfg(test)]
-mod tests_rnn;
-#[cfg(test)]
-mod tests_signal;
-#[cfg(test)]
-mod tests_torch;
-
 pub use config::{
     Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, TrainParams, TrainTarget, ValidateParams,
 };

@@ -299,15 +299,3 @@ pub(crate) fn len_of(size: u64) -> Result<usize, TransferError> {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod cache_tests {
-    #[test]
-    fn cache_sizes_read_as_sysfs_writes_them() {
-        assert_eq!(super::parse_cache_size("32768K"), Some(32 << 20));
-        assert_eq!(super::parse_cache_size("2M"), Some(2 << 20));
-        assert_eq!(super::parse_cache_size("512"), Some(512));
-        assert_eq!(super::parse_cache_size("12X"), None);
-        assert_eq!(super::parse_cache_size(""), None);
-    }
-}

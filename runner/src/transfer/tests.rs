@@ -313,3 +313,12 @@ fn sizes_iterations_and_warmup_stop_at_their_documented_bounds() {
         assert!(e.message.contains("at most 100000"), "{}", e.message);
     }
 }
+
+#[test]
+fn cache_sizes_read_as_sysfs_writes_them() {
+    assert_eq!(super::parse_cache_size("32768K"), Some(32 << 20));
+    assert_eq!(super::parse_cache_size("2M"), Some(2 << 20));
+    assert_eq!(super::parse_cache_size("512"), Some(512));
+    assert_eq!(super::parse_cache_size("12X"), None);
+    assert_eq!(super::parse_cache_size(""), None);
+}

@@ -74,10 +74,10 @@ pub fn scalar(url: &str, sql: &str) -> i64 {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = measured::store::Db::connect(url).await.expect("connect");
+        let db = measured::db::Db::connect(url).await.expect("connect");
         let v: i64 = match &db {
-            measured::store::Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_one(p).await.expect(sql),
-            measured::store::Db::Postgres(p) => sqlx::query_scalar(sql).fetch_one(p).await.expect(sql),
+            measured::db::Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_one(p).await.expect(sql),
+            measured::db::Db::Postgres(p) => sqlx::query_scalar(sql).fetch_one(p).await.expect(sql),
         };
         db.close().await;
         v
@@ -91,10 +91,10 @@ pub fn strings(url: &str, sql: &str) -> Vec<String> {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = measured::store::Db::connect(url).await.expect("connect");
+        let db = measured::db::Db::connect(url).await.expect("connect");
         let v: Vec<String> = match &db {
-            measured::store::Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await.expect(sql),
-            measured::store::Db::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await.expect(sql),
+            measured::db::Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await.expect(sql),
+            measured::db::Db::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await.expect(sql),
         };
         db.close().await;
         v

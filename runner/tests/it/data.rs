@@ -32,8 +32,8 @@ fn execute(db: &Path, sql: &str) {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = measured::store::Db::connect(db.to_str().unwrap()).await.unwrap();
-        if let measured::store::Db::Sqlite(p) = &db {
+        let db = measured::db::Db::connect(db.to_str().unwrap()).await.unwrap();
+        if let measured::db::Db::Sqlite(p) = &db {
             sqlx::query(sql).execute(p).await.expect(sql);
         }
         db.close().await;

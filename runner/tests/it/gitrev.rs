@@ -254,7 +254,7 @@ fn stored_run(database: &str) -> measured::store::RunRow {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = measured::store::Db::connect(database).await.unwrap();
+        let db = measured::db::Db::connect(database).await.unwrap();
         let row = measured::store::load_run(&db, "latest").await.unwrap();
         db.close().await;
         row
@@ -268,11 +268,11 @@ fn forget_branches(database: &str) {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = measured::store::Db::connect(database).await.unwrap();
+        let db = measured::db::Db::connect(database).await.unwrap();
         let sql = "UPDATE runs SET git_branch = NULL";
         match &db {
-            measured::store::Db::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
-            measured::store::Db::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+            measured::db::Db::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+            measured::db::Db::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
         }
         .unwrap();
         db.close().await;
@@ -374,8 +374,8 @@ fn forget_trials_from(db: &Path, index: u32) {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = measured::store::Db::connect(db.to_str().unwrap()).await.unwrap();
-        let measured::store::Db::Sqlite(pool) = &db else {
+        let db = measured::db::Db::connect(db.to_str().unwrap()).await.unwrap();
+        let measured::db::Db::Sqlite(pool) = &db else {
             panic!("a SQLite file")
         };
         for table in ["metrics", "stage_results", "trials"] {

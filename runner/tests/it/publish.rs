@@ -21,7 +21,7 @@ fn rt() -> tokio::runtime::Runtime {
 /// Stores `spec`'s history in the database at `url`; returns the run ids, oldest first.
 fn store(url: &str, spec: &FixtureSpec, dir: &Path) -> Vec<String> {
     rt().block_on(async {
-        let db = measured::store::Db::connect(url).await.expect("connect");
+        let db = measured::db::Db::connect(url).await.expect("connect");
         let ids = store_history(&db, spec, dir).await.expect("fixture history stores");
         db.close().await;
         ids
@@ -162,8 +162,8 @@ fn hostile_names_stay_inert_in_every_page() {
     let evil = r#"<script>alert("x")</script>'../../evil"#;
     let q = evil.replace('\'', "''");
     rt().block_on(async {
-        let db = measured::store::Db::connect(&url).await.unwrap();
-        let measured::store::Db::Sqlite(p) = &db else {
+        let db = measured::db::Db::connect(&url).await.unwrap();
+        let measured::db::Db::Sqlite(p) = &db else {
             unreachable!()
         };
         // A claim whose text, source and quote carry the same.
@@ -234,8 +234,8 @@ fn runs_stored_before_publish_with_missing_fields_unknown() {
     let o = run(crate::common::run_cmd(&url, &results, &[]).arg(crate::common::fixture("valid/minimal.toml")));
     assert!(o.status.success(), "{}", text(&o));
     rt().block_on(async {
-        let db = measured::store::Db::connect(&url).await.unwrap();
-        let measured::store::Db::Sqlite(p) = &db else { unreachable!() };
+        let db = measured::db::Db::connect(&url).await.unwrap();
+        let measured::db::Db::Sqlite(p) = &db else { unreachable!() };
         for sql in [
             "UPDATE runs SET git_branch = NULL, spec = NULL, stock_data = NULL",
             "UPDATE trials SET load_before = NULL, load_after = NULL, cpu_other = NULL, cpu_cores = NULL, cpu_mhz = NULL, git_commit = NULL",

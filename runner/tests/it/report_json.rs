@@ -251,8 +251,8 @@ fn set_stock_null(url: &str) {
         .build()
         .unwrap();
     rt.block_on(async {
-        let db = measured::store::Db::connect(url).await.unwrap();
-        let measured::store::Db::Sqlite(pool) = &db else {
+        let db = measured::db::Db::connect(url).await.unwrap();
+        let measured::db::Db::Sqlite(pool) = &db else {
             panic!("a SQLite file")
         };
         sqlx::query("UPDATE runs SET stock_database = NULL")

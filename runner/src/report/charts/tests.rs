@@ -3,9 +3,9 @@
 use quick_xml::events::Event;
 
 use super::{caption_size, integer_ticks, number_label, render_charts};
-use crate::report::bandwidth_tests::transfer_run;
 use crate::report::build_history;
-use crate::report::scaling_tests::{thread_sweep, variants_and_symbols};
+use crate::report::tests::bandwidth::transfer_run;
+use crate::report::tests::scaling::{thread_sweep, variants_and_symbols};
 use crate::report::tests::{simple_run, sweep_run};
 use crate::report::RunData;
 

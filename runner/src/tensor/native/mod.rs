@@ -557,7 +557,7 @@ pub(super) fn random(n: usize, seed: u64) -> Vec<f32> {
 }
 
 #[cfg(test)]
-mod activation_tests {
+mod tests {
     /// Within a few ulp of the standard library over the whole useful range, including the
     /// tails where a sigmoid saturates and the small arguments where tanh(x) ~ x.
     #[test]

@@ -1,0 +1,65 @@
+//! `measured check` and `measured plan`: a manifest validated, and the trials it would run.
+
+use super::{load_manifest, load_with_revs, runtime, RevOptions};
+use crate::error::{CommandError, EXIT_BAD_INPUT, EXIT_OK};
+use crate::globals::Globals;
+use crate::plan;
+use crate::report::format::plural;
+use std::path::{Path, PathBuf};
+
+/// `measured check`: validates manifests; prints each file's verdict.
+pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
+    let mut code = EXIT_OK;
+    for f in files {
+        match load_manifest(g, f, smoke) {
+            Ok(exp) => {
+                let trials = exp.configs.len() as u32 * (exp.schedule.warmup + exp.schedule.repetitions);
+                println!(
+                    "ok: {} ({}, {}, {})",
+                    f.display(),
+                    plural(exp.configs.len(), "config"),
+                    plural(exp.stages.len(), "stage"),
+                    plural(trials as usize, "trial")
+                );
+            }
+            Err(e) => {
+                eprint!("{}", e.render_for_stderr(crate::color::stderr()));
+                code = EXIT_BAD_INPUT;
+            }
+        }
+    }
+    code
+}
+
+/// `measured plan`: prints configs, stage order, and every trial in time order.
+pub fn plan(
+    g: &Globals,
+    file: &Path,
+    seed: Option<u64>,
+    smoke: bool,
+    show_commands: bool,
+    revs: &RevOptions,
+) -> Result<String, CommandError> {
+    let mut exp = load_with_revs(g, file, smoke, revs)?;
+    // Resolved only: `plan` checks nothing out and builds nothing.
+    for note in crate::gitrev::resolve(&mut exp, &Default::default())? {
+        if !g.quiet {
+            eprintln!("{note}");
+        }
+    }
+    let (seed, random) = match seed.or(exp.schedule.seed) {
+        Some(s) => (s, false),
+        None => (rand::random::<u64>() >> 11, true),
+    };
+    let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
+    let mut out = plan::describe(&exp, seed, random, &trials, show_commands);
+    // What the data preparation would do, and the preflight when the data is there already.
+    if crate::preflight::reads_stock(&exp) || exp.data.restricts() {
+        let rt = runtime()?;
+        for line in crate::preflight::plan_lines(g, &exp, &rt)? {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}

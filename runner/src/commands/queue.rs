@@ -1,0 +1,274 @@
+//! The queue's commands (cli -> **commands::queue** -> queue/store): `submit`, `worker`, `status`.
+
+use super::{cancel_flag, experiment_env, reproduce_command, runtime};
+use crate::db;
+use crate::db::Db;
+use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::globals::Globals;
+use crate::plan;
+use crate::queue::claim;
+use crate::queue::slurm::{self, ScriptSpec, SlurmOptions};
+use crate::queue::status as queue_status;
+use crate::queue::worker::{self, WorkerOptions};
+use crate::queue::{require_postgres, QueueError};
+use crate::store;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+impl From<QueueError> for CommandError {
+    fn from(e: QueueError) -> Self {
+        match e {
+            QueueError::NotPostgres(_)
+            | QueueError::NoQueue(_)
+            | QueueError::SlurmOption(_)
+            | QueueError::UnsafeName(_)
+            | QueueError::Tampered(_) => CommandError::BadInput(e.to_string()),
+            QueueError::Store(s) => s.into(),
+            other => CommandError::Runtime(other.into()),
+        }
+    }
+}
+
+/// Options of `measured submit`.
+#[derive(Debug, Clone)]
+pub struct SubmitOptions {
+    pub file: PathBuf,
+    pub seed: Option<u64>,
+    pub smoke: bool,
+    pub lease_seconds: f64,
+    /// Start the workers as a Slurm job array.
+    pub slurm: Option<SlurmOptions>,
+    /// Print the batch script; write nothing, submit nothing.
+    pub dry_run: bool,
+    /// The script and task logs go to `<dir>/<experiment>/<run-id>/`.
+    pub results_dir: PathBuf,
+}
+
+/// A finite, positive number of seconds.
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn connect(rt: &tokio::runtime::Runtime, url: &str) -> Result<(Db, sqlx::PgPool), CommandError> {
+    let db = rt.block_on(Db::connect_with(url, 4))?;
+    let pool = match &db {
+        Db::Postgres(p) => p.clone(),
+        Db::Sqlite(_) => return Err(QueueError::NotPostgres(db::redact_url(url)).into()),
+    };
+    Ok((db, pool))
+}
+
+/// `measured submit`: validates and plans the experiment, creates the run, enqueues one unit per
+/// schedule block and, with `--slurm`, submits the worker array. Prints the run id (and job id).
+pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
+    require_postgres(&g.database)?;
+    // Validate before touching the database: bad input writes nothing.
+    let exp = crate::commands::load_manifest(g, &o.file, o.smoke)?;
+    // Workers on other machines would need the checkouts and builds `measured run` makes.
+    if let Some(c) = exp.configs.iter().find(|c| c.revision.is_some()) {
+        return Err(CommandError::BadInput(format!(
+            "variant `{}` names a git revision (`git = ...`), which queued runs cannot check out yet\n\
+             hint: run it on one machine with `measured run {}`",
+            c.variant,
+            o.file.display()
+        )));
+    }
+    if !positive(o.lease_seconds) {
+        return Err(CommandError::BadInput("--lease-seconds must be positive".into()));
+    }
+    let seed = o
+        .seed
+        .or(exp.schedule.seed)
+        .unwrap_or_else(|| rand::random::<u64>() >> 11);
+    let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
+    let mut units: BTreeMap<u32, u32> = BTreeMap::new();
+    for t in &trials {
+        *units.entry(t.block).or_default() += 1;
+    }
+    let units: Vec<(u32, u32)> = units.into_iter().collect();
+    let run_id = crate::paths::new_run_id();
+    let run_dir = absolute(&slurm::run_dir(&o.results_dir, &exp.name, &run_id));
+    let script = match &o.slurm {
+        Some(s) => {
+            let binary = std::env::current_exe().map_err(|e| CommandError::Runtime(e.into()))?;
+            let workdir = absolute(Path::new("."));
+            Some(slurm::script(
+                s,
+                &ScriptSpec {
+                    run_id: &run_id,
+                    experiment: &exp.name,
+                    binary: &binary,
+                    workdir: &workdir,
+                    log_dir: &run_dir,
+                },
+            )?)
+        }
+        None => None,
+    };
+    if o.dry_run {
+        let s = script.ok_or_else(|| CommandError::BadInput("--dry-run needs --slurm".into()))?;
+        print!("{s}");
+        eprintln!(
+            "dry run: {} units ({} trials) of run {run_id} would be queued; nothing written, nothing submitted",
+            units.len(),
+            trials.len()
+        );
+        return Ok(EXIT_OK);
+    }
+    let rt = runtime()?;
+    let (db, pool) = connect(&rt, &g.database)?;
+    // The declared data is prepared and every load stage checked before anything is queued,
+    // as for a local run.
+    let prepared = crate::preflight::prepare(g, &exp, &rt, true)?;
+    let identity = prepared.as_ref().and_then(|p| p.identity.clone());
+    if let Some(p) = prepared {
+        rt.block_on(p.db.close());
+    }
+    let env = experiment_env(&exp);
+    let command = reproduce_command("submit", &exp, seed, g);
+    // Workers read stock data from their own --stock-database; the run records the one it was
+    // submitted with, which is what its reproduce line names.
+    let stock = g.stock_url();
+    rt.block_on(store::insert_run(
+        &db,
+        &store::NewRun {
+            id: &run_id,
+            experiment: &exp,
+            seed,
+            planned_trials: trials.len() as u32,
+            env: &env,
+            command: &command,
+            started_at: chrono::Utc::now(),
+            // Workers keep per-unit leases in the queue; the run row has no heartbeat.
+            lease_seconds: None,
+            stock_database: &stock,
+            stock_data: identity.as_ref(),
+        },
+    ))?;
+    rt.block_on(claim::enqueue(&pool, &run_id, o.lease_seconds, &units))
+        .map_err(QueueError::from)?;
+    println!("run: {run_id}");
+    if !g.quiet {
+        eprintln!(
+            "queued {} units ({} trials, seed {seed}) of {} in {}",
+            units.len(),
+            trials.len(),
+            exp.name,
+            db::redact_url(&g.database)
+        );
+    }
+    let code = match (&o.slurm, script) {
+        (Some(s), Some(text)) => {
+            let path = run_dir.join("worker.sbatch");
+            match slurm::submit(&path, &text, s.workers, &g.database) {
+                Ok(job) => {
+                    rt.block_on(claim::set_slurm_job(&pool, &run_id, &job))
+                        .map_err(QueueError::from)?;
+                    println!("slurm job: {job}");
+                    if !g.quiet {
+                        eprintln!(
+                            "{} array tasks submitted ({}); follow with `measured status {run_id}`",
+                            s.workers,
+                            path.display()
+                        );
+                    }
+                    EXIT_OK
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    eprintln!("the run stays queued: start workers with `measured worker --run {run_id}`");
+                    EXIT_FAILED
+                }
+            }
+        }
+        _ => {
+            if !g.quiet {
+                eprintln!("start workers with: measured worker --run {run_id}");
+            }
+            EXIT_OK
+        }
+    };
+    rt.block_on(db.close());
+    Ok(code)
+}
+
+/// Options of `measured worker`.
+#[derive(Debug, Clone)]
+pub struct WorkerArgs {
+    /// A run id, prefix or `latest`; `None` serves every queued run (`--any`).
+    pub run: Option<String>,
+    pub lease_seconds: Option<f64>,
+    pub max_idle_seconds: Option<f64>,
+    /// Where this worker keeps the journal of its finished trials.
+    pub results_dir: PathBuf,
+    /// How long to retry storing a finished trial in an unreachable database.
+    pub db_wait_seconds: f64,
+}
+
+/// `measured worker`: claims and runs units until none remain; exit 0 when every trial it ran
+/// succeeded, 1 when some failed or the worker hit an error, 130 when interrupted.
+pub fn worker(g: &Globals, a: &WorkerArgs) -> Result<u8, CommandError> {
+    require_postgres(&g.database)?;
+    if a.lease_seconds.is_some_and(|l| !positive(l)) || a.max_idle_seconds.is_some_and(|m| !(m.is_finite() && m >= 0.0))
+    {
+        return Err(CommandError::BadInput(
+            "--lease-seconds must be positive and --max-idle-seconds not negative".into(),
+        ));
+    }
+    let rt = runtime()?;
+    let (db, pool) = connect(&rt, &g.database)?;
+    let run = match &a.run {
+        Some(r) => {
+            let id = rt.block_on(store::load_run(&db, r))?.id;
+            if rt
+                .block_on(claim::queue_run(&pool, &id))
+                .map_err(QueueError::from)?
+                .is_none()
+            {
+                return Err(QueueError::NoQueue(id).into());
+            }
+            Some(id)
+        }
+        None => None,
+    };
+    let o = WorkerOptions {
+        run,
+        lease_seconds: a.lease_seconds,
+        max_idle: a.max_idle_seconds.map(Duration::from_secs_f64),
+        quiet: g.quiet,
+        results_dir: a.results_dir.clone(),
+        db_wait: Duration::from_secs_f64(a.db_wait_seconds),
+        stock_named: g.stock_database.is_some(),
+        database: g.database.clone(),
+    };
+    let cancel = cancel_flag();
+    let result = worker::serve(&rt, &pool, &db, g.stock_url(), &o, &cancel);
+    rt.block_on(db.close());
+    let sum = result.map_err(|e| match e {
+        QueueError::Tampered(_) | QueueError::UnsafeName(_) => e.into(),
+        e => CommandError::Runtime(anyhow::anyhow!(db::redact_text(&e.to_string(), &g.database))),
+    })?;
+    eprintln!("{sum}");
+    Ok(if sum.interrupted {
+        EXIT_INTERRUPTED
+    } else if sum.failed_trials > 0 {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `measured status`: the queue state of a submitted run (and its Slurm array).
+pub fn status(g: &Globals, run: &str) -> Result<String, CommandError> {
+    require_postgres(&g.database)?;
+    let rt = runtime()?;
+    let (db, pool) = connect(&rt, &g.database)?;
+    let st = rt.block_on(queue_status::load(&db, &pool, run, queue_status::ask_squeue));
+    rt.block_on(db.close());
+    Ok(queue_status::render(&st?))
+}

@@ -1,0 +1,262 @@
+//! `measured report`, `compare`, `history` and `publish`: reports rendered from stored runs.
+
+use super::run::write_run_report;
+use super::{load_stored, open_existing, open_for_run, runtime, stored_run, templates_dir};
+use crate::db;
+use crate::error::{CommandError, EXIT_FAILED, EXIT_OK};
+use crate::globals::Globals;
+use crate::measure::Fingerprint;
+use crate::report::format::plural;
+use crate::report::OutputFormat;
+use crate::store;
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `measured report`: renders a stored run's report; returns the exit code. With `format`,
+/// stdout gets that form of the report instead of the summary lines.
+pub fn report(
+    g: &Globals,
+    run: &str,
+    results_dir: &Path,
+    fail_on_regression: bool,
+    format: Option<OutputFormat>,
+) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let db = open_for_run(&rt, &g.database, run)?;
+    let stored = load_stored(&rt, &db, run)?;
+    let written = write_run_report(&rt, &db, &g.database, &stored, results_dir)?;
+    rt.block_on(db.close());
+    if let Some(format) = format {
+        let out =
+            crate::report::report_output(format, &written, templates_dir()).context("cannot render the report")?;
+        print!("{out}");
+    } else {
+        for line in &written.report.summary {
+            println!("{line}");
+        }
+        println!("report: {}", written.paths.markdown.display());
+    }
+    Ok(if fail_on_regression && crate::report::regression(&written.report) {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `measured compare`: before/after across two stored runs of one experiment. With `format`,
+/// stdout gets that form of the comparison instead of the summary lines.
+pub fn compare(
+    g: &Globals,
+    before: &str,
+    after: &str,
+    allow_different_data: bool,
+    results_dir: &Path,
+    fail_on_regression: bool,
+    format: Option<OutputFormat>,
+) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let db = open_for_run(&rt, &g.database, before)?;
+    let run_a = load_stored(&rt, &db, before)?;
+    let run_b = load_stored(&rt, &db, after)?;
+    let (row_a, row_b) = (&run_a.row, &run_b.row);
+    if row_a.id == row_b.id {
+        return Err(CommandError::BadInput(format!(
+            "`{before}` and `{after}` are the same run ({}); compare needs two different runs\n\
+             (hint: `measured runs --experiment {}` lists its runs; a run's own variants are compared in `measured report {}`)",
+            row_a.id, row_a.experiment, row_a.id
+        )));
+    }
+    if row_a.experiment != row_b.experiment {
+        return Err(CommandError::BadInput(format!(
+            "run {} is of experiment `{}` but run {} is of `{}`; compare runs of one experiment",
+            row_a.id, row_a.experiment, row_b.id, row_b.experiment
+        )));
+    }
+    let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
+    let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
+    rt.block_on(db.close());
+    let a = run_a.data(env_a.as_ref(), &g.database);
+    let b = run_b.data(env_b.as_ref(), &g.database);
+    let model = match crate::report::compare_runs(&a, &b, allow_different_data) {
+        Ok(m) => m,
+        Err(e @ crate::report::ReportError::DataMismatch { .. }) => {
+            return Err(CommandError::BadInput(format!(
+                "{e}\n(hint: pass --allow-different-data to compare anyway)"
+            )))
+        }
+        Err(e) => return Err(CommandError::BadInput(e.to_string())),
+    };
+    let cmp = crate::report::compare_view(&model);
+    let md = crate::report::render_compare_markdown(&cmp, templates_dir()).context("cannot render the comparison")?;
+    crate::paths::check_stored(results_dir, &row_a.experiment, &row_a.id)?;
+    crate::paths::check_stored(results_dir, &row_b.experiment, &row_b.id)?;
+    let out = crate::paths::experiment_dir(results_dir, &row_a.experiment)?
+        .join(format!("compare-{}-vs-{}", row_a.id, row_b.id));
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let path = out.join("compare.md");
+    std::fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    if let Some(format) = format {
+        let out = crate::report::compare_output(format, &model, &path, templates_dir())
+            .context("cannot render the comparison")?;
+        print!("{out}");
+    } else {
+        for line in &model.summary {
+            println!("{line}");
+        }
+        println!("comparison: {}", path.display());
+    }
+    Ok(if fail_on_regression && model.regression {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// What `measured history` reads and where it writes.
+pub struct HistoryOptions {
+    pub experiment: String,
+    pub metric: Option<String>,
+    pub limit: u32,
+    pub include_smoke: bool,
+    pub results_dir: PathBuf,
+}
+
+/// `measured history`: a metric over every stored run of an experiment, with the significant
+/// steps between consecutive runs flagged; prints the Markdown and writes it with its chart.
+pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
+    // The name becomes a path: only a valid experiment name gets that far.
+    if !crate::paths::is_valid_name(&o.experiment) {
+        return Err(CommandError::BadInput(format!(
+            "`{}` is not an experiment name (1-64 letters, digits, `_` or `-`)",
+            o.experiment
+        )));
+    }
+    let rt = runtime()?;
+    let none_stored = || {
+        CommandError::BadInput(format!(
+            "no runs of experiment `{}` stored in {}\nhint: `measured runs` lists the stored runs",
+            o.experiment,
+            db::redact_url(&g.database)
+        ))
+    };
+    let db = open_existing(&rt, &g.database)?.ok_or_else(none_stored)?;
+    let mut rows = rt.block_on(store::list_runs(&db, Some(&o.experiment), o.limit))?;
+    rows.reverse();
+    let smoke = rows.iter().filter(|r| r.smoke).count();
+    rows.retain(|r| o.include_smoke || !r.smoke);
+    if rows.is_empty() {
+        rt.block_on(db.close());
+        return Err(none_stored());
+    }
+    let mut runs = Vec::with_capacity(rows.len());
+    let mut notes = Vec::new();
+    let mut latest = None;
+    // Runs of one machine share a fingerprint: read each once.
+    let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
+    for row in rows {
+        let trials = rt.block_on(store::load_trials(&db, &row.id))?;
+        if !envs.contains_key(&row.environment_hash) {
+            let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
+            envs.insert(row.environment_hash.clone(), env);
+        }
+        let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
+        let stored = stored_run(row, trials)?;
+        notes.extend(stored.notes.iter().cloned());
+        let mut data = stored.data(env, &g.database);
+        data.notes.clear();
+        runs.push(data);
+        latest = Some(stored.spec.compare);
+    }
+    rt.block_on(db.close());
+    let latest = latest.ok_or_else(none_stored)?;
+    let metric = o.metric.clone().unwrap_or_else(|| latest.primary.clone());
+    let direction = (metric == latest.primary).then_some(latest.direction).flatten();
+    let mut h = crate::report::build_history(&o.experiment, &metric, direction, &runs);
+    if h.points.iter().all(|p| p.n == 0) {
+        let mut known: Vec<String> = runs
+            .iter()
+            .flat_map(|r| &r.configs)
+            .flat_map(|c| &c.trials)
+            .flat_map(|t| {
+                t.stages
+                    .iter()
+                    .flat_map(|s| s.metrics.iter().map(move |m| format!("{}.{}", s.name, m.name)))
+            })
+            .collect();
+        known.sort();
+        known.dedup();
+        return Err(CommandError::BadInput(format!(
+            "no stored run of `{}` recorded `{metric}`\nhint: metrics they recorded: {}; stage times are `<stage>.seconds`",
+            o.experiment,
+            if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+        )));
+    }
+    if smoke > 0 && !o.include_smoke {
+        h.notes.push(format!(
+            "{} left out: smoke runs are not measurements (--include-smoke shows them).",
+            plural(smoke, "smoke run")
+        ));
+    }
+    h.notes.extend(notes);
+    let dir = crate::paths::experiment_dir(&o.results_dir, &o.experiment)?.join("history");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let stem = crate::paths::file_safe(&metric);
+    let svg_name = format!("{stem}.svg");
+    let svg = crate::report::history_svg(&h).context("cannot draw the history chart")?;
+    std::fs::write(dir.join(&svg_name), svg)
+        .with_context(|| format!("cannot write {}", dir.join(&svg_name).display()))?;
+    let md = crate::report::render_history_markdown(&h, Some(&svg_name), templates_dir())
+        .context("cannot render the history")?;
+    let md_path = dir.join(format!("{stem}.md"));
+    std::fs::write(&md_path, &md).with_context(|| format!("cannot write {}", md_path.display()))?;
+    std::fs::write(
+        dir.join(format!("{stem}.json")),
+        serde_json::to_string_pretty(&h).unwrap_or_default(),
+    )
+    .with_context(|| format!("cannot write the history JSON in {}", dir.display()))?;
+    print!("{md}");
+    eprintln!("history: {}", md_path.display());
+    Ok(EXIT_OK)
+}
+
+/// `measured publish`: every stored run as a static site.
+pub fn publish(g: &Globals, o: &crate::publish::PublishOptions) -> Result<u8, CommandError> {
+    let rt = runtime()?;
+    let db = open_existing(&rt, &g.database)?.ok_or_else(|| {
+        CommandError::BadInput(format!(
+            "no results database at {}\nhint: `measured run <manifest>` stores runs there",
+            db::redact_url(&g.database)
+        ))
+    })?;
+    let started = std::time::Instant::now();
+    let result = crate::publish::publish(&rt, &db, &g.database, o);
+    rt.block_on(db.close());
+    let p = result.map_err(|e| match e {
+        crate::publish::PublishError::NotASite(_) => CommandError::BadInput(e.to_string()),
+        e => CommandError::Runtime(e.into()),
+    })?;
+    for s in &p.skipped {
+        eprintln!("warning: left out {s}");
+    }
+    if !g.quiet {
+        eprintln!(
+            "published {} of {} to {} in {:.2} s: {} rendered, {} reused; {} written, {} unchanged{}",
+            plural(p.runs, "run"),
+            plural(p.experiments, "experiment"),
+            o.out.display(),
+            started.elapsed().as_secs_f64(),
+            p.rendered,
+            p.reused,
+            plural(p.written, "file"),
+            p.unchanged,
+            if p.smoke_left_out > 0 {
+                format!("; {} left out", plural(p.smoke_left_out, "smoke run"))
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!("{}", o.out.join("index.html").display());
+    Ok(if p.skipped.is_empty() { EXIT_OK } else { EXIT_FAILED })
+}

@@ -1,0 +1,264 @@
+//! `measured runs` and `measured show`: the stored runs, listed and shown one at a time.
+
+use super::summary::truncate;
+use super::{fmt_secs, open_existing, open_for_run, runtime};
+use crate::db;
+use crate::error::CommandError;
+use crate::globals::Globals;
+use crate::record::TrialRecord;
+use crate::store;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+
+/// `measured runs`: stored runs, newest first.
+pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String, CommandError> {
+    let rt = runtime()?;
+    let db = open_existing(&rt, &g.database)?;
+    let rows = match &db {
+        Some(db) => rt.block_on(store::list_runs(db, experiment, limit))?,
+        None => Vec::new(),
+    };
+    let now = chrono::Utc::now();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<22}  {:<24}  {:<19}  {:>13}  {:<19}  commit",
+        "run", "experiment", "status", "trials (fail)", "started (UTC)"
+    );
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            "{:<22}  {:<24}  {:<19}  {:>13}  {:<19}  {}{}",
+            r.id,
+            truncate(&r.experiment, 24),
+            if r.smoke {
+                format!("{} (smoke)", r.shown_status(now))
+            } else {
+                r.shown_status(now).to_owned()
+            },
+            format!("{}/{} ({})", r.stored_trials, r.planned_trials, r.failed_trials),
+            r.started_at.format("%Y-%m-%d %H:%M:%S"),
+            truncate(&r.git_commit, 10),
+            if r.git_dirty { "+dirty" } else { "" }
+        );
+    }
+    if rows.is_empty() {
+        let shown = db::redact_url(&g.database);
+        let _ = match experiment {
+            Some(e) => writeln!(out, "(no runs of experiment `{e}` stored in {shown})"),
+            None => writeln!(
+                out,
+                "(no runs stored yet in {shown}: try `measured run experiments/quickstart.toml`)"
+            ),
+        };
+    }
+    for r in rows.iter().filter(|r| r.abandoned(now)) {
+        let _ = writeln!(out, "{}", abandoned_note(r, now));
+    }
+    if let Some(db) = db {
+        rt.block_on(db.close());
+    }
+    Ok(out)
+}
+
+/// Why a run is shown as abandoned, and how to finish it.
+fn abandoned_note(r: &store::RunRow, now: chrono::DateTime<chrono::Utc>) -> String {
+    let silent = r.heartbeat_at.map_or(0, |h| (now - h).num_seconds().max(0));
+    format!(
+        "abandoned: run {} has not beaten for {silent} s (lease {} s): its process is gone; finish it with: measured run --resume {}",
+        r.id, r.lease_seconds, r.id
+    )
+}
+
+/// `measured show`: one run's trials with stage timings.
+pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
+    let rt = runtime()?;
+    let db = open_for_run(&rt, &g.database, run)?;
+    let row = rt.block_on(store::load_run(&db, run))?;
+    let trials = rt.block_on(store::load_trials(&db, &row.id))?;
+    let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
+    rt.block_on(db.close());
+    let mut out = String::new();
+    let now = chrono::Utc::now();
+    let _ = writeln!(
+        out,
+        "run {}  experiment {}  status {}",
+        row.id,
+        row.experiment,
+        row.shown_status(now)
+    );
+    if row.abandoned(now) {
+        let _ = writeln!(out, "{}", abandoned_note(&row, now));
+    }
+    out.push_str(&data_lines(&row, &trials));
+    if row.status == crate::exec::STOPPED {
+        let configs: HashSet<&str> = trials.iter().map(|t| t.config.as_str()).collect();
+        if let Some(error) = crate::exec::common_first_failure(&trials, configs.len()) {
+            let _ = writeln!(
+                out,
+                "stopped: the first trial of every config failed with the same error, so the rest were not run: {}",
+                crate::exec::one_line(&error)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "manifest {} (sha256 {})",
+        row.manifest_path,
+        &row.manifest_hash[..12.min(row.manifest_hash.len())]
+    );
+    let _ = writeln!(
+        out,
+        "started {}  seed {}  commit {}{}{}",
+        row.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        row.seed,
+        row.git_commit,
+        if row.git_dirty { " (dirty)" } else { "" },
+        row.git_branch
+            .as_ref()
+            .map(|b| format!("  branch {b}"))
+            .unwrap_or_default()
+    );
+    if let Some(e) = env {
+        let _ = writeln!(
+            out,
+            "host {}  cpu {} ({} cores)  os {}  gpu {}",
+            e.host, e.cpu, e.cores, e.os, e.gpu
+        );
+    }
+    let _ = writeln!(out, "reproduce: {}", row.command);
+    let commits = commits_by_config(&trials);
+    if !commits.is_empty() {
+        let _ = writeln!(out, "code per config:");
+        let width = commits.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+        for (config, list) in &commits {
+            let _ = writeln!(out, "  {config:<width$}  commit {}", list.join(", "));
+        }
+    }
+    let _ = writeln!(out, "trials: {} of {} stored", trials.len(), row.planned_trials);
+    show_machine_and_notes(&mut out, &trials);
+    out.push('\n');
+    let mut by_stage: BTreeMap<u32, ()> = BTreeMap::new();
+    for t in &trials {
+        for s in &t.stages {
+            by_stage.insert(s.position, ());
+        }
+    }
+    for t in &trials {
+        let _ = write!(
+            out,
+            "{:>4}  {:<24} {:<8} {:<6} {:>11}",
+            t.index,
+            truncate(&t.config, 24),
+            if t.warmup {
+                "warm-up".to_owned()
+            } else {
+                format!("rep {}", t.repetition)
+            },
+            if t.ok { "ok" } else { "FAILED" },
+            fmt_secs(Some(t.seconds))
+        );
+        for s in &t.stages {
+            let mark = match (s.status, s.cache_hit) {
+                (crate::record::StageStatus::Ok, true) => " (cached)".to_owned(),
+                (crate::record::StageStatus::Ok, false) => String::new(),
+                (st, _) => format!(" ({})", st.as_str()),
+            };
+            let _ = write!(out, "  {}={}{}", s.name, fmt_secs(Some(s.seconds)), mark);
+        }
+        out.push('\n');
+        if let Some(e) = &t.error {
+            for line in e.lines() {
+                let _ = writeln!(out, "        {line}");
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// How busy the machine was (figures, then any warning) and the stages' distinct notes.
+fn show_machine_and_notes(out: &mut String, trials: &[TrialRecord]) {
+    let machine = crate::rundata::machine_load(trials);
+    if let Some(l) = &machine.load {
+        let _ = write!(
+            out,
+            "machine load over {}: 1-minute load mean {:.1} (max {:.1}) on {}",
+            crate::metrics::count(l.trials, "measured trial"),
+            l.mean,
+            l.max,
+            crate::metrics::count(l.cores as usize, "core")
+        );
+        if let Some(o) = l.other_cpu_mean {
+            let _ = write!(out, "; other processes used {o:.1} cores on average");
+        }
+        if let Some(f) = &machine.frequency {
+            let _ = write!(out, "; CPU clock {:.0}-{:.0} MHz", f.min_mhz, f.max_mhz);
+        }
+        out.push('\n');
+    }
+    for w in machine.warnings() {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    let (notes, left_out) = crate::rundata::stage_notes(trials);
+    if !notes.is_empty() {
+        let _ = writeln!(out, "notes from stages:");
+    }
+    for n in &notes {
+        let _ = writeln!(
+            out,
+            "  {} ({} of {}): {}",
+            n.stage,
+            crate::metrics::count(n.trials, "trial"),
+            crate::metrics::named_list(&n.configs),
+            n.note
+        );
+    }
+    if left_out > 0 {
+        let _ = writeln!(out, "  ({left_out} more distinct notes not listed)");
+    }
+}
+
+/// What `show` prints first: the stock data the run read, and the content hashes of what its
+/// stages loaded from it.
+fn data_lines(row: &store::RunRow, trials: &[TrialRecord]) -> String {
+    let hashes = crate::rundata::data_hashes(trials);
+    let reads = trials.iter().any(|t| t.stages.iter().any(|s| s.kind == "load"));
+    let mut out = String::new();
+    match crate::market::DataIdentity::from_json(row.stock_data.as_deref()) {
+        Some(d) => {
+            let _ = writeln!(out, "data: {}", d.extent());
+            let _ = writeln!(out, "  source: {}", d.origin());
+        }
+        None if reads || !hashes.is_empty() => {
+            let _ = writeln!(
+                out,
+                "data: unknown (not recorded with the run: it was stored before runs named their data)"
+            );
+        }
+        None => {}
+    }
+    for (stage, hash) in &hashes {
+        let _ = writeln!(out, "  content hash of `{stage}`: {hash}");
+    }
+    out
+}
+
+/// Per config (in the order first stored), the commits its trials ran, `(dirty)` marked;
+/// empty when no trial recorded one.
+fn commits_by_config(trials: &[TrialRecord]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for t in trials {
+        let Some(commit) = &t.git_commit else { continue };
+        let shown = if t.git_dirty {
+            format!("{commit} (dirty)")
+        } else {
+            commit.clone()
+        };
+        match out.iter_mut().find(|(c, _)| *c == t.config) {
+            Some((_, list)) if list.contains(&shown) => {}
+            Some((_, list)) => list.push(shown),
+            None => out.push((t.config.clone(), vec![shown])),
+        }
+    }
+    out
+}

@@ -1,0 +1,286 @@
+//! The `[compare]` section: baseline, primary metric, guards and claims, each metric checked
+//! against what the stages produce.
+
+use super::*;
+use crate::hint::{closest, did_you_mean};
+use crate::manifest::diag::ManifestError;
+use crate::manifest::raw::RawCompare;
+use crate::manifest::{CompareDef, GuardDef, StageDef};
+use std::path::Path;
+
+impl Validator {
+    pub(in crate::manifest) fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[StageDef]) -> bool {
+        let span = self.value_span(at);
+        let Some((stage, name)) = metric.split_once('.').filter(|(s, n)| !s.is_empty() && !n.is_empty()) else {
+            self.err(
+                ManifestError::new(format!("metric `{metric}` must be written `<stage>.<metric>`"), span)
+                    .hint("e.g. \"train.epoch_seconds\", \"train.seconds\" (stage wall time) or \"trial.seconds\""),
+            );
+            return false;
+        };
+        if stage == "trial" {
+            if name != "seconds" {
+                self.err(
+                    ManifestError::new(format!("unknown trial metric `{metric}`"), span)
+                        .hint("the only trial metric is `trial.seconds`"),
+                );
+                return false;
+            }
+            return true;
+        }
+        if !stages.iter().any(|s| s.name == stage) {
+            let hint = did_you_mean(stage, stages.iter().map(|s| s.name.as_str())).unwrap_or_else(|| {
+                format!(
+                    "defined stages: {}",
+                    stages.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                )
+            });
+            self.err(
+                ManifestError::new(
+                    format!("metric `{metric}` names stage `{stage}`, which is not defined"),
+                    span,
+                )
+                .label("no such stage")
+                .hint(hint),
+            );
+            return false;
+        }
+        if let Some(def) = stages.iter().find(|s| s.name == stage) {
+            if let Some(known) = crate::stage::catalog::names(&def.kind) {
+                if !known.iter().any(|(n, _)| n == name) {
+                    let hint = closest(name, known.iter().map(|(n, _)| n.as_str()))
+                        .map(|c| format!("did you mean `{stage}.{c}`?"))
+                        .unwrap_or_else(|| {
+                            let listed: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).take(12).collect();
+                            let more = known.len().saturating_sub(listed.len());
+                            format!(
+                                "a `{}` stage records {}{}; `measured schema` lists them all",
+                                def.kind,
+                                listed.join(", "),
+                                if more > 0 {
+                                    format!(" and {more} more")
+                                } else {
+                                    String::new()
+                                }
+                            )
+                        });
+                    self.err(
+                        ManifestError::new(
+                            format!("metric `{metric}`: a `{}` stage records no metric `{name}`", def.kind),
+                            span,
+                        )
+                        .label("no such metric")
+                        .hint(hint),
+                    );
+                    return false;
+                }
+            }
+        }
+        if stages.iter().any(|s| s.name == stage && s.cache) {
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "metric `{metric}` is of stage `{stage}`, which has `cache = true`: it runs once per \
+                         config and its later trials reuse the result, so there is one sample per side, not one per trial"
+                    ),
+                    span,
+                )
+                .label("cached stage")
+                .hint(format!(
+                    "compare a metric of a stage that runs every trial, or remove `cache = true` from stage `{stage}`"
+                )),
+            );
+            return false;
+        }
+        true
+    }
+
+    pub(super) fn compare(
+        &mut self,
+        raw: Option<&RawCompare>,
+        stages: &[StageDef],
+        variants: &[String],
+        dir: &Path,
+    ) -> Option<CompareDef> {
+        let first = variants.first().cloned().unwrap_or_else(|| "baseline".into());
+        let Some(raw) = raw else {
+            return Some(CompareDef {
+                baseline: first,
+                primary: "trial.seconds".into(),
+                higher_is_better: None,
+                alpha: 0.01,
+                band: 0.02,
+                resamples: 10_000,
+                guards: Vec::new(),
+                claims: Vec::new(),
+                allow_identical: false,
+                sweep_neighbours: false,
+                quality_under_test: true,
+            });
+        };
+        let baseline = raw.baseline.clone().unwrap_or(first);
+        if !variants.is_empty() && !variants.contains(&baseline) {
+            let span = self.value_span(&["compare", "baseline"]);
+            let hint = did_you_mean(&baseline, variants.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("variants: {}", variants.join(", ")));
+            self.err(
+                ManifestError::new(format!("baseline `{baseline}` is not a variant"), span)
+                    .label("no such variant")
+                    .hint(hint),
+            );
+        }
+        let primary = raw.primary.clone().unwrap_or_else(|| "trial.seconds".into());
+        self.metric_ref(&primary, &["compare", "primary"], stages);
+        let higher_is_better = match raw.direction.as_deref() {
+            None => None,
+            Some("lower") => Some(false),
+            Some("higher") => Some(true),
+            Some(other) => {
+                let span = self.value_span(&["compare", "direction"]);
+                self.err(
+                    ManifestError::new(
+                        format!("direction must be \"lower\" or \"higher\", got \"{other}\""),
+                        span,
+                    )
+                    .hint("\"lower\" for times, \"higher\" for throughput and accuracy"),
+                );
+                None
+            }
+        };
+        let sweep_neighbours = match raw.sweep.as_deref() {
+            None | Some("first") => false,
+            Some("neighbours") => true,
+            Some(other) => {
+                let span = self.value_span(&["compare", "sweep"]);
+                self.err(
+                    ManifestError::new(
+                        format!("sweep must be \"first\" or \"neighbours\", got \"{other}\""),
+                        span,
+                    )
+                    .hint("\"neighbours\" adds a table of each sweep point against the previous one"),
+                );
+                false
+            }
+        };
+        let quality_under_test = match raw.quality.as_deref() {
+            None | Some("under_test") => true,
+            Some("not_under_test") => false,
+            Some(other) => {
+                let span = self.value_span(&["compare", "quality"]);
+                self.err(
+                    ManifestError::new(
+                        format!("quality must be \"under_test\" or \"not_under_test\", got \"{other}\""),
+                        span,
+                    )
+                    .label("unknown value")
+                    .hint(
+                        "\"under_test\" (the default) fails a guard when a trained model is no better than \
+                         predicting zero; \"not_under_test\" for experiments about speed alone",
+                    ),
+                );
+                true
+            }
+        };
+        let alpha = raw.alpha.unwrap_or(0.01);
+        if !(alpha > 0.0 && alpha < 0.5) {
+            let span = self.value_span(&["compare", "alpha"]);
+            self.err(
+                ManifestError::new(format!("alpha must be between 0 and 0.5, got {alpha}"), span)
+                    .hint("0.01 is the default; 0.05 is the usual looser level"),
+            );
+        }
+        let band = match raw.band.as_deref() {
+            None => 0.02,
+            Some(b) => match parse_percent(b) {
+                Some(x) if (0.0..1.0).contains(&x) => x,
+                _ => {
+                    let span = self.value_span(&["compare", "band"]);
+                    self.err(
+                        ManifestError::new(format!("band `{b}` is not a percentage between 0% and 100%"), span)
+                            .hint("write e.g. band = \"2%\""),
+                    );
+                    0.02
+                }
+            },
+        };
+        let resamples = raw.resamples.unwrap_or(10_000);
+        if resamples < 10_000 {
+            let span = self.value_span(&["compare", "resamples"]);
+            self.err(
+                ManifestError::new(format!("resamples must be at least 10000, got {resamples}"), span)
+                    .hint("fewer bootstrap resamples make the confidence interval itself noisy"),
+            );
+        }
+        let mut guards = Vec::new();
+        for (i, g) in raw.guards.iter().enumerate() {
+            let idx = i.to_string();
+            let (Some(metric), Some(within)) = (&g.metric, &g.within) else {
+                self.missing_keys(
+                    "guard",
+                    &idx,
+                    &[("metric", g.metric.is_some()), ("within", g.within.is_some())],
+                );
+                continue;
+            };
+            self.metric_ref(metric, &["compare", "guards", &idx, "metric"], stages);
+            if let Err((msg, hint)) = check_tolerance(within) {
+                let span = self.value_span(&["compare", "guards", &idx, "within"]);
+                self.err(ManifestError::new(msg, span).maybe_hint(hint));
+            }
+            guards.push(GuardDef {
+                metric: metric.clone(),
+                within: within.clone(),
+            });
+        }
+        let mut claims = Vec::new();
+        for (i, c) in raw.claims.iter().enumerate() {
+            let idx = i.to_string();
+            let time_cost = c
+                .metric
+                .as_deref()
+                .is_some_and(|m| Self::is_time_cost(m, &primary, higher_is_better, stages));
+            if let Some(claim) = self.claim(c, &idx, &baseline, stages, variants, dir, time_cost) {
+                claims.push(claim);
+            }
+        }
+        Some(CompareDef {
+            baseline,
+            primary,
+            higher_is_better,
+            alpha,
+            band,
+            resamples,
+            guards,
+            claims,
+            allow_identical: raw.allow_identical,
+            sweep_neighbours,
+            quality_under_test,
+        })
+    }
+}
+
+pub(super) fn parse_percent(s: &str) -> Option<f64> {
+    let s = s.trim();
+    match s.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().ok().map(|x| x / 100.0),
+        None => s.parse::<f64>().ok(),
+    }
+}
+
+pub(super) fn check_tolerance(s: &str) -> Result<(), (String, Option<String>)> {
+    crate::stats::Tolerance::parse(s).map(|_| ()).map_err(|e| {
+        (
+            format!("guard tolerance `{s}`: {}", e.message),
+            Some(e.hint.to_string()),
+        )
+    })
+}
+
+pub(in crate::manifest) fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
+    crate::stats::Claim::parse(s).map(|_| ()).map_err(|e| {
+        (
+            format!("claimed speedup `{s}`: {}", e.message),
+            Some(e.hint.to_string()),
+        )
+    })
+}

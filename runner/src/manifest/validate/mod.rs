@@ -1,0 +1,345 @@
+//! Manifest validation: raw structs -> [`Experiment`] (file -> raw -> **validate** -> plan).
+//!
+//! Every check runs here, and every error is located in the file. Stages of every config are
+//! built (their parameters checked) so that nothing fails at run time for a reason the
+//! manifest already showed.
+
+mod compare;
+mod configs;
+mod schedule;
+mod stages;
+mod variants;
+
+pub(super) use compare::check_claim;
+use stages::strip_stage_keys;
+use variants::flatten;
+pub(super) use variants::set_path;
+
+use super::diag::{ManifestError, ManifestErrors};
+use super::raw::RawManifest;
+use super::spans::{Located, Seg, SpanIndex};
+use super::{Experiment, Schedule, SweepAxis};
+use crate::digest::hex_sha256;
+use crate::hint::serde_hint;
+use indexmap::IndexMap;
+use std::ops::Range;
+use std::path::Path;
+
+/// Reads and validates a manifest file. `smoke` applies its `[smoke]` overrides.
+pub fn parse_file(path: &Path, smoke: bool) -> Result<Experiment, ManifestErrors> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| {
+            ManifestErrors::single(
+                path,
+                "",
+                ManifestError::new(format!("cannot read {}: {e}", path.display()), None)
+                    .hint("check the path; manifests usually live under experiments/"),
+            )
+        })?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(ManifestErrors::single(
+            path,
+            "",
+            ManifestError::new(
+                format!(
+                    "{} is larger than {} MiB, the limit for a manifest",
+                    path.display(),
+                    MAX_MANIFEST_BYTES >> 20
+                ),
+                None,
+            )
+            .hint("a manifest describes an experiment; data belongs in the stock database or in files it names"),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        // Located at the first byte that is not UTF-8, shown in a lossy copy of the file.
+        let at = e.utf8_error().valid_up_to();
+        let bad = e.as_bytes()[at];
+        let shown = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        // The valid prefix is copied as it is, so the offset is the same in the copy.
+        let end = shown[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+        let start = at;
+        ManifestErrors {
+            path: path.to_owned(),
+            text: shown,
+            errors: vec![ManifestError::new(
+                format!("the manifest is not UTF-8: byte 0x{bad:02x} at byte offset {at}"),
+                Some(start..end),
+            )
+            .label("not UTF-8")
+            .hint("TOML files are UTF-8: re-save the file as UTF-8")],
+        }
+    })?;
+    parse_str(path, &text, smoke)
+}
+
+/// Validates manifest `text` (`path` is used for messages and stored with the run).
+///
+/// Every error is reported at once, in file order: unknown keys are all collected (not only the
+/// first), and the checks go on past a failed one wherever their inputs are still sound.
+pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, ManifestErrors> {
+    let fail = |errors: Vec<ManifestError>| ManifestErrors {
+        path: path.to_owned(),
+        text: text.to_owned(),
+        errors: in_file_order(errors),
+    };
+    let de = toml::Deserializer::parse(text).map_err(|e| fail(vec![serde_error(e.message(), e.span())]))?;
+    let mut ignored = Vec::new();
+    let parsed: Result<RawManifest, _> = serde_ignored::deserialize(de, |p| ignored.push(p.to_string()));
+    let mut v = Validator {
+        spans: SpanIndex::new(text),
+        errors: Vec::new(),
+        template_vars: Vec::new(),
+        smoke_origin: Vec::new(),
+        revisions: IndexMap::new(),
+        smoke_data: Vec::new(),
+        smoke_sweep_at: std::collections::BTreeMap::new(),
+        variant_changes: IndexMap::new(),
+    };
+    for key in &ignored {
+        v.unknown_key(key);
+    }
+    let raw = match parsed {
+        Ok(raw) => raw,
+        Err(e) => {
+            v.err(serde_error(e.message(), e.span()));
+            return Err(fail(v.errors));
+        }
+    };
+    let exp = v.experiment(path, text, raw, smoke);
+    match exp {
+        Some(exp) if v.errors.is_empty() => Ok(exp),
+        _ => Err(fail(v.errors)),
+    }
+}
+
+/// Errors sorted by where they are in the file (unlocated ones first), each reported once.
+pub(super) fn in_file_order(mut errors: Vec<ManifestError>) -> Vec<ManifestError> {
+    // A set, not a list: a file of 40,000 mistakes must not take 40,000^2 comparisons.
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|e| seen.insert((e.message.clone(), e.span.as_ref().map(|s| (s.start, s.end)))));
+    errors.sort_by_key(|e| e.span.as_ref().map(|s| (s.start, s.end)));
+    errors
+}
+
+fn serde_error(message: &str, span: Option<Range<usize>>) -> ManifestError {
+    let message = message.trim();
+    ManifestError::new(message.to_owned(), span).maybe_hint(serde_hint(message))
+}
+
+/// One `dotted.path = value` override, from a variant, a sweep axis or `[smoke]`.
+#[derive(Debug, Clone)]
+pub(super) struct Override {
+    /// `stages.<stage>.<param>[.<sub>...]`
+    pub(super) path: String,
+    pub(super) value: toml::Value,
+    /// Where the key sits in the manifest (for locating errors).
+    pub(super) at: Vec<String>,
+}
+
+pub(super) struct Validator {
+    pub(super) spans: SpanIndex,
+    pub(super) errors: Vec<ManifestError>,
+    /// Per stage: the variables its templates read (command stages), to reject an override
+    /// of a `vars` key that nothing uses (it would make identical configs).
+    pub(super) template_vars: Vec<Option<std::collections::BTreeSet<String>>>,
+    /// Where `[smoke]` set each (stage, top-level parameter), so that a bad smoke value is
+    /// located at its `[smoke]` line rather than at the stage it changes.
+    pub(super) smoke_origin: Vec<(usize, String, Vec<String>)>,
+    /// Variant -> the git revision it names (`git = ...`), for the variants that name one.
+    pub(super) revisions: IndexMap<String, super::Revision>,
+    /// `[smoke]` overrides of `data.*`, applied to `[data]` for a smoke run (and checked always).
+    pub(super) smoke_data: Vec<Override>,
+    /// Where `[smoke]` replaced a sweep axis (axis path -> its `[smoke]` key), so the smoke
+    /// version of that axis is located at its `[smoke]` line, not at the `[sweep]` it replaces.
+    pub(super) smoke_sweep_at: std::collections::BTreeMap<String, Vec<String>>,
+    /// Variant -> the change it makes, in words (`change = ...`), for the variants that say.
+    pub(super) variant_changes: IndexMap<String, String>,
+}
+
+/// Most measured repetitions per config in one run.
+pub const MAX_REPETITIONS: u32 = 100_000;
+/// Largest manifest file read: 4 MiB.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+/// Most warm-up repetitions per config in one run.
+pub const MAX_WARMUP: u32 = 10_000;
+/// Most trials one run plans (configs x (warm-up + repetitions)): a plan of this size still
+/// fits in memory and in the results database.
+pub const MAX_TRIALS: u64 = 1_000_000;
+
+fn toml_type(v: &toml::Value) -> &'static str {
+    v.type_str()
+}
+
+impl Validator {
+    pub(super) fn loc(&self, path: &[&str]) -> Located {
+        let segs: Vec<Seg<'_>> = path
+            .iter()
+            .map(|p| match p.parse::<usize>() {
+                Ok(i) => Seg::Index(i),
+                Err(_) => Seg::Key(p),
+            })
+            .collect();
+        self.spans.locate(&segs)
+    }
+
+    pub(super) fn key_span(&self, path: &[&str]) -> Option<Range<usize>> {
+        let l = self.loc(path);
+        l.key.or(l.value)
+    }
+
+    pub(super) fn value_span(&self, path: &[&str]) -> Option<Range<usize>> {
+        let l = self.loc(path);
+        l.value.or(l.key)
+    }
+
+    pub(super) fn err(&mut self, e: ManifestError) {
+        self.errors.push(e);
+    }
+
+    fn experiment(&mut self, path: &Path, text: &str, raw: RawManifest, smoke: bool) -> Option<Experiment> {
+        let name = raw.experiment.name.clone();
+        if !crate::paths::is_valid_name(&name) {
+            let span = self.value_span(&["experiment", "name"]);
+            self.err(
+                ManifestError::new(format!("experiment name `{name}` is not a valid name"), span)
+                    .label("used in result paths")
+                    .hint("use 1-64 letters, digits, `_` or `-`, e.g. \"buffer-reuse\""),
+            );
+        }
+        let mut schedule = Schedule {
+            warmup: raw.schedule.warmup,
+            repetitions: raw.schedule.repetitions,
+            order: raw.schedule.order,
+            seed: raw.schedule.seed,
+            keep_going: raw.schedule.keep_going,
+        };
+        if schedule.repetitions == 0 {
+            let span = self.value_span(&["schedule", "repetitions"]);
+            self.err(
+                ManifestError::new("`repetitions` must be at least 1", span)
+                    .label("no trial would be measured")
+                    .hint("use 5 or more repetitions to get a useful confidence interval"),
+            );
+        }
+        self.schedule_bounds(&schedule);
+
+        let stages = self.stages(&raw.stages)?;
+        let order = self.dag(&stages);
+
+        // Overrides of [smoke] apply to the base parameters, before variants and sweeps.
+        let mut base: Vec<toml::Table> = raw.stages.values().map(strip_stage_keys).collect();
+        self.template_vars = stages
+            .iter()
+            .zip(&base)
+            .map(|(s, t)| {
+                (s.kind == "command")
+                    .then(|| crate::stage::template_variables(t))
+                    .flatten()
+            })
+            .collect();
+        let mut sweep_raw = raw.sweep.clone();
+        // The base as `--smoke` would run it, to check [smoke] even when it is not used, so a
+        // broken smoke mode is caught by `check`.
+        let mut smoke_base = None;
+        let mut smoke_sweep_raw = None;
+        if smoke {
+            schedule.warmup = 0;
+            schedule.repetitions = schedule.repetitions.min(2);
+            if let Some(table) = &raw.smoke {
+                self.apply_smoke(table, &stages, &mut base, &mut schedule, &mut sweep_raw);
+            }
+        } else if let Some(table) = &raw.smoke {
+            let mut b = base.clone();
+            let mut s = schedule;
+            let mut sw = sweep_raw.clone();
+            self.apply_smoke(table, &stages, &mut b, &mut s, &mut sw);
+            smoke_base = Some(b);
+            smoke_sweep_raw = Some(sw);
+        }
+        let smoke_sweep_at = std::mem::take(&mut self.smoke_sweep_at);
+
+        let smoke_data = std::mem::take(&mut self.smoke_data);
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let data = if smoke {
+            self.data(raw.data.as_ref(), &smoke_data, dir)
+        } else {
+            if !smoke_data.is_empty() {
+                self.data(raw.data.as_ref(), &smoke_data, dir);
+            }
+            self.data(raw.data.as_ref(), &[], dir)
+        };
+        let variants = self.variants(raw.variants.as_ref(), &stages);
+        let no_smoke = std::collections::BTreeMap::new();
+        let located = if smoke { &smoke_sweep_at } else { &no_smoke };
+        let sweep = self.sweep(sweep_raw.as_ref(), &stages, &variants, located);
+        let variant_names: Vec<String> = variants.iter().map(|(n, _)| n.clone()).collect();
+        let compare = self.compare(raw.compare.as_ref(), &stages, &variant_names, dir);
+        let smoke_origin = std::mem::take(&mut self.smoke_origin);
+        let configs = if smoke {
+            self.configs(&stages, &base, &variants, &sweep, &smoke_origin)
+        } else {
+            self.configs(&stages, &base, &variants, &sweep, &[])
+        };
+        if let Some(b) = &smoke_base {
+            // The smoke sweep too, located at the [smoke] keys that set it.
+            let smoke_sweep = self.sweep(smoke_sweep_raw.flatten().as_ref(), &stages, &variants, &smoke_sweep_at);
+            self.configs(&stages, b, &variants, &smoke_sweep, &smoke_origin);
+        }
+        let planned = configs.len() as u64 * (u64::from(schedule.warmup) + u64::from(schedule.repetitions));
+        let within = schedule.repetitions <= MAX_REPETITIONS && schedule.warmup <= MAX_WARMUP;
+        if within && planned > MAX_TRIALS {
+            let span = self.value_span(&["schedule", "repetitions"]);
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "the plan has {planned} trials ({} {} x ({} warm-up + {} repetitions)), above the limit of {MAX_TRIALS}",
+                        configs.len(),
+                        if configs.len() == 1 { "config" } else { "configs" },
+                        schedule.warmup,
+                        schedule.repetitions
+                    ),
+                    span,
+                )
+                .label("too many trials")
+                .hint("fewer repetitions or sweep points, or split the experiment into several runs"),
+            );
+        }
+        // An A/A run (`allow_identical`) has no real effect to miss, so an unreachable alpha
+        // cannot make it mislead; every other design must be able to reach a verdict.
+        if let Some(c) = compare.as_ref().filter(|c| !c.allow_identical) {
+            self.identical_configs(&stages, &configs, &variants, &sweep);
+            if !smoke && configs.len() > 1 {
+                self.reachable_alpha(&schedule, c);
+            }
+        }
+        if !self.errors.is_empty() {
+            return None;
+        }
+        Some(Experiment {
+            name,
+            description: raw.experiment.description,
+            path: path.to_owned(),
+            text: text.to_owned(),
+            hash: hex_sha256(text.as_bytes()),
+            schedule,
+            stages,
+            order,
+            variants: variant_names,
+            sweep: sweep
+                .into_iter()
+                .map(|(path, values, _)| SweepAxis { path, values })
+                .collect(),
+            compare: compare?,
+            configs,
+            smoke,
+            data,
+        })
+    }
+}
