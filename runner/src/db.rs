@@ -285,6 +285,19 @@ fn percent_decode(s: &str) -> Result<String, std::string::FromUtf8Error> {
     String::from_utf8(out)
 }
 
+/// Dispatches one body over the pool of either backend; the SQL must be valid for both
+/// (`$1`-style placeholders work on SQLite and Postgres alike).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! on_pool {
+    ($db:expr, |$p:ident| $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite($p) => $body,
+            $crate::db::Db::Postgres($p) => $body,
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,17 +372,4 @@ mod tests {
         assert_eq!(sqlite_path("x.sqlite"), Some(PathBuf::from("x.sqlite")));
         assert_eq!(sqlite_path("mysql://x"), None);
     }
-}
-
-/// Dispatches one body over the pool of either backend; the SQL must be valid for both
-/// (`$1`-style placeholders work on SQLite and Postgres alike).
-#[macro_export]
-#[doc(hidden)]
-macro_rules! on_pool {
-    ($db:expr, |$p:ident| $body:expr) => {
-        match $db {
-            $crate::db::Db::Sqlite($p) => $body,
-            $crate::db::Db::Postgres($p) => $body,
-        }
-    };
 }

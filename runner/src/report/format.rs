@@ -189,6 +189,16 @@ pub(crate) fn cell(text: &str) -> String {
     }
 }
 
+/// `n thing` or `n things`.
+/// `1 trial`, `3 trials`: a count with its noun.
+pub(crate) fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,14 +239,5 @@ mod tests {
         assert_eq!(bytes(1000.0), "1000 B");
         assert_eq!(bytes(1536.0), "1.50 KiB");
         assert_eq!(bytes(210_763_776.0), "201 MiB");
-    }
-}
-
-/// `n thing` or `n things`.
-pub(crate) fn plural(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
     }
 }

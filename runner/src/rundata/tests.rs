@@ -1,0 +1,258 @@
+//! Run data assembled from stored trials: configs, failures and notes as the reports read them.
+
+use super::*;
+
+fn fp(host: &str, cpu: &str, gpu: &str) -> Fingerprint {
+    Fingerprint {
+        hash: format!("h-{host}"),
+        host: host.into(),
+        cpu: cpu.into(),
+        cores: 8,
+        os: "Linux".into(),
+        gpu: gpu.into(),
+        measured_version: "0.1.0".into(),
+        rustc: "rustc".into(),
+        git_commit: "abc".into(),
+        git_dirty: false,
+        git_branch: Some("main".into()),
+        build_commit: "def".into(),
+        build_dirty: false,
+    }
+}
+
+fn trial(index: u32, variant: &str, host: &str, pid: u32, warmup: bool) -> TrialRecord {
+    TrialRecord {
+        index,
+        config: variant.into(),
+        variant: variant.into(),
+        sweep: Vec::new(),
+        repetition: 0,
+        block: index / 2,
+        warmup,
+        ok: true,
+        error: None,
+        seconds: 1.0,
+        started_at: chrono::Utc::now(),
+        finished_at: chrono::Utc::now(),
+        environment_hash: format!("h-{host}"),
+        worker: format!("{host}:{pid}"),
+        git_commit: None,
+        git_dirty: false,
+        load: Default::default(),
+        stages: Vec::new(),
+    }
+}
+
+#[test]
+fn one_note_per_host_and_a_warning_when_machines_differ() {
+    let trials = vec![
+        trial(0, "a", "n1", 10, true),
+        trial(1, "b", "n1", 10, true),
+        trial(2, "a", "n1", 10, false),
+        trial(3, "b", "n1", 10, false),
+        trial(4, "a", "n2", 20, false),
+        trial(5, "b", "n2", 20, false),
+    ];
+    let envs: BTreeMap<String, Fingerprint> = [
+        fp("n1", "Xeon 8480", "H100, 550.1"),
+        fp("n2", "EPYC 9654", "H100, 550.1"),
+    ]
+    .into_iter()
+    .map(|e| (e.hash.clone(), e))
+    .collect();
+    let notes = host_notes(&trials, &envs);
+    assert_eq!(notes.len(), 3, "{notes:#?}");
+    assert!(
+        notes[0].starts_with(
+            "Host n1 (environment h-n1): 2 measured trials (1 a, 1 b) and 2 warm-up by 1 worker; CPU Xeon 8480"
+        ),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[1].contains("Host n2") && notes[1].contains("EPYC 9654"),
+        "{}",
+        notes[1]
+    );
+    assert!(
+        notes[2].starts_with("Warning: hosts differ in CPU model (Xeon 8480 on n1; EPYC 9654 on n2)"),
+        "{}",
+        notes[2]
+    );
+}
+
+fn stored_run(stock_database: Option<&str>) -> (RunRow, StoredSpec) {
+    let text = "[experiment]\nname = \"db\"\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n";
+    let exp = crate::manifest::parse_str(std::path::Path::new("db.toml"), text, false).unwrap();
+    let exp = StoredSpec::of(&exp, 1);
+    let row = RunRow {
+        id: "20260101-000000-0000".into(),
+        experiment: "db".into(),
+        description: String::new(),
+        manifest_path: "db.toml".into(),
+        manifest_text: text.into(),
+        manifest_hash: "h".into(),
+        smoke: false,
+        seed: 1,
+        status: "finished".into(),
+        planned_trials: 0,
+        started_at: chrono::Utc::now(),
+        finished_at: None,
+        git_commit: "abc".into(),
+        git_dirty: false,
+        git_branch: None,
+        environment_hash: "e".into(),
+        command: "measured run db.toml --seed 1".into(),
+        heartbeat_at: None,
+        lease_seconds: 60.0,
+        stock_database: stock_database.map(str::to_owned),
+        spec: None,
+        stock_data: None,
+        stored_trials: 0,
+        failed_trials: 0,
+    };
+    (row, exp)
+}
+
+#[test]
+fn the_report_names_both_databases_without_passwords() {
+    let (row, exp) = stored_run(Some("postgres://bob:***@stock.example/bars"));
+    let data = run_data(&row, &exp, &[], None, "postgres://alice:s3cret@db.example/results");
+    let report = crate::report::build_report(&data);
+    assert_eq!(report.databases.results, "postgres://alice:***@db.example/results");
+    let md = crate::report::render_markdown(&report, None).unwrap();
+    assert!(
+        md.contains(
+            "Results database `postgres://alice:***@db.example/results`; stock database `postgres://bob:***@stock.example/bars`."
+        ),
+        "{md}"
+    );
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(!md.contains("s3cret") && !json.contains("s3cret"), "{json}");
+
+    // Runs stored before the stock database was recorded, and runs that read their own.
+    let (old, exp) = stored_run(None);
+    let md = crate::report::render_markdown(
+        &crate::report::build_report(&run_data(&old, &exp, &[], None, "r.sqlite")),
+        None,
+    )
+    .unwrap();
+    assert!(
+        md.contains("Results database `r.sqlite`; stock database not recorded."),
+        "{md}"
+    );
+    let (same, exp) = stored_run(Some("r.sqlite"));
+    let md = crate::report::render_markdown(
+        &crate::report::build_report(&run_data(&same, &exp, &[], None, "r.sqlite")),
+        None,
+    )
+    .unwrap();
+    assert!(
+        md.contains("Results database `r.sqlite`; stock data from the same database."),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_branch_is_in_the_environment_only_when_known() {
+    let (mut row, exp) = stored_run(None);
+    let unknown = run_data(&row, &exp, &[], None, "r.sqlite");
+    assert!(
+        !unknown.environment.contains_key("git_branch"),
+        "{:?}",
+        unknown.environment
+    );
+    row.git_branch = Some("feature/fast-path".into());
+    let known = run_data(&row, &exp, &[], None, "r.sqlite");
+    assert_eq!(
+        known.environment.get("git_branch").map(String::as_str),
+        Some("feature/fast-path")
+    );
+}
+
+#[test]
+fn stage_notes_are_listed_once_with_their_configs_and_trial_counts() {
+    let with_note = |index, variant: &str, warmup, note: &str| {
+        let mut t = trial(index, variant, "n1", 1, warmup);
+        t.stages.push(crate::record::StageRecord {
+            name: "load".into(),
+            kind: "load".into(),
+            position: 0,
+            status: StageStatus::Ok,
+            cache_hit: false,
+            seconds: 0.1,
+            peak_rss_bytes: None,
+            error: None,
+            content_hash: None,
+            metrics: Vec::new(),
+            notes: vec![note.to_owned()],
+        });
+        t
+    };
+    let trials = vec![
+        with_note(0, "a", true, "dropped 1 symbol with no rows in the whole history: X"),
+        with_note(1, "b", false, "dropped 1 symbol with no rows in the whole history: X"),
+        with_note(2, "a", false, "something else"),
+        with_note(3, "b", false, "dropped 1 symbol with no rows in the whole history: X"),
+    ];
+    let (notes, left_out) = stage_notes(&trials);
+    assert_eq!(left_out, 0);
+    assert_eq!(notes.len(), 2);
+    assert_eq!(
+        (notes[0].trials, notes[0].configs.clone()),
+        (3, vec!["a".into(), "b".into()])
+    );
+    assert_eq!((notes[1].note.as_str(), notes[1].trials), ("something else", 1));
+    let many: Vec<TrialRecord> = (0..MAX_STAGE_NOTES as u32 + 5)
+        .map(|i| with_note(i, "a", false, &format!("note {i}")))
+        .collect();
+    let (notes, left_out) = stage_notes(&many);
+    assert_eq!((notes.len(), left_out), (MAX_STAGE_NOTES, 5));
+}
+
+#[test]
+fn load_figures_leave_out_warm_up_trials_and_old_runs_say_nothing() {
+    let mut warm = trial(0, "a", "n1", 1, true);
+    warm.load = crate::measure::TrialLoad {
+        load_before: Some(9.0),
+        load_after: Some(9.0),
+        other_cpu: Some(8.0),
+        cores: Some(8),
+        cpu_mhz: Some(1000.0),
+    };
+    let mut measured = trial(1, "a", "n1", 1, false);
+    measured.load = crate::measure::TrialLoad {
+        load_before: Some(0.5),
+        load_after: Some(0.7),
+        other_cpu: Some(0.2),
+        cores: Some(8),
+        cpu_mhz: Some(3000.0),
+    };
+    let m = machine_load(&[warm.clone(), measured]);
+    let l = m.load.as_ref().unwrap();
+    assert_eq!((l.trials, l.max, l.busy), (1, 0.7, false));
+    assert!(m.warnings().is_empty());
+    // Trials stored before the readings existed: no figures at all.
+    let (row, spec) = stored_run(None);
+    let old = [trial(0, "a", "n1", 1, false), trial(1, "a", "n1", 1, false)];
+    let data = run_data(&row, &spec, &old, None, "r.sqlite");
+    assert_eq!(data.machine, MachineLoad::default());
+    assert!(data
+        .notes
+        .iter()
+        .all(|n| !n.contains("Busy") && !n.contains("frequency")));
+}
+
+#[test]
+fn same_machines_no_warning_and_single_worker_no_notes() {
+    let envs: BTreeMap<String, Fingerprint> = [fp("n1", "Xeon", "none"), fp("n2", "Xeon", "none")]
+        .into_iter()
+        .map(|e| (e.hash.clone(), e))
+        .collect();
+    let two = vec![trial(0, "a", "n1", 1, false), trial(1, "b", "n2", 2, false)];
+    let notes = host_notes(&two, &envs);
+    assert_eq!(notes.len(), 2);
+    assert!(notes.iter().all(|n| !n.starts_with("Warning")), "{notes:#?}");
+    let one = vec![trial(0, "a", "n1", 1, false), trial(1, "b", "n1", 1, false)];
+    assert!(host_notes(&one, &envs).is_empty());
+}
