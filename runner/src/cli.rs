@@ -366,6 +366,8 @@ fn seconds_in(s: &str, min: f64, max: f64) -> Result<f64, String> {
     }
 }
 
+// Long because: one `match` with an arm per command, each only handing parsed arguments to
+// `commands`.
 /// Parses the process arguments, runs the command, returns the exit code.
 pub fn main() -> u8 {
     let cli = Cli::parse();

@@ -3,37 +3,39 @@
 //! Data flow: manifest (parse, validate) -> plan (configs, DAG, trial schedule) -> exec (stages,
 //! timing, events) -> reporters (console, store, JSON) -> stats -> report. See README.md.
 
-pub mod arch;
+pub(crate) mod arch;
 pub mod artifact;
-pub mod build_info;
+pub(crate) mod build_info;
 pub mod cli;
-pub mod color;
-pub mod commands;
-pub mod cuda_dl;
+pub(crate) mod color;
+pub(crate) mod commands;
+// Its loader is called only by a `cuda` build.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) mod cuda_dl;
 pub mod db;
-pub mod digest;
-pub mod error;
-pub mod exec;
+pub(crate) mod digest;
+pub(crate) mod error;
+pub(crate) mod exec;
 pub mod features;
-pub mod gitrev;
-pub mod globals;
-pub mod hint;
+pub(crate) mod gitrev;
+pub(crate) mod globals;
+pub(crate) mod hint;
 pub mod journal;
 pub mod manifest;
 pub mod market;
 pub mod measure;
 pub mod metrics;
-pub mod params;
-pub mod paths;
-pub mod plan;
-pub mod preflight;
-pub mod produced;
+pub(crate) mod params;
+pub(crate) mod paths;
+pub(crate) mod plan;
+pub(crate) mod preflight;
+pub(crate) mod produced;
 pub mod publish;
-pub mod queue;
-pub mod record;
-pub mod report;
-pub mod rundata;
-pub mod runspec;
+pub(crate) mod queue;
+pub(crate) mod record;
+pub(crate) mod report;
+pub(crate) mod rundata;
+pub(crate) mod runspec;
 pub mod stage;
 pub mod stats;
 pub mod store;

@@ -325,6 +325,8 @@ fn string<'a>(t: Option<&'a toml::Table>, k: &str) -> Option<&'a str> {
     t.and_then(|t| t.get(k)).and_then(toml::Value::as_str)
 }
 
+// Long because: it recovers each part of a spec in turn, with a note for each part that cannot be
+// read.
 /// Best effort for a stored manifest this binary rejects: configs from the trials, settings
 /// from the TOML, and a note for each guard or claim that cannot be read (never dropped
 /// silently).

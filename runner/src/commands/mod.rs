@@ -13,10 +13,7 @@ pub use check::{check, plan};
 pub use data::{data_import, data_synth};
 pub use queue::{status, submit, worker, SubmitOptions, WorkerArgs};
 pub use report::{compare, history, publish, report, HistoryOptions};
-pub use run::{
-    final_status, run, stopped_message, unstored_message, RunOptions, DEFAULT_DB_WAIT_SECONDS, DEFAULT_LEASE_SECONDS,
-    INCOMPLETE,
-};
+pub use run::{run, RunOptions, DEFAULT_DB_WAIT_SECONDS, DEFAULT_LEASE_SECONDS};
 pub use runs::{runs, show};
 pub use summary::{fmt_secs, summary_table};
 

@@ -63,6 +63,9 @@ fn connect(rt: &tokio::runtime::Runtime, url: &str) -> Result<(Db, sqlx::PgPool)
     Ok((db, pool))
 }
 
+// Long because: `submit`'s steps in the order they must happen (validate, plan, prepare the data,
+// store the run, enqueue, submit the array), each a few lines; nothing is written before
+// validation passes.
 /// `measured submit`: validates and plans the experiment, creates the run, enqueues one unit per
 /// schedule block and, with `--slurm`, submits the worker array. Prints the run id (and job id).
 pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {

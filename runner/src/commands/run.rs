@@ -103,6 +103,8 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
     result
 }
 
+// Long because: a run's steps in order (start or resume, execute, store, then say what was stored
+// and judged); they share the run's state, and each step is short and commented.
 fn run_with(
     g: &Globals,
     o: &RunOptions,

@@ -70,6 +70,7 @@ fn abandoned_note(r: &store::RunRow, now: chrono::DateTime<chrono::Utc>) -> Stri
     )
 }
 
+// Long because: it writes `show`'s output top to bottom, one short block per section.
 /// `measured show`: one run's trials with stage timings.
 pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     let rt = runtime()?;

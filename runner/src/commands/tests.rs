@@ -1,5 +1,6 @@
 //! Unit tests of the command layer: run statuses, resume and reproduce lines.
 
+use super::run::{final_status, unstored_message, INCOMPLETE};
 use super::*;
 use crate::exec::Outcome;
 use std::path::PathBuf;

@@ -252,6 +252,8 @@ fn emit(reporters: &mut [&mut dyn Reporter], event: &RunEvent<'_>) -> Result<(),
     Ok(())
 }
 
+// Long because: the stage loop owns the trial's artifacts, cache keys and records, which each of
+// its steps reads and writes; the steps are commented in order.
 /// Runs one trial; `None` when it was cancelled (nothing of it is kept).
 pub fn run_trial(
     spec: &RunSpec<'_>,
@@ -381,11 +383,12 @@ pub fn run_trial(
                     }
                     artifacts[si] = Some(artifact);
                 }
-                Err(e) if e.cancelled || cancel.load(Ordering::SeqCst) => return Ok(None),
+                Err(e) if e.is_cancelled() || cancel.load(Ordering::SeqCst) => return Ok(None),
                 Err(e) => {
+                    let message = e.to_string();
                     record.status = StageStatus::Failed;
-                    first_error.get_or_insert_with(|| format!("stage `{}` failed: {}", def.name, e.message));
-                    record.error = Some(e.message);
+                    first_error.get_or_insert_with(|| format!("stage `{}` failed: {message}", def.name));
+                    record.error = Some(message);
                 }
             }
         }

@@ -185,6 +185,8 @@ fn split_date(bars: &Bars, params: &NormalizeParams) -> Result<NaiveDate, Normal
     Ok(min + chrono::Duration::days(offset))
 }
 
+// Long because: the three phases run in order, each timed between its own statements; splitting
+// them would move the timer boundaries and pass a dozen locals between helpers.
 fn run(
     bars: &Bars,
     params: &NormalizeParams,

@@ -12,6 +12,8 @@ use std::ops::Range;
 use std::path::Path;
 
 impl Validator {
+    // Long because: it checks a claim's keys one after another, a few lines each, so every problem
+    // of a claim is reported in one pass.
     /// One `[compare]` claim: its keys, its variant, its speedup, its conditions, and its
     /// provenance: the quote must occur verbatim in `sources/<document>.md` next to the
     /// manifest, under the named section.
@@ -260,6 +262,8 @@ impl Validator {
         );
     }
 
+    // Long because: one comparison over pairs of configs, whose message needs the variant and sweep
+    // context of both.
     /// Two configs whose stages get identical parameters measure the same thing twice: a
     /// misspelled or no-op override would then produce a verdict about nothing. Reported once
     /// per group of identical configs, at the override (or variant) that was meant to differ.

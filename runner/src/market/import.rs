@@ -263,6 +263,7 @@ impl fmt::Display for ImportPlan {
     }
 }
 
+// Long because: one pass over the files, then each part of the plan computed from it in order.
 /// Reads and checks every row of `opts.files` without touching a database: the plan an import
 /// would write, or the error it would fail with (bad rows are an error unless `skip_bad`).
 pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {

@@ -196,6 +196,8 @@ pub async fn decide(db: &Db, spec: &DataSpec, place: &StockPlace) -> Result<Resu
     Ok(Ok(steps))
 }
 
+// Long because: a branch per state of the database (the declared market, clashing imports, empty,
+// another market), each with its own message.
 /// Whether the declared market is there; what to write if not.
 async fn synth_step(
     db: &Db,
@@ -333,6 +335,8 @@ async fn imported_among(db: &Db, symbols: &[catalog::SymbolFacts]) -> Result<Vec
     Ok(out)
 }
 
+// Long because: a branch per state of the database (imported, absent, partly there, different
+// rows), each with its own message.
 /// Whether a declared file is imported; what to write if not.
 async fn import_step(
     db: &Db,

@@ -16,6 +16,8 @@ use crate::report::{padded_range, palette_color};
 const WIDTH: u32 = 900;
 const HEIGHT: u32 = 380;
 
+// Long because: it draws the chart in layers (axes by plotters, then the series and their links as
+// SVG) that share one pixel mapping.
 /// Draws `chart`; `run_href` gives a run's page (by slug) relative to the page the SVG is in.
 /// `label` is the chart's text alternative.
 pub fn metric_svg(chart: &MetricChart, label: &str, run_href: &dyn Fn(&str) -> String) -> Result<String, String> {

@@ -164,6 +164,7 @@ fn summarized(report: &Report, metric: &str, config: &str) -> Option<(usize, Opt
         .map(|o| (o.n, o.median, o.median_ci))
 }
 
+// Long because: it fills the digest's fields one after another, each computed beside it.
 /// Summarizes `run` (whose report is `report`, started on the machine `environment`) under
 /// `key`, for the folder `slug`.
 pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: bool, environment: &str) -> RunDigest {

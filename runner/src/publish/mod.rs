@@ -289,6 +289,8 @@ fn load_chunk(
     Ok(out)
 }
 
+// Long because: the pipeline (list runs, render chunks on scoped threads while the next is read,
+// write pages, remove stale ones) shares the scope's borrows.
 /// Publishes every run stored in `db` (reached at `database`) into `opts.out`.
 pub fn publish(
     rt: &tokio::runtime::Runtime,

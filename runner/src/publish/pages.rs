@@ -117,6 +117,8 @@ struct ChartView {
     rows: Vec<Vec<String>>,
 }
 
+// Long because: it builds one page's template context (series, filters, charts) in the order the
+// page shows them.
 pub(super) fn experiment_page(name: &str, runs: &[&RunDigest], pages: &Pages) -> Result<String, PublishError> {
     let mut envs: Vec<String> = Vec::new();
     let mut machines: Vec<String> = Vec::new();

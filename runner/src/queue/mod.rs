@@ -13,10 +13,7 @@ pub(crate) mod slurm;
 pub(crate) mod status;
 pub(crate) mod worker;
 
-pub use claim::{Claimed, UnitRow, MAX_ATTEMPTS};
-pub use slurm::{script, ScriptSpec, SlurmOptions};
-pub use status::{ArrayState, QueueStatus};
-pub use worker::{serve, worker_id, WorkerOptions, WorkerSummary};
+pub use slurm::SlurmOptions;
 
 use std::path::PathBuf;
 

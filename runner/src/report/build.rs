@@ -84,6 +84,8 @@ pub(crate) fn method(run: &RunData, comparisons: &[Comparison], samples: Samples
     }
 }
 
+// Long because: it assembles the report model section by section, each a short computation over the
+// same run.
 /// Builds the report model of one run.
 pub fn build_report(run: &RunData) -> Report {
     let settings = settings_of(run);

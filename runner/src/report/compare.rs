@@ -200,6 +200,9 @@ fn data_differences(a: &RunData, b: &RunData) -> Vec<String> {
     }
 }
 
+// Long because: it builds the comparison in order (the data check that may refuse it, the
+// configs both runs share, their comparisons adjusted as one family, guards, rows, the
+// environment diff), and every step reads the matched configs.
 /// Compares run `b` ("after") against run `a` ("before"). Refuses runs whose data hashes differ
 /// unless `allow_different_data`, because a speedup across different inputs measures nothing.
 pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Result<CompareModel, ReportError> {

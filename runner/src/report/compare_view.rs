@@ -5,12 +5,11 @@
 
 use serde::Serialize;
 
-use super::compare::{compare_runs, CompareModel};
+use super::compare::CompareModel;
 use super::format;
 use super::model::ComparisonRecord;
 use super::prose::{compare_summary_line, method_sentence, verdict_cell, Style};
 use super::view::{key_values, KeyValue};
-use super::{ReportError, RunData};
 
 const DASH: &str = "—";
 
@@ -82,12 +81,6 @@ pub struct EnvDiffRow {
     pub before: String,
     pub after: String,
     pub changed: bool,
-}
-
-/// Compares run `b` ("after") against run `a` ("before") and returns the Markdown view; see
-/// [`compare_runs`] for the typed comparison.
-pub fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) -> Result<CompareReport, ReportError> {
-    compare_runs(a, b, allow_different_data).map(|m| compare_view(&m))
 }
 
 fn value(v: Option<f64>, unit: &str) -> String {

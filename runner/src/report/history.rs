@@ -70,6 +70,7 @@ pub struct HistoryStep {
     pub flagged: bool,
 }
 
+// Long because: one pass over the runs, oldest first, carrying each config's last samples forward.
 /// Builds the history of `metric` over `runs` (oldest first). `direction` is `None` to infer it
 /// from the metric's unit.
 pub fn build_history(experiment: &str, metric: &str, direction: Option<Direction>, runs: &[RunData]) -> History {

@@ -44,24 +44,14 @@ use crate::runspec::CompareSpec;
 
 pub use build::build_report;
 pub(crate) use charts::{padded_range, palette_color, render_charts, FONT as CHART_FONT};
-pub use compare::{
-    compare_runs, CompareGuard, CompareModel, CompareResult, EnvChange, RunStamp, COMPARE_SCHEMA_VERSION,
-};
-pub use compare_view::{build_comparison, compare_view, CompareGuardRow, CompareReport, CompareRow, EnvDiffRow};
+pub use compare::{compare_runs, CompareModel};
+pub use compare_view::{compare_view, CompareReport};
 pub(crate) use history::commit_label;
-pub use history::{build_history, render_history_markdown, History, HistoryPoint, HistoryStep};
-pub use markdown::{render_compare_github, render_compare_markdown, render_github, render_markdown};
-pub use model::{
-    BandwidthColumn, BandwidthKind, BandwidthRow, BandwidthTable, ChartRef, ClaimRow, ComparisonRecord, Databases,
-    FailedTrialRow, FrequencyFigures, GuardRow, Interval, LoadFigures, Method, OtherMetricRow, PAdjustment, Primary,
-    RankTest, RankTestKind, Report, ResultRow, StageNoteRow, StageRow, SweepCell, SweepRow, SweepTable, SCHEMA_VERSION,
-};
+pub use history::{build_history, render_history_markdown, History};
+pub use markdown::{render_compare_markdown, render_markdown};
+pub use model::{Interval, Report, StageNoteRow};
 pub use output::{compare_output, report_output, OutputFormat};
 pub(crate) use samples::{direction_of, metric_samples, settings_of};
-pub use scaling::{
-    Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis, ThreadGroup, ThreadPoint, SIZE_PARAMETERS, THREAD_PARAMETERS,
-};
-pub use view::{view, KeyValue, ReportView};
 
 /// One stored run, as the store hands it to the report (warm-up trials already excluded).
 #[derive(Debug, Clone, PartialEq)]

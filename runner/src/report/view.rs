@@ -247,6 +247,8 @@ pub(crate) fn key_values(map: &std::collections::BTreeMap<String, String>) -> Ve
         .collect()
 }
 
+// Long because: one struct literal with a field per template variable; each field is a short
+// formatting expression.
 /// The Markdown view of `r`.
 pub fn view(r: &Report) -> ReportView<'_> {
     let unit = r.primary.unit.as_str();

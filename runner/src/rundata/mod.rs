@@ -68,6 +68,7 @@ impl StoredRun {
     }
 }
 
+// Long because: it converts the stored rows to the report's input in one pass, section by section.
 /// Builds the report input from a stored run, its spec and its trials, read from the results
 /// database at `database`. Nothing here validates a manifest or builds a stage.
 pub fn run_data(

@@ -1,6 +1,6 @@
 //! The `load` stage (exec -> stage -> market): reads daily bars from the stock database.
 
-use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use super::{Inputs, ParamError, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
 use crate::market::{load_within, FetchStrategy, LoadParams};
 use std::sync::Arc;
@@ -10,7 +10,7 @@ struct LoadStage {
     params: LoadParams,
 }
 
-pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
     let params: LoadParams = super::params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(LoadStage { params }))
@@ -18,12 +18,11 @@ pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildErr
 
 impl Stage for LoadStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
-        let db = ctx.services.stock_db().map_err(StageError::new)?;
-        let universe = ctx.services.universe(ctx.data).map_err(StageError::new)?;
+        let db = ctx.services.stock_db().map_err(StageError::Stock)?;
+        let universe = ctx.services.universe(ctx.data).map_err(StageError::Stock)?;
         let bars = ctx
             .services
-            .block_on(load_within(db, &self.params, universe.as_deref(), &mut ctx.rec))
-            .map_err(|e| StageError::new(e.to_string()))?;
+            .block_on(load_within(db, &self.params, universe.as_deref(), &mut ctx.rec))?;
         ctx.content_hash = Some(bars.content_hash.clone());
         Ok(Artifact::Bars(Arc::new(bars)))
     }

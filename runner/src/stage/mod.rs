@@ -19,7 +19,12 @@ pub(crate) use params::{field_names, params_from_table};
 pub use services::{missing_named_stock, Services};
 
 use crate::artifact::{Artifact, ArtifactKind};
+use crate::features::NormalizeError;
+use crate::market::LoadError;
 use crate::metrics::Recorder;
+use crate::params::ParamError;
+use crate::tensor::TrainError;
+use crate::transfer::TransferError;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -98,51 +103,60 @@ pub struct StageCtx<'a> {
     pub content_hash: Option<String>,
 }
 
-/// A stage failure: recorded with the trial, the run goes on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StageError {
-    pub message: String,
-    /// The stage stopped because the run was interrupted, not because it failed.
-    pub cancelled: bool,
+/// A stage failure: recorded with the trial, and the run goes on. [`StageError::Cancelled`] is
+/// not a failure: the run was interrupted, and the trial is dropped whole.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error("cancelled")]
+    Cancelled,
+    /// The stage was not given the artifact it needs.
+    #[error("{0}")]
+    MissingInput(&'static str),
+    /// The stock database cannot be reached, or does not hold the data the manifest declares.
+    #[error("{0}")]
+    Stock(String),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Normalize(NormalizeError),
+    #[error(transparent)]
+    Train(TrainError),
+    #[error(transparent)]
+    Transfer(TransferError),
+    /// The command stage's program could not start, ran out of time, failed, or was killed.
+    #[error("{0}")]
+    Command(String),
 }
 
 impl StageError {
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            cancelled: false,
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, StageError::Cancelled)
+    }
+}
+
+impl From<NormalizeError> for StageError {
+    fn from(e: NormalizeError) -> Self {
+        match e {
+            NormalizeError::Cancelled => StageError::Cancelled,
+            e => StageError::Normalize(e),
         }
     }
+}
 
-    pub fn cancelled() -> Self {
-        Self {
-            message: "cancelled".into(),
-            cancelled: true,
+impl From<TrainError> for StageError {
+    fn from(e: TrainError) -> Self {
+        match e {
+            TrainError::Cancelled => StageError::Cancelled,
+            e => StageError::Train(e),
         }
     }
 }
 
-impl std::fmt::Display for StageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-/// A parameter problem found while building a stage, located by the validator.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BuildError {
-    /// The top-level parameter key the problem is in, when known.
-    pub field: Option<String>,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-impl From<crate::params::ParamError> for BuildError {
-    fn from(e: crate::params::ParamError) -> Self {
-        Self {
-            field: Some(e.field),
-            message: e.message,
-            hint: e.hint,
+impl From<TransferError> for StageError {
+    fn from(e: TransferError) -> Self {
+        match e {
+            TransferError::Cancelled => StageError::Cancelled,
+            e => StageError::Transfer(e),
         }
     }
 }
@@ -157,7 +171,7 @@ pub struct KindSpec {
     pub fields: fn() -> &'static [&'static str],
     /// JSON Schema of the parameter struct, for `measured schema` (editor completion).
     pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
-    pub build: fn(&toml::Table) -> Result<Arc<dyn Stage>, BuildError>,
+    pub build: fn(&toml::Table) -> Result<Arc<dyn Stage>, ParamError>,
 }
 
 /// Every stage kind this binary knows.

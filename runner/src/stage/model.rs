@@ -1,9 +1,9 @@
 //! The model stages (exec -> stage -> tensor): `train` fits an MLP on the windows, `validate`
 //! scores it on the validation windows against naive baselines.
 
-use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use super::{Inputs, ParamError, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
-use crate::tensor::{train, validate, TrainError, TrainParams, ValidateParams};
+use crate::tensor::{train, validate, TrainParams, ValidateParams};
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -11,7 +11,7 @@ struct TrainStage {
     params: TrainParams,
 }
 
-pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
     let params: TrainParams = super::params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(TrainStage { params }))
@@ -27,15 +27,12 @@ impl Stage for TrainStage {
 
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
         let Some(Artifact::Windows(windows)) = inputs.get(ArtifactKind::Windows) else {
-            return Err(StageError::new("train needs the windows of a normalize stage"));
+            return Err(StageError::MissingInput("train needs the windows of a normalize stage"));
         };
         // An explicit seed in the manifest wins; otherwise the per-repetition stage seed.
         let seed = self.params.seed.unwrap_or(ctx.seed);
-        match train(windows.clone(), &self.params, seed, &mut ctx.rec, ctx.cancel) {
-            Ok(model) => Ok(Artifact::Model(Arc::new(model))),
-            Err(TrainError::Cancelled) => Err(StageError::cancelled()),
-            Err(e) => Err(StageError::new(e.to_string())),
-        }
+        let model = train(windows.clone(), &self.params, seed, &mut ctx.rec, ctx.cancel)?;
+        Ok(Artifact::Model(Arc::new(model)))
     }
 }
 
@@ -44,7 +41,7 @@ struct ValidateStage {
     params: ValidateParams,
 }
 
-pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
     let params: ValidateParams = super::params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(ValidateStage { params }))
@@ -60,9 +57,9 @@ impl Stage for ValidateStage {
 
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
         let Some(Artifact::Model(model)) = inputs.get(ArtifactKind::Model) else {
-            return Err(StageError::new("validate needs the model of a train stage"));
+            return Err(StageError::MissingInput("validate needs the model of a train stage"));
         };
-        validate(model, &self.params, &mut ctx.rec).map_err(|e| StageError::new(e.to_string()))?;
+        validate(model, &self.params, &mut ctx.rec)?;
         Ok(Artifact::None)
     }
 }
@@ -71,7 +68,7 @@ impl Stage for ValidateStage {
 /// upstream `normalize` stage gives (`seq_len` x features). Without a readable `normalize`
 /// table the width is unknown and the check waits for `train` itself, which repeats it on the
 /// real windows before allocating.
-pub(crate) fn check_train_memory(train: &toml::Table, normalize: Option<&toml::Table>) -> Result<(), BuildError> {
+pub(crate) fn check_train_memory(train: &toml::Table, normalize: Option<&toml::Table>) -> Result<(), ParamError> {
     let params: TrainParams = super::params_from_table(train)?;
     let Some(norm) = normalize.and_then(|t| super::params_from_table::<crate::features::NormalizeParams>(t).ok())
     else {

@@ -1,8 +1,8 @@
 //! The `normalize` stage (exec -> stage -> features): bars -> leakage-free, windowed features.
 
-use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use super::{Inputs, ParamError, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
-use crate::features::{build_windows, NormalizeError, NormalizeParams};
+use crate::features::{build_windows, NormalizeParams};
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -10,7 +10,7 @@ struct NormalizeStage {
     params: NormalizeParams,
 }
 
-pub(super) fn build_normalize(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+pub(super) fn build_normalize(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
     let params: NormalizeParams = super::params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(NormalizeStage { params }))
@@ -19,15 +19,10 @@ pub(super) fn build_normalize(table: &toml::Table) -> Result<Arc<dyn Stage>, Bui
 impl Stage for NormalizeStage {
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError> {
         let Some(Artifact::Bars(bars)) = inputs.get(ArtifactKind::Bars) else {
-            return Err(StageError::new("normalize needs the bars of a load stage"));
+            return Err(StageError::MissingInput("normalize needs the bars of a load stage"));
         };
-        match build_windows(bars, &self.params, &mut ctx.rec, ctx.cancel) {
-            Ok(w) => {
-                ctx.content_hash = Some(w.content_hash.clone());
-                Ok(Artifact::Windows(Arc::new(w)))
-            }
-            Err(NormalizeError::Cancelled) => Err(StageError::cancelled()),
-            Err(e) => Err(StageError::new(e.to_string())),
-        }
+        let w = build_windows(bars, &self.params, &mut ctx.rec, ctx.cancel)?;
+        ctx.content_hash = Some(w.content_hash.clone());
+        Ok(Artifact::Windows(Arc::new(w)))
     }
 }

@@ -1,19 +1,15 @@
 //! Turning a stage's parameter table into its typed parameter struct (validate -> stage),
 //! with the failing key named so the validator can point at it in the manifest.
 
-use super::BuildError;
+use super::ParamError;
 use serde::de::{self, DeserializeOwned, Visitor};
 use std::sync::{Mutex, OnceLock};
 
 /// Deserializes `table` into `P`, naming the top-level key a type error is in.
-pub(crate) fn params_from_table<P: DeserializeOwned>(table: &toml::Table) -> Result<P, BuildError> {
+pub(crate) fn params_from_table<P: DeserializeOwned>(table: &toml::Table) -> Result<P, ParamError> {
     // Round-trip through text: toml's deserializer reports a byte span into that text, which
     // maps back to the key that holds the bad value.
-    let text = toml::to_string(table).map_err(|e| BuildError {
-        field: None,
-        message: e.to_string(),
-        hint: None,
-    })?;
+    let text = toml::to_string(table).map_err(|e| ParamError::unlocated(e.to_string()))?;
     toml::from_str::<P>(&text).map_err(|e| {
         let message = e.message().trim().to_owned();
         let field = e
@@ -28,7 +24,11 @@ pub(crate) fn params_from_table<P: DeserializeOwned>(table: &toml::Table) -> Res
                 })
             })
             .or_else(|| crate::hint::serde_hint(&message));
-        BuildError { field, message, hint }
+        ParamError {
+            field: field.unwrap_or_default(),
+            message,
+            hint,
+        }
     })
 }
 
@@ -144,7 +144,7 @@ mod tests {
     fn names_the_key_with_a_bad_type() {
         let t: toml::Table = toml::from_str("batch_size = \"big\"\nlr = 0.1").unwrap();
         let e = params_from_table::<P>(&t).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("batch_size"));
+        assert_eq!(e.field, "batch_size");
         assert!(e.message.contains("invalid type"), "{}", e.message);
     }
 
@@ -152,7 +152,7 @@ mod tests {
     fn suggests_a_close_field() {
         let t: toml::Table = toml::from_str("batch_sise = 3").unwrap();
         let e = params_from_table::<P>(&t).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("batch_sise"));
+        assert_eq!(e.field, "batch_sise");
         assert_eq!(e.hint.as_deref(), Some("did you mean `batch_size`?"));
     }
 }

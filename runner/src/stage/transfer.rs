@@ -1,9 +1,9 @@
 //! The `transfer` stage (exec -> stage -> transfer): host <-> device copy bandwidth per size
 //! and mode. The measuring itself lives in `crate::transfer`.
 
-use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use super::{Inputs, ParamError, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::transfer::{run_transfer, TransferError, TransferParams};
+use crate::transfer::{run_transfer, TransferParams};
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -11,7 +11,7 @@ struct TransferStage {
     params: TransferParams,
 }
 
-pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
     let params: TransferParams = super::params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(TransferStage { params }))
@@ -25,14 +25,9 @@ impl Stage for TransferStage {
     }
 
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
-        match run_transfer(&self.params, &mut ctx.rec, ctx.cancel) {
-            Ok(()) => {
-                add_mode_free_names(&mut ctx.rec);
-                Ok(Artifact::None)
-            }
-            Err(TransferError::Cancelled) => Err(StageError::cancelled()),
-            Err(e) => Err(StageError::new(e.to_string())),
-        }
+        run_transfer(&self.params, &mut ctx.rec, ctx.cancel)?;
+        add_mode_free_names(&mut ctx.rec);
+        Ok(Artifact::None)
     }
 }
 

@@ -83,6 +83,7 @@ fn split_unit(s: &str) -> (&str, Option<ClaimUnit>) {
 }
 
 impl Claim {
+    // Long because: one parser for the claim grammar, a branch per form.
     /// Parses the claim forms `"1.5x"`, `"~2x"`, `"3x..4x"`, `"3-4x"`, `"20-50x"`, `"90%"`,
     /// `"5-15%"`, `"5%..15%"`, `">= 20%"` (also `>`, `<=`, `<`, and `>= 1.5x`).
     pub fn parse(text: &str) -> Result<Claim, ClaimParseError> {

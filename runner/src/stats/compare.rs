@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::bootstrap::{mean_replicates, percentile_interval, ratio_of_medians_replicates};
-use super::dist::normal_sf;
+use super::dist::normal_isf;
 use super::rank::{mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
 use super::summary::median;
 use super::{CompareSettings, Direction, Verdict};
@@ -160,20 +160,6 @@ fn reps_needed(ratio: f64, (lo, hi): (f64, f64), p: f64, n: usize, paired: bool,
 
 /// Beyond this many repetitions an estimate is not worth stating (shown as "more than").
 const MAX_REPS_NEEDED: f64 = 1e6;
-
-/// Inverse of the normal upper tail by bisection (monotone, 200 halvings).
-fn normal_isf(p: f64) -> f64 {
-    let (mut lo, mut hi) = (-40.0, 40.0);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if normal_sf(mid) > p {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
-}
 
 fn oriented(ratio: f64, ci: Option<(f64, f64)>, direction: Direction) -> (f64, Option<(f64, f64)>) {
     match direction {

@@ -133,7 +133,7 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
             )?;
             let (windows, valid) = (&model.windows, &model.windows.valid);
             eval::predict(windows, valid, params.batch_size, model.target, |b| {
-                Ok(net.forward(&b.x, b.rows, false).to_vec())
+                Ok(net.forward(&b.x, b.rows, false)?.to_vec())
             })?
         }
         DeviceKind::Cuda => predict_cuda(model, params)?,

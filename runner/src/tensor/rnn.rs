@@ -49,6 +49,8 @@ pub fn init(arch: &Arch, seed: u64) -> Result<Vec<Vec<f32>>, TrainError> {
     Ok(params)
 }
 
+// Long because: the dfdx graph of both cells, day by day; one function keeps the tape's path in
+// view.
 /// Forward pass over a batch `(rows, days * n_features)` (each row a window, day-major, as the
 /// batches carry it); returns `(rows, outputs)`.
 pub fn forward<D: Device<f32>, T: Tape<f32, D> + Merge<T>>(

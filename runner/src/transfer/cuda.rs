@@ -116,6 +116,8 @@ fn d2d_gbps(want: u64, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -
 /// `per_copy` buffer), freed only after the iteration's synchronization.
 type Keep = Option<Box<dyn std::any::Any>>;
 
+// Long because: the timed copy loop of every mode, with its clock reads inline so that nothing else
+// runs between them.
 fn copy_samples(
     len: usize,
     mode: Mode,

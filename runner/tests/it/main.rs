@@ -1,5 +1,6 @@
 //! Integration tests: the `measured` binary and library against fixtures and real databases.
 
+mod architecture;
 mod busy;
 mod claims;
 mod color;

@@ -95,6 +95,8 @@ impl Validator {
         true
     }
 
+    // Long because: it reads `[compare]`'s keys one after another, each with its own check and
+    // located error.
     pub(super) fn compare(
         &mut self,
         raw: Option<&RawCompare>,

@@ -6,6 +6,8 @@ use crate::manifest::{Config, ResolvedStage, StageDef};
 use crate::stage::find_kind;
 
 impl Validator {
+    // Long because: one nested loop (variants, sweep points, stages) that builds every config's
+    // stages and locates each failure at the override that caused it.
     pub(super) fn configs(
         &mut self,
         stages: &[StageDef],
@@ -81,14 +83,15 @@ impl Validator {
                         }),
                         Err(e) => {
                             let find = |list: &'_ [(usize, String, Vec<String>)]| {
-                                e.field
-                                    .as_ref()
-                                    .and_then(|f| list.iter().rev().find(|(i, p, _)| *i == si && p == f).cloned())
+                                (!e.field.is_empty())
+                                    .then(|| list.iter().rev().find(|(i, p, _)| *i == si && *p == e.field).cloned())
+                                    .flatten()
                             };
                             let from_smoke = find(smoke_origin);
                             let from_override = find(&origin).or_else(|| from_smoke.clone());
                             let unknown = e.message.starts_with("unknown field");
-                            let span = match (&from_override, &e.field) {
+                            let field = e.field.as_str();
+                            let span = match (&from_override, (!field.is_empty()).then_some(field)) {
                                 (Some((_, _, at)), _) => {
                                     let at: Vec<&str> = at.iter().map(String::as_str).collect();
                                     if unknown {
@@ -106,7 +109,6 @@ impl Validator {
                                 }
                                 (None, None) => self.key_span(&["stages", &s.name]),
                             };
-                            let field = e.field.clone().unwrap_or_default();
                             let context = match (&from_override, &from_smoke) {
                                 (Some(a), Some(b)) if a == b => " (as set by [smoke])".to_owned(),
                                 (Some((_, _, at)), _) if at.first().is_some_and(|k| k == "smoke") => {

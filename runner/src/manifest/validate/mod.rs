@@ -200,6 +200,8 @@ impl Validator {
         self.errors.push(e);
     }
 
+    // Long because: it runs the sections' validators in dependency order, passing what each returns
+    // to the next, and reports every section's errors in one pass.
     fn experiment(&mut self, path: &Path, text: &str, raw: RawManifest, smoke: bool) -> Option<Experiment> {
         let name = raw.experiment.name.clone();
         if !crate::paths::is_valid_name(&name) {

@@ -10,6 +10,7 @@ use crate::stage::{find_kind, registry};
 use indexmap::IndexMap;
 
 impl Validator {
+    // Long because: one loop over the stage tables, with one located check per key.
     pub(super) fn stages(&mut self, raw: &IndexMap<String, toml::Table>) -> Option<Vec<StageDef>> {
         if raw.is_empty() {
             self.err(

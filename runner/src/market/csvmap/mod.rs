@@ -236,6 +236,8 @@ pub(crate) fn shell_word(text: &str) -> String {
 }
 
 impl Mapping {
+    // Long because: it resolves each column in precedence order (`--columns`, `--layout`, a known
+    // layout, usual names) and gives each failure its own hint.
     /// The mapping of one file: explicit `--columns`, else `--layout`, else the tushare layout
     /// when its columns are there, else the usual column names.
     pub fn for_file(opts: &ImportOptions, path: &Path, headers: &[String]) -> Result<Mapping, ImportError> {

@@ -1,7 +1,9 @@
 //! What a report says about itself: the tests that ran and why, a dirty tree, what a rerun
 //! needs.
 
+use crate::report::model::RankTestKind;
 use crate::report::tests::{base_run, config, simple_run, trials};
+use crate::report::view::view;
 use crate::report::*;
 
 /// The method sentence of a report on `run`.

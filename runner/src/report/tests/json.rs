@@ -1,6 +1,7 @@
 //! The typed report model on hand-built runs: `report.json` values and the other-metrics table.
 
 use super::bandwidth::transfer_run;
+use crate::report::model::SCHEMA_VERSION;
 use crate::report::tests::sweep_run;
 use crate::report::*;
 

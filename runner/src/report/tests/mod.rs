@@ -10,12 +10,19 @@ use std::collections::BTreeMap;
 
 use chrono::{TimeZone, Utc};
 
+use super::compare_view::compare_view;
+use super::view::view;
 use super::*;
 use crate::metrics::Metric;
 use crate::runspec::{ClaimSpec, GuardSpec};
 use crate::stats::{Claim, GuardVerdict, Tolerance, Verdict};
 use bandwidth::transfer_run;
 pub(super) use files::write_and_check;
+
+/// Compares run `b` ("after") against run `a` ("before") and returns the Markdown view.
+fn build_comparison(a: &RunData, b: &RunData, allow_different_data: bool) -> Result<CompareReport, ReportError> {
+    compare_runs(a, b, allow_different_data).map(|m| compare_view(&m))
+}
 
 /// Deterministic noise in [-0.5, 0.5) so fixtures need no RNG.
 pub(super) fn noise(k: u32) -> f64 {

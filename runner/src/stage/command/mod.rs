@@ -13,7 +13,7 @@ use process::{kill_tree, stage_token, wait_with_rusage, watch, GuardedStage, Kil
 
 pub use output::{each_line, parse_metric_line, MetricLine, MAX_LINE};
 
-use super::{BuildError, Inputs, Stage, StageCtx, StageError};
+use super::{Inputs, ParamError, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
 use indexmap::IndexMap;
 use minijinja::{Environment, UndefinedBehavior};
@@ -95,18 +95,18 @@ struct CommandStage {
     params: CommandParams,
 }
 
-pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
+pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
     let params: CommandParams = super::params_from_table(table)?;
     if params.argv.is_empty() || params.argv[0].trim().is_empty() {
-        return Err(BuildError {
-            field: Some("argv".into()),
+        return Err(ParamError {
+            field: "argv".into(),
             message: "`argv` must name a program".into(),
             hint: Some("e.g. argv = [\"python3\", \"bench.py\", \"--batch\", \"{{ batch_size }}\"]".into()),
         });
     }
     if params.shell && params.argv.len() != 1 {
-        return Err(BuildError {
-            field: Some("argv".into()),
+        return Err(ParamError {
+            field: "argv".into(),
             message: format!(
                 "with `shell = true`, `argv` must hold exactly one command line, got {}",
                 params.argv.len()
@@ -115,16 +115,16 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
         });
     }
     if let Some((name, _)) = params.env.iter().find(|(k, _)| !is_env_name(k)) {
-        return Err(BuildError {
-            field: Some("env".into()),
+        return Err(ParamError {
+            field: "env".into(),
             message: format!("{name:?} is not an environment variable name"),
             hint: Some("names are letters, digits and `_`, not starting with a digit, e.g. OMP_NUM_THREADS".into()),
         });
     }
     if let Some(t) = params.timeout {
         if t.is_finite() && t > MAX_TIMEOUT_SECONDS {
-            return Err(BuildError {
-                field: Some("timeout".into()),
+            return Err(ParamError {
+                field: "timeout".into(),
                 message: format!(
                     "`timeout` = {} s is above the limit of {MAX_TIMEOUT_SECONDS} s (7 days)",
                     if t < 1e9 { t.to_string() } else { format!("{t:e}") }
@@ -133,8 +133,8 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
             });
         }
         if !(t.is_finite() && t > 0.0) {
-            return Err(BuildError {
-                field: Some("timeout".into()),
+            return Err(ParamError {
+                field: "timeout".into(),
                 message: format!("`timeout` must be a positive number of seconds, got {t}"),
                 hint: Some("e.g. timeout = 600.0, or leave it out for no limit".into()),
             });
@@ -143,15 +143,15 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
     if let Some(hz) = params.gpu_sample_hz {
         let max = crate::measure::gpu::MAX_HZ;
         if !(hz.is_finite() && hz > 0.0 && hz <= max) {
-            return Err(BuildError {
-                field: Some("gpu_sample_hz".into()),
+            return Err(ParamError {
+                field: "gpu_sample_hz".into(),
                 message: format!("`gpu_sample_hz` must be above 0 and at most {max}, got {hz}"),
                 hint: Some("e.g. gpu_sample_hz = 20.0 (the default)".into()),
             });
         }
         if !params.gpu_monitor {
-            return Err(BuildError {
-                field: Some("gpu_sample_hz".into()),
+            return Err(ParamError {
+                field: "gpu_sample_hz".into(),
                 message: "`gpu_sample_hz` sets the rate of GPU telemetry, which is off".into(),
                 hint: Some("add `gpu_monitor = true`, or leave `gpu_sample_hz` out".into()),
             });
@@ -170,8 +170,8 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, BuildError> {
     let stage = CommandStage { params };
     let (field, result) = stage.render_all(&sample, 0, "STAGE");
     if let Err(message) = result {
-        return Err(BuildError {
-            field: Some(field.to_owned()),
+        return Err(ParamError {
+            field: field.to_owned(),
             message,
             hint: Some(format!(
                 "templates can use {} and the keys of `vars`",
@@ -371,14 +371,16 @@ impl Stage for CommandStage {
         Some(out)
     }
 
+    // Long because: spawning, watching, reading output and reaping share the child and its guard,
+    // which must be released in this order on every path.
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         let (_, rendered) = self.render_all(ctx.trial, ctx.seed, ctx.stage);
-        let r = rendered.map_err(StageError::new)?;
+        let r = rendered.map_err(StageError::Command)?;
         let dir = match &r.cwd {
             Some(cwd) => {
                 let dir = working_dir(ctx.manifest_dir, cwd);
                 if let Some(why) = unusable_working_dir(&dir, cwd, ctx.manifest_dir) {
-                    return Err(StageError::new(why));
+                    return Err(StageError::Command(why));
                 }
                 Some(dir)
             }
@@ -425,7 +427,7 @@ impl Stage for CommandStage {
         }
         let mut child = cmd
             .spawn()
-            .map_err(|e| StageError::new(format!("cannot start `{}`: {e}", r.argv[0])))?;
+            .map_err(|e| StageError::Command(format!("cannot start `{}`: {e}", r.argv[0])))?;
         let pid = child.id() as libc::pid_t;
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
@@ -491,9 +493,9 @@ impl Stage for CommandStage {
             );
         }
         match killed_for {
-            Some(Killed::Cancelled) => return Err(StageError::cancelled()),
+            Some(Killed::Cancelled) => return Err(StageError::Cancelled),
             Some(Killed::Timeout) => {
-                return Err(StageError::new(format!(
+                return Err(StageError::Command(format!(
                     "timed out after {}s{}",
                     self.params.timeout.unwrap_or_default(),
                     stderr_suffix(&tail)
@@ -503,12 +505,12 @@ impl Stage for CommandStage {
         }
         match status {
             Ok(0) => Ok(Artifact::None),
-            Ok(code) => Err(StageError::new(format!(
+            Ok(code) => Err(StageError::Command(format!(
                 "`{}` exited with code {code}{}",
                 r.argv[0],
                 stderr_suffix(&tail)
             ))),
-            Err(sig) => Err(StageError::new(format!(
+            Err(sig) => Err(StageError::Command(format!(
                 "`{}` was killed by signal {sig}{}",
                 r.argv[0],
                 stderr_suffix(&tail)

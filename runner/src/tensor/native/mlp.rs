@@ -3,7 +3,8 @@
 //! dfdx's autodiff do (tests compare the two, and both against finite differences).
 
 use super::{
-    activate, activation_slope, alloc_grads, chunk_len, CpuVec, HostParams, NativeNet, Products, View, DROPOUT_STREAM,
+    activate, activation_slope, alloc_grads, check_rows, check_targets, chunk_len, CpuVec, HostParams, NativeNet,
+    Products, View, DROPOUT_STREAM,
 };
 use crate::arch::Activation;
 use crate::tensor::model::Model;
@@ -81,7 +82,8 @@ impl NativeNet for NativeMlp {
 
     /// Forward pass over `rows` rows of `x` (`rows x widths[0]`); returns the predictions
     /// (`rows x output width`). `train` applies dropout.
-    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
+    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> Result<&[f32], TrainError> {
+        check_rows(x.len(), rows, self.widths[0])?;
         let last = self.layers() - 1;
         let use_dropout = train && self.dropout > 0.0;
         for i in 0..=last {
@@ -141,16 +143,16 @@ impl NativeNet for NativeMlp {
                     }
                 });
         }
-        &self.pre[last]
+        Ok(&self.pre[last])
     }
 
     /// One training pass: forward with dropout, the mean squared error against `y`
     /// (`rows x output width`), and backward into [`NativeMlp::grads`]. Returns the loss.
-    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> f32 {
+    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> Result<f32, TrainError> {
         let last = self.layers() - 1;
-        self.forward(x, rows, true);
+        self.forward(x, rows, true)?;
         let pred = &self.pre[last];
-        assert_eq!(pred.len(), y.len(), "targets do not match the batch");
+        check_targets(pred.len(), y.len())?;
         let scale = 2.0 / pred.len() as f32 * loss_scale;
         self.dz.clear();
         let mut sum = 0.0f64;
@@ -202,7 +204,7 @@ impl NativeNet for NativeMlp {
             });
             std::mem::swap(&mut self.dz, &mut self.dh);
         }
-        loss
+        Ok(loss)
     }
 }
 
@@ -236,7 +238,7 @@ mod tests {
                     )
                     .unwrap();
                 let mut native = NativeMlp::new(&dev, &mlp, 0, Products::F32).unwrap();
-                let native_loss = pool.install(|| native.loss_and_grads(&x, &y, rows));
+                let native_loss = pool.install(|| native.loss_and_grads(&x, &y, rows).unwrap());
                 let what = format!("{widths:?} {activation:?}");
                 close(native_loss, loss.array(), &format!("{what} loss"));
                 for (i, (p, g)) in mlp.params.iter().zip(native.grads()).enumerate() {
@@ -248,7 +250,7 @@ mod tests {
                 let pred = mlp
                     .forward(dev.tensor_from_vec(x.clone(), (rows, inputs)), false)
                     .unwrap();
-                let native_pred = pool.install(|| native.forward(&x, rows, false).to_vec());
+                let native_pred = pool.install(|| native.forward(&x, rows, false).unwrap().to_vec());
                 for (a, b) in native_pred.iter().zip(pred.as_vec()) {
                     close(*a, b, &format!("{what} prediction"));
                 }
@@ -268,7 +270,7 @@ mod tests {
             let y = random(rows * 2, 7);
             let start = NativeMlp::new(&dev, &mlp, 9, Products::F32).unwrap();
             let mut native = start.clone();
-            native.loss_and_grads(&x, &y, rows);
+            native.loss_and_grads(&x, &y, rows).unwrap();
             assert!(
                 native.masks[0].contains(&0.0) && native.masks[0].iter().any(|m| *m > 1.0),
                 "the masks drop some units and scale the rest"
@@ -279,7 +281,7 @@ mod tests {
                 let mut host: Vec<Vec<f32>> = mlp.params.iter().map(|p| p.as_vec()).collect();
                 nudge(&mut host, at, delta);
                 replay.refresh(&Model::from_host(&dev, &mlp.arch, &host, mlp.target).unwrap());
-                f64::from(replay.loss_and_grads(&x, &y, rows))
+                f64::from(replay.loss_and_grads(&x, &y, rows).unwrap())
             });
         }
     }
@@ -289,7 +291,7 @@ mod tests {
         let dev = Cpu::seed_from_u64(0);
         let mlp = mlp(&dev, &[3, 5, 1], Activation::Relu, 0.0, 1);
         let mut native = NativeMlp::new(&dev, &mlp, 0, Products::F32).unwrap();
-        native.loss_and_grads(&[3.0; 12], &[-9.0; 4], 4);
+        native.loss_and_grads(&[3.0; 12], &[-9.0; 4], 4).unwrap();
         let flat = |n: &NativeMlp| -> Vec<f32> { n.grads().iter().flat_map(|g| g.iter().copied()).collect() };
         let norm = |v: &[f32]| v.iter().map(|g| f64::from(*g).powi(2)).sum::<f64>().sqrt();
         let raw = flat(&native);

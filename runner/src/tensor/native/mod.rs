@@ -182,6 +182,8 @@ impl Products {
 
     fn product(self, dst: &mut [f32], a: Operand<'_>, b: Operand<'_>, accumulate: bool, parallelism: Parallelism) {
         let ((m, k), (k2, n)) = (a.shape(), b.shape());
+        // Invariants of the engines' own buffers, not checks of input: a batch's shape is
+        // checked (`check_rows`, `check_targets`) before any product runs.
         assert_eq!(k, k2, "inner dimensions");
         assert!(dst.len() >= m * n, "destination too small");
         if let (Products::F32, Operand::F32(a), Operand::F32(b)) = (self, a, b) {
@@ -241,6 +243,7 @@ fn gemm_any<T: Copy + 'static>(
     beta: T,
     parallelism: Parallelism,
 ) {
+    // The bounds the unsafe call below relies on; a batch's shape was checked before.
     assert!(
         a.data.len() >= a.extent() && b.data.len() >= b.extent(),
         "operand too small"
@@ -485,18 +488,41 @@ pub(super) fn tanh_in_place(v: &mut [f32]) {
     }
 }
 
-/// A CPU engine: forward and backward of one model over host buffers kept between steps.
+/// `len` values are `rows` rows of `width`: a batch's inputs as the model reads them.
+pub(super) fn check_rows(len: usize, rows: usize, width: usize) -> Result<(), TrainError> {
+    if len == rows * width {
+        Ok(())
+    } else {
+        Err(TrainError::Shape(format!(
+            "{len} values are not {rows} rows of {width}"
+        )))
+    }
+}
+
+/// One target per prediction.
+pub(super) fn check_targets(predictions: usize, targets: usize) -> Result<(), TrainError> {
+    if predictions == targets {
+        Ok(())
+    } else {
+        Err(TrainError::Shape(format!(
+            "{targets} targets for {predictions} predictions: the targets do not match the batch"
+        )))
+    }
+}
+
+/// A CPU engine: forward and backward of one model over host buffers kept between steps. A
+/// batch whose shape does not fit the model is a [`TrainError::Shape`].
 pub trait NativeNet: Send {
     /// Copies the model's current parameters into the host buffers the products read.
     fn refresh(&mut self, model: &Model<Cpu>);
 
     /// Forward pass over `rows` windows of `x` (`rows x seq_len * n_features`, as batches carry
     /// them); returns the predictions (`rows x outputs`). `train` applies dropout.
-    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32];
+    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> Result<&[f32], TrainError>;
 
     /// One training pass: forward with dropout, the mean squared error against `y`
     /// (`rows x outputs`), and backward into [`NativeNet::grads`]. Returns the loss.
-    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> f32 {
+    fn loss_and_grads(&mut self, x: &[f32], y: &[f32], rows: usize) -> Result<f32, TrainError> {
         self.loss_and_grads_scaled(x, y, rows, 1.0)
     }
 
@@ -504,7 +530,7 @@ pub trait NativeNet: Send {
     /// loss's gradient, so the gradients come out multiplied by it (loss scaling keeps small
     /// f16 gradients from flushing to zero; the caller divides it out). A scale of 1 changes
     /// nothing: `x * 1.0 == x` exactly.
-    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> f32;
+    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> Result<f32, TrainError>;
 
     /// dL/dp of every parameter, in the model's parameter order, as Adam reads them.
     fn grads(&self) -> &[CpuVec];
@@ -557,27 +583,4 @@ pub(super) fn random(n: usize, seed: u64) -> Vec<f32> {
 }
 
 #[cfg(test)]
-mod tests {
-    /// Within a few ulp of the standard library over the whole useful range, including the
-    /// tails where a sigmoid saturates and the small arguments where tanh(x) ~ x.
-    #[test]
-    fn sigmoid_and_tanh_match_the_standard_library() {
-        let xs: Vec<f32> = (-200_000..=200_000)
-            .map(|i| i as f32 * 1e-4)
-            .chain([-100.0, -88.0, -30.0, 1e-6, -1e-6, 0.0, 30.0, 88.0, 100.0])
-            .collect();
-        let mut sig = xs.clone();
-        super::sigmoid_in_place(&mut sig);
-        let mut th = xs.clone();
-        super::tanh_in_place(&mut th);
-        let (mut worst_sig, mut worst_tanh) = (0.0f64, 0.0f64);
-        for ((&x, &s), &t) in xs.iter().zip(&sig).zip(&th) {
-            let want_s = 1.0 / (1.0 + (-f64::from(x)).exp());
-            let want_t = f64::from(x).tanh();
-            worst_sig = worst_sig.max((f64::from(s) - want_s).abs() / want_s.max(1e-30));
-            worst_tanh = worst_tanh.max((f64::from(t) - want_t).abs() / want_t.abs().max(1e-30));
-        }
-        assert!(worst_sig < 1e-6, "sigmoid: worst relative error {worst_sig:e}");
-        assert!(worst_tanh < 1e-6, "tanh: worst relative error {worst_tanh:e}");
-    }
-}
+mod tests;

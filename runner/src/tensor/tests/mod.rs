@@ -555,3 +555,35 @@ fn auto_device_falls_back_to_the_cpu_with_a_note_and_the_same_results() {
     assert!(vrec.single("mse").is_some());
     assert_eq!(vrec.notes().len(), 1, "{:?}", vrec.notes());
 }
+
+/// A batch whose shape does not fit the model is an error of the step, never a panic: inputs
+/// that are not whole rows (or whole days), and targets that do not match the predictions.
+#[test]
+fn a_batch_that_does_not_fit_the_model_is_a_shape_error() {
+    use super::config::HiddenState;
+    use super::native::{engine, Products};
+    let dev = Cpu::default();
+    let models = [
+        mlp(&dev, &[3, 4, 1], Activation::Relu, 0.0, 1),
+        rnn(&dev, ModelKind::Lstm, 3, &[4], 1, 0.0, 1),
+        rnn(&dev, ModelKind::Gru, 3, &[4], 1, 0.0, 1),
+    ];
+    for model in &models {
+        let kind = model.arch.kind;
+        let mut net = engine(&dev, model, 0, HiddenState::PerBatch, Products::F32).unwrap();
+        let (rows, x) = (2, vec![0.5f32; 6]);
+        assert_eq!(net.forward(&x, rows, false).unwrap().len(), 2, "{kind:?}");
+        for bad in [
+            net.forward(&x[..5], rows, false).map(|p| p.len()),
+            net.forward(&x, 4, false).map(|p| p.len()),
+        ] {
+            assert!(matches!(bad, Err(TrainError::Shape(_))), "{kind:?}: {bad:?}");
+        }
+        let wrong_targets = net.loss_and_grads(&x, &[0.0; 3], rows);
+        assert!(
+            matches!(wrong_targets, Err(TrainError::Shape(_))),
+            "{kind:?}: {wrong_targets:?}"
+        );
+        assert!(net.loss_and_grads(&x, &[0.0; 2], rows).unwrap().is_finite(), "{kind:?}");
+    }
+}

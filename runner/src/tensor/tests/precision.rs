@@ -99,8 +99,8 @@ fn f16_engines_track_the_f32_engines() {
         let mut half = engine(&dev, &model, 0, HiddenState::PerBatch, Products::F16).unwrap();
         let (loss32, loss16) = pool.install(|| {
             (
-                exact.loss_and_grads(&x, &y, rows),
-                half.loss_and_grads_scaled(&x, &y, rows, 1024.0),
+                exact.loss_and_grads(&x, &y, rows).unwrap(),
+                half.loss_and_grads_scaled(&x, &y, rows, 1024.0).unwrap(),
             )
         });
         assert!(
@@ -118,8 +118,8 @@ fn f16_engines_track_the_f32_engines() {
         }
         let (p32, p16) = pool.install(|| {
             (
-                exact.forward(&x, rows, false).to_vec(),
-                half.forward(&x, rows, false).to_vec(),
+                exact.forward(&x, rows, false).unwrap().to_vec(),
+                half.forward(&x, rows, false).unwrap().to_vec(),
             )
         });
         assert!(
@@ -141,23 +141,23 @@ fn loss_scaling_keeps_gradients_f16_would_flush_to_zero() {
         let x = random(rows * input, 6);
         let mut net = engine(&dev, &model, 0, HiddenState::PerBatch, Products::F16).unwrap();
         // Targets a hair from the f16 model's own predictions: dL/dpred ~ 2/128 * 1e-7.
-        let y: Vec<f32> = net.forward(&x, rows, false).iter().map(|p| p + 1e-7).collect();
+        let y: Vec<f32> = net.forward(&x, rows, false).unwrap().iter().map(|p| p + 1e-7).collect();
         let first =
             |net: &dyn NativeNet, scale: f32| -> Vec<f32> { net.grads()[0].iter().map(|g| g / scale).collect() };
-        net.loss_and_grads_scaled(&x, &y, rows, 1.0);
+        net.loss_and_grads_scaled(&x, &y, rows, 1.0).unwrap();
         let flushed = first(&*net, 1.0);
         assert!(
             flushed.iter().all(|g| *g == 0.0),
             "{name}: unscaled gradients survived f16"
         );
         let (s1, s2) = (2f32.powi(26), 2f32.powi(28));
-        net.loss_and_grads_scaled(&x, &y, rows, s1);
+        net.loss_and_grads_scaled(&x, &y, rows, s1).unwrap();
         let kept = first(&*net, s1);
         assert!(
             kept.iter().filter(|g| **g != 0.0).count() > kept.len() / 2,
             "{name}: scaled gradients flushed"
         );
-        net.loss_and_grads_scaled(&x, &y, rows, s2);
+        net.loss_and_grads_scaled(&x, &y, rows, s2).unwrap();
         let d = rel_dist(&first(&*net, s2), &kept);
         assert!(d < 2e-2, "{name}: two scales disagree by {d:e}");
     }

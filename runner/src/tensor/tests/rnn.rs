@@ -29,7 +29,7 @@ fn native_engine_matches_dfdx_autodiff() {
                 )
                 .unwrap();
             let mut native = engine(&dev, &model, 0, HiddenState::PerBatch, Products::F32).unwrap();
-            let native_loss = pool.install(|| native.loss_and_grads(&x, &y, rows));
+            let native_loss = pool.install(|| native.loss_and_grads(&x, &y, rows).unwrap());
             let what = format!("{kind:?} {hidden:?} x{days} days, {rows} rows");
             close(native_loss, loss.array(), &format!("{what} loss"));
             let names = model.arch.params();
@@ -47,7 +47,7 @@ fn native_engine_matches_dfdx_autodiff() {
             let pred = model
                 .forward(dev.tensor_from_vec(x.clone(), (rows, days * features)), false)
                 .unwrap();
-            let native_pred = pool.install(|| native.forward(&x, rows, false).to_vec());
+            let native_pred = pool.install(|| native.forward(&x, rows, false).unwrap().to_vec());
             for (a, b) in native_pred.iter().zip(pred.as_vec()) {
                 close(*a, b, &format!("{what} prediction"));
             }
@@ -87,7 +87,7 @@ fn gradients_match_finite_differences() {
         let dropped = rnn(&dev, kind, features, &[3, 3], 1, 0.4, 8);
         let start = NativeRnn::new(&dev, &dropped, 9, HiddenState::PerBatch, Products::F32).unwrap();
         let mut native = start.clone();
-        native.loss_and_grads(&x, &y, rows);
+        native.loss_and_grads(&x, &y, rows).unwrap();
         let analytic: Vec<Vec<f32>> = native.grads().iter().map(|g| g.to_vec()).collect();
         assert_finite_differences(&format!("{kind:?} native, dropout"), &analytic, |at, delta| {
             let mut replay = start.clone();
@@ -95,7 +95,7 @@ fn gradients_match_finite_differences() {
             nudge(&mut host, at, delta);
             let m = Model::from_host(&dev, &dropped.arch, &host, dropped.target).unwrap();
             replay.refresh(&m);
-            f64::from(replay.loss_and_grads(&x, &y, rows))
+            f64::from(replay.loss_and_grads(&x, &y, rows).unwrap())
         });
     }
 }

@@ -12,7 +12,7 @@
 
 mod cells;
 
-use super::{alloc_grads, CpuVec, HostParams, NativeNet, Products, View, DROPOUT_STREAM};
+use super::{alloc_grads, check_targets, CpuVec, HostParams, NativeNet, Products, View, DROPOUT_STREAM};
 use crate::arch::ModelKind;
 use crate::tensor::config::HiddenState;
 use crate::tensor::model::Model;
@@ -169,10 +169,17 @@ impl NativeNet for NativeRnn {
         &mut self.grads
     }
 
-    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> &[f32] {
+    // Long because: the recurrence's loops over layers, blocks and days share the block buffers
+    // laid out for it.
+    fn forward(&mut self, x: &[f32], rows: usize, train: bool) -> Result<&[f32], TrainError> {
         let f = self.features;
         let days = x.len() / (rows * f).max(1);
-        assert_eq!(days * rows * f, x.len(), "a batch of whole windows of whole days");
+        if days * rows * f != x.len() {
+            return Err(TrainError::Shape(format!(
+                "{} values are not {rows} windows of whole days of {f} features",
+                x.len()
+            )));
+        }
         self.days = days;
         self.rows = rows;
         let blocks = blocks(rows);
@@ -284,12 +291,14 @@ impl NativeNet for NativeRnn {
         for row in self.pred.chunks_exact_mut(self.outputs) {
             row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
         }
-        &self.pred
+        Ok(&self.pred)
     }
 
-    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> f32 {
-        self.forward(x, rows, true);
-        assert_eq!(self.pred.len(), y.len(), "targets do not match the batch");
+    // Long because: backpropagation through time mirrors `forward`'s loops and buffers, step for
+    // step.
+    fn loss_and_grads_scaled(&mut self, x: &[f32], y: &[f32], rows: usize, loss_scale: f32) -> Result<f32, TrainError> {
+        self.forward(x, rows, true)?;
+        check_targets(self.pred.len(), y.len())?;
         let (days, outputs) = (self.days, self.outputs);
         let n = days * rows;
         let g = self.gates();
@@ -456,6 +465,6 @@ impl NativeNet for NativeRnn {
             }
             std::mem::swap(&mut self.d_out, &mut self.d_below);
         }
-        loss
+        Ok(loss)
     }
 }

@@ -1,0 +1,398 @@
+//! The shape of `runner/src`, checked so that it stays as `docs/architecture.md` describes it:
+//! the graph of its top-level modules is a DAG and the document lists it edge for edge, no
+//! source file is over 600 lines, no function over 100 lines lacks a written reason, and test
+//! code follows one naming convention.
+//!
+//! Test code (`tests.rs`, files under a `tests/` folder, and `#[cfg(test)]` items) may reach
+//! any module and is left out of the graph: tests sit above everything they test.
+
+use petgraph::algo::{tarjan_scc, toposort};
+use petgraph::graphmap::DiGraphMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const MAX_FILE_LINES: usize = 600;
+const MAX_FN_LINES: usize = 100;
+/// What a function over [`MAX_FN_LINES`] carries on the line above its doc comment.
+const LONG_REASON: &str = "// Long because:";
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every `.rs` file under `runner/src`, relative to it.
+fn sources() -> Vec<(PathBuf, String)> {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p.strip_prefix(&root).unwrap().to_path_buf(), text)
+        })
+        .collect()
+}
+
+fn is_test_file(rel: &Path) -> bool {
+    rel.file_name().is_some_and(|n| n == "tests.rs") || rel.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// The top-level modules `lib.rs` declares.
+fn modules() -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    lib.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("pub(crate) mod "))
+                .or_else(|| l.strip_prefix("mod "))
+        })
+        .filter_map(|l| l.strip_suffix(';'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The top-level module a file belongs to (`stage/command/mod.rs` -> `stage`).
+fn module_of(rel: &Path) -> String {
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
+    first.strip_suffix(".rs").map(str::to_owned).unwrap_or(first)
+}
+
+/// A file's code without `//` comments and without `#[cfg(test)]` items.
+fn non_test_code(text: &str) -> String {
+    without_test_items(text, true)
+}
+
+/// A file without its `#[cfg(test)]` items, and without `//` comments when `uncommented`.
+fn without_test_items(text: &str, uncommented: bool) -> String {
+    let mut out = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]" {
+            let indent = line.len() - line.trim_start().len();
+            let close = format!("{}}}", " ".repeat(indent));
+            match lines.next() {
+                Some(item) if item.trim_end().ends_with('{') => {
+                    for l in lines.by_ref() {
+                        if l.strip_suffix(';').unwrap_or(l) == close {
+                            break;
+                        }
+                    }
+                }
+                Some(item) if !item.trim_end().ends_with(';') => {
+                    for l in lines.by_ref() {
+                        if l.trim_end().ends_with(';') {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        out.push_str(if uncommented {
+            line.split("//").next().unwrap_or("")
+        } else {
+            line
+        });
+        out.push('\n');
+    }
+    out
+}
+
+/// The modules named by `crate::<module>` (or `$crate::<module>`) paths in `code`.
+fn crate_paths(code: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let before = rest[..at].chars().next_back();
+        let after = &rest[at + "crate::".len()..];
+        if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                found.insert(name);
+            }
+        }
+        rest = after;
+    }
+    found
+}
+
+/// For each top-level module, the other top-level modules its non-test code uses.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let modules = modules();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = modules.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
+    for (rel, text) in sources() {
+        let from = module_of(&rel);
+        if is_test_file(&rel) || !modules.contains(&from) {
+            continue;
+        }
+        for to in crate_paths(&non_test_code(&text)) {
+            if to != from && modules.contains(&to) {
+                graph.get_mut(&from).unwrap().insert(to);
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_reader_sees_through_comments_and_test_items() {
+    let code = "use crate::a::X;\n// crate::b in a comment\nlet x = crate::c::f(); // and crate::d\n\
+                #[cfg(test)]\nuse crate::e::Y;\n#[cfg(test)]\nmod tests {\n    use crate::f;\n}\n\
+                #[cfg(test)]\nuse crate::g::{\n    H,\n};\nfn h() -> $crate::i::J { not_crate::k() }\n";
+    let found: Vec<String> = crate_paths(&non_test_code(code)).into_iter().collect();
+    assert_eq!(found, ["a", "c", "i"]);
+    assert_eq!(module_of(Path::new("stage/command/mod.rs")), "stage");
+    assert_eq!(module_of(Path::new("db.rs")), "db");
+    assert!(is_test_file(Path::new("report/tests/bandwidth.rs")));
+    assert!(is_test_file(Path::new("stats/tests.rs")));
+    assert!(!is_test_file(Path::new("report/view.rs")));
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let graph = module_graph();
+    assert!(graph.len() > 20, "lib.rs declares {} modules", graph.len());
+    let mut g = DiGraphMap::<&str, ()>::new();
+    for (from, tos) in &graph {
+        g.add_node(from.as_str());
+        for to in tos {
+            g.add_edge(from.as_str(), to.as_str(), ());
+        }
+    }
+    if toposort(&g, None).is_err() {
+        let circles: Vec<String> = tarjan_scc(&g)
+            .into_iter()
+            .filter(|c| c.len() > 1)
+            .map(|c| {
+                let members: BTreeSet<&str> = c.iter().copied().collect();
+                let edges: Vec<String> = members
+                    .iter()
+                    .flat_map(|a| {
+                        graph[*a]
+                            .iter()
+                            .filter(|b| members.contains(b.as_str()))
+                            .map(move |b| format!("{a} -> {b}"))
+                    })
+                    .collect();
+                edges.join(", ")
+            })
+            .collect();
+        panic!("module circles in runner/src: {}", circles.join("; "));
+    }
+}
+
+/// The `- `module` uses ...` lines of the document's dependency list.
+fn documented_graph(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph = BTreeMap::new();
+    for line in doc.lines() {
+        let Some(rest) = line.strip_prefix("- `") else { continue };
+        let Some((module, uses)) = rest.split_once("` uses ") else {
+            continue;
+        };
+        let uses: BTreeSet<String> = if uses.trim_end_matches('.') == "nothing" {
+            BTreeSet::new()
+        } else {
+            uses.trim_end_matches('.')
+                .split(", ")
+                .map(|u| u.trim_matches('`').to_owned())
+                .collect()
+        };
+        graph.insert(module.to_owned(), uses);
+    }
+    graph
+}
+
+fn dependency_line(module: &str, uses: &BTreeSet<String>) -> String {
+    if uses.is_empty() {
+        return format!("- `{module}` uses nothing.");
+    }
+    let list: Vec<String> = uses.iter().map(|u| format!("`{u}`")).collect();
+    format!("- `{module}` uses {}.", list.join(", "))
+}
+
+#[test]
+fn architecture_md_lists_the_module_graph_as_the_code_has_it() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let graph = module_graph();
+    let documented = documented_graph(&doc);
+    let wrong: Vec<String> = graph
+        .iter()
+        .filter(|(m, uses)| documented.get(*m) != Some(uses))
+        .map(|(m, uses)| dependency_line(m, uses))
+        .collect();
+    let gone: Vec<&String> = documented.keys().filter(|m| !graph.contains_key(*m)).collect();
+    assert!(
+        wrong.is_empty() && gone.is_empty(),
+        "docs/architecture.md's dependency list differs from the code; the lines should read:\n{}\n\
+         and these modules no longer exist: {gone:?}",
+        wrong.join("\n")
+    );
+    for module in graph.keys() {
+        assert!(
+            doc.contains(&format!("### `{module}`")),
+            "docs/architecture.md has no section on `{module}`"
+        );
+    }
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let long: Vec<String> = sources()
+        .into_iter()
+        .map(|(rel, text)| (rel, text.lines().count()))
+        .filter(|(_, n)| *n > MAX_FILE_LINES)
+        .map(|(rel, n)| format!("{} ({n} lines)", rel.display()))
+        .collect();
+    assert!(long.is_empty(), "over {MAX_FILE_LINES} lines: {long:?}");
+}
+
+/// Functions over [`MAX_FN_LINES`] lines without a `// Long because: ...` line above them.
+fn long_functions_without_a_reason(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let sig = [
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "fn ",
+            "pub async fn ",
+            "async fn ",
+            "pub(crate) async fn ",
+        ]
+        .iter()
+        .find_map(|p| trimmed.strip_prefix(p));
+        let Some(sig) = sig else { continue };
+        let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // The body opens on the first line ending in `{`; a declaration ends in `;` first.
+        let Some(open) =
+            (i..lines.len()).find(|&j| lines[j].trim_end().ends_with('{') || lines[j].trim_end().ends_with(';'))
+        else {
+            continue;
+        };
+        if lines[open].trim_end().ends_with(';') {
+            continue;
+        }
+        let close = format!("{}}}", " ".repeat(indent));
+        let Some(end) = (open + 1..lines.len()).find(|&j| lines[j] == close) else {
+            continue;
+        };
+        let length = end - i + 1;
+        if length <= MAX_FN_LINES {
+            continue;
+        }
+        let mut above = i;
+        while above > 0 && {
+            let t = lines[above - 1].trim_start();
+            t.starts_with("///") || t.starts_with("#[")
+        } {
+            above -= 1;
+        }
+        // The reason may run over several comment lines; it starts with `LONG_REASON`.
+        let explained = lines[..above]
+            .iter()
+            .rev()
+            .take_while(|l| l.trim_start().starts_with("//"))
+            .any(|l| l.trim_start().starts_with(LONG_REASON));
+        if !explained {
+            found.push((i + 1, name, length));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_long_function_check_finds_what_it_should() {
+    let body = "    let x = 1;\n".repeat(MAX_FN_LINES);
+    let text = format!(
+        "/// Doc.\nfn long() {{\n{body}}}\n\n{LONG_REASON} it is a table,\n// one row per line.\n/// Doc.\n#[inline]\n\
+         pub fn explained() {{\n{body}}}\n\nfn short() {{\n    let y = 2;\n}}\n\nfn declared();\n\n// Not a \
+         reason.\nfn unexplained() {{\n{body}}}\n"
+    );
+    let found = long_functions_without_a_reason(&text);
+    let unexplained_at = text.lines().position(|l| l.starts_with("fn unexplained")).unwrap() + 1;
+    assert_eq!(
+        found,
+        [
+            (2, "long".to_owned(), MAX_FN_LINES + 2),
+            (unexplained_at, "unexplained".to_owned(), MAX_FN_LINES + 2)
+        ]
+    );
+}
+
+#[test]
+fn no_function_is_over_100_lines_without_a_reason_beside_it() {
+    let mut long = Vec::new();
+    for (rel, text) in sources() {
+        if is_test_file(&rel) {
+            continue;
+        }
+        for (line, name, length) in long_functions_without_a_reason(&without_test_items(&text, false)) {
+            long.push(format!(
+                "{} (line {line} without test items) {name}: {length} lines",
+                rel.display()
+            ));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines with no `{LONG_REASON} ...` line above them: {long:#?}"
+    );
+}
+
+#[test]
+fn test_code_follows_one_naming_convention() {
+    let mut odd = Vec::new();
+    for (rel, text) in sources() {
+        let name = rel.file_name().unwrap().to_string_lossy();
+        if name.contains("test") && !is_test_file(&rel) {
+            odd.push(format!(
+                "{}: unit tests live in tests.rs or under tests/",
+                rel.display()
+            ));
+        }
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if line.trim() != "#[cfg(test)]" {
+                continue;
+            }
+            if let Some(item) = lines.next() {
+                let item = item.trim();
+                if let Some(module) = item
+                    .strip_prefix("mod ")
+                    .or_else(|| item.strip_prefix("pub(crate) mod "))
+                {
+                    let module = module.trim_end_matches([';', '{', ' ']);
+                    if module != "tests" {
+                        odd.push(format!("{}: test module `{module}` (call it `tests`)", rel.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(odd.is_empty(), "{odd:#?}");
+}
