@@ -5,7 +5,7 @@ For each kind, PyTorch's `nn.LSTM` / `nn.GRU` (2 layers, batch_first) with a lin
 last day's hidden state starts from weights drawn here, trains 20 Adam steps (lr 1e-2, PyTorch's
 default betas and eps) on 20 batches drawn here, and records the loss before each step. The
 fixture holds the weights in measured's layout (`Arch::params`: PyTorch's weights transposed),
-the batches and the losses; `tensor::tests_torch` replays the same steps on both of measured's
+the batches and the losses; `tensor::tests::torch` replays the same steps on both of measured's
 engines and requires every loss to agree to 1e-4 relative.
 
 Usage: python bench/rnn_crosscheck.py [--out runner/tests/fixtures/torch/rnn_adam.json]

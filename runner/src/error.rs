@@ -43,9 +43,9 @@ impl From<ManifestErrors> for CommandError {
 impl From<crate::store::StoreError> for CommandError {
     fn from(e: crate::store::StoreError) -> Self {
         match e {
-            crate::store::StoreError::NoSuchRun(_) | crate::store::StoreError::Ambiguous(..) => {
-                CommandError::BadInput(e.to_string())
-            }
+            crate::store::StoreError::NoSuchRun(_)
+            | crate::store::StoreError::Ambiguous(..)
+            | crate::store::StoreError::Tampered { .. } => CommandError::BadInput(e.to_string()),
             other => CommandError::Runtime(other.into()),
         }
     }

@@ -74,7 +74,7 @@ pub fn prepare(
     let place = place(g);
     if place.named {
         if let Some(missing) = crate::stage::missing_named_stock(&url) {
-            return Err(CommandError::BadInput(missing));
+            return Err(CommandError::BadInput(missing.to_string()));
         }
     }
     let db = rt.block_on(Db::connect_with(&url, 8))?;
@@ -134,7 +134,7 @@ pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -
         .to_owned();
     if db::is_sqlite_url(&url) && db::sqlite_file_id(&url).is_none() {
         if let Some(missing) = place.named.then(|| crate::stage::missing_named_stock(&url)).flatten() {
-            return Err(CommandError::BadInput(missing));
+            return Err(CommandError::BadInput(missing.to_string()));
         }
         return Ok(vec![
             format!(

@@ -74,7 +74,7 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
     if let (Some(stock), Some(exp)) = (&g.stock_database, &fresh) {
         if exp.stages.iter().any(|s| s.kind == "load") {
             if let Some(missing) = crate::stage::missing_named_stock(stock) {
-                return Err(CommandError::BadInput(missing));
+                return Err(CommandError::BadInput(missing.to_string()));
             }
         }
     }
@@ -162,7 +162,7 @@ fn run_with(
                 flush_journals(rt, db, &here, id, &g.database, g.quiet)?;
             }
             let row = rt.block_on(store::load_run(db, id))?;
-            row.verify_manifest().map_err(CommandError::BadInput)?;
+            row.verify_manifest()?;
             // The run's results belong to the project of its manifest, as when it started.
             let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
             flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;

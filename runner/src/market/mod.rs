@@ -16,6 +16,7 @@ mod load;
 mod pgbinary;
 mod prepare;
 mod select;
+mod stock;
 mod synth;
 mod write;
 mod write_sqlite;
@@ -36,6 +37,7 @@ pub use prepare::{
     SynthDecl,
 };
 pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
+pub use stock::StockError;
 pub use synth::{
     demo_options, ensure_demo_market, synth, synth_bars, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED,
     DEMO_START, DEMO_SYMBOLS, GENERATOR_VERSION, SIGNAL_COEFFICIENT,

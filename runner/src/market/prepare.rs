@@ -14,7 +14,7 @@ use super::catalog::{self, ImportRecord, SynthRecord};
 use super::import::{self, FileSummary, ImportOptions, ImportPlan};
 use super::load::existing_codes;
 use super::write::placeholders;
-use super::{identity, MarketError, SynthOptions, GENERATOR_VERSION};
+use super::{identity, MarketError, StockError, SynthOptions, GENERATOR_VERSION};
 use crate::db::Db;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -526,43 +526,38 @@ fn progress(quiet: bool, options: &SynthOptions) -> indicatif::ProgressBar {
 
 /// The codes loads may choose from: the declared market's (sorted), or `None` when nothing
 /// restricts them. An error when the declared data is not what the database holds.
-pub async fn universe(db: &Db, spec: &DataSpec) -> Result<Option<Vec<String>>, String> {
+pub async fn universe(db: &Db, spec: &DataSpec) -> Result<Option<Vec<String>>, StockError> {
     if !spec.restricts() {
         return Ok(None);
     }
     let mut codes = BTreeSet::new();
     if let Some(decl) = &spec.synth {
-        let record = catalog::synth_record(db).await.map_err(|e| e.to_string())?;
+        let record = catalog::synth_record(db).await.map_err(StockError::database)?;
         if record.as_ref().map(|r| &r.options) != Some(&decl.options) {
-            return Err(format!(
-                "the stock database holds {}, not the synthetic market [data] declares ({})\n\
-                 hint: `measured run` prepares the declared market before the first trial; on a stock database \
-                 named apart, prepare it with `{}`",
-                record.map_or_else(
+            return Err(StockError::OtherMarket {
+                held: record.map_or_else(
                     || "no recorded synthetic market".to_owned(),
-                    |r| format!("the synthetic market {}", catalog::describe_synth(&r.options))
+                    |r| format!("the synthetic market {}", catalog::describe_synth(&r.options)),
                 ),
-                catalog::describe_synth(&decl.options),
-                catalog::synth_command(&decl.options)
-            ));
+                declared: catalog::describe_synth(&decl.options),
+                command: catalog::synth_command(&decl.options),
+            });
         }
         codes.extend(
             catalog::synth_symbols(db)
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(StockError::database)?
                 .into_iter()
                 .map(|s| s.0),
         );
     }
-    let records = catalog::import_records(db).await.map_err(|e| e.to_string())?;
+    let records = catalog::import_records(db).await.map_err(StockError::database)?;
     for decl in &spec.imports {
         let Some(r) = records.iter().find(|r| r.sha256 == decl.sha256) else {
-            return Err(format!(
-                "{} (sha256 {}) was never imported into the stock database\n\
-                 hint: `measured run` imports the declared files before the first trial",
-                decl.file,
-                identity::short(&decl.sha256)
-            ));
+            return Err(StockError::NotImported {
+                file: decl.file.clone(),
+                sha256: identity::short(&decl.sha256).to_owned(),
+            });
         };
         codes.extend(r.codes.iter().cloned());
     }

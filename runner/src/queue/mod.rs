@@ -31,8 +31,8 @@ pub enum QueueError {
     NoQueue(String),
     #[error("the stored manifest of run {0} does not validate: {1}")]
     Manifest(String, String),
-    #[error("{0}")]
-    Tampered(String),
+    #[error(transparent)]
+    Tampered(crate::store::StoreError),
     #[error("invalid Slurm option: {0}")]
     SlurmOption(String),
     #[error("{0}")]

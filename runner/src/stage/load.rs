@@ -18,8 +18,8 @@ pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamErr
 
 impl Stage for LoadStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
-        let db = ctx.services.stock_db().map_err(StageError::Stock)?;
-        let universe = ctx.services.universe(ctx.data).map_err(StageError::Stock)?;
+        let db = ctx.services.stock_db().map_err(|e| StageError::Stock(e.clone()))?;
+        let universe = ctx.services.universe(ctx.data)?;
         let bars = ctx
             .services
             .block_on(load_within(db, &self.params, universe.as_deref(), &mut ctx.rec))?;

@@ -20,7 +20,7 @@ pub use services::{missing_named_stock, Services};
 
 use crate::artifact::{Artifact, ArtifactKind};
 use crate::features::NormalizeError;
-use crate::market::LoadError;
+use crate::market::{LoadError, StockError};
 use crate::metrics::Recorder;
 use crate::params::ParamError;
 use crate::tensor::TrainError;
@@ -113,8 +113,8 @@ pub enum StageError {
     #[error("{0}")]
     MissingInput(&'static str),
     /// The stock database cannot be reached, or does not hold the data the manifest declares.
-    #[error("{0}")]
-    Stock(String),
+    #[error(transparent)]
+    Stock(#[from] StockError),
     #[error(transparent)]
     Load(#[from] LoadError),
     #[error(transparent)]

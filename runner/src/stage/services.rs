@@ -2,13 +2,13 @@
 //! stock database, connected on first use.
 
 use crate::db::Db;
-use crate::market::DataSpec;
+use crate::market::{DataSpec, StockError};
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The codes a manifest's loads may choose from (`None`: every symbol), or why its declared
 /// data is not what the stock database holds.
-type Universe = Result<Option<Arc<[String]>>, String>;
+type Universe = Result<Option<Arc<[String]>>, StockError>;
 
 pub struct Services {
     rt: tokio::runtime::Handle,
@@ -16,7 +16,7 @@ pub struct Services {
     /// The stock database was named on its own (`--stock-database`, `STOCK_DATABASE_URL`):
     /// it must exist and hold data. Only the results database doubles as a demo market.
     named: bool,
-    stock: OnceLock<Result<Db, String>>,
+    stock: OnceLock<Result<Db, StockError>>,
     /// Per declared `[data]`: a worker may serve runs of several manifests.
     universes: Mutex<Vec<(DataSpec, Universe)>>,
 }
@@ -75,7 +75,7 @@ impl Services {
     /// database and empty, it is filled with the small synthetic demo market, so a fresh
     /// machine needs no setup; a stock database named apart must exist and hold bars. Where
     /// the data comes from is printed either way.
-    pub fn stock_db(&self) -> Result<&Db, String> {
+    pub fn stock_db(&self) -> Result<&Db, StockError> {
         self.stock
             .get_or_init(|| {
                 self.block_on(async {
@@ -83,20 +83,19 @@ impl Services {
                     if let Some(missing) = self.named.then(|| missing_named_stock(&self.stock_url)).flatten() {
                         return Err(missing);
                     }
-                    let db = Db::connect_with(&self.stock_url, 8).await.map_err(|e| e.to_string())?;
+                    let db = Db::connect_with(&self.stock_url, 8)
+                        .await
+                        .map_err(StockError::database)?;
                     if self.named {
-                        if !crate::market::has_bars(&db).await.map_err(|e| e.to_string())? {
-                            return Err(format!(
-                                "the stock database {shown} (--stock-database / STOCK_DATABASE_URL) holds no daily bars\n\
-                                 hint: fill it with `measured data synth` or `measured data import` and the same --stock-database"
-                            ));
+                        if !crate::market::has_bars(&db).await.map_err(StockError::database)? {
+                            return Err(StockError::Empty(shown));
                         }
                         eprintln!("stock data: {shown}");
                         return Ok(db);
                     }
                     match crate::market::catalog::ensure_demo_recorded(&db)
                         .await
-                        .map_err(|e| e.to_string())?
+                        .map_err(StockError::database)?
                     {
                         Some(report) => eprintln!(
                             "stock data: {shown} was empty, so it was filled with a {report} \
@@ -115,13 +114,7 @@ impl Services {
 /// The error for a stock database named apart (`--stock-database`, `STOCK_DATABASE_URL`) whose
 /// SQLite file does not exist; `None` when it exists or is a server. A mistyped path would
 /// otherwise become a new file of fake data.
-pub fn missing_named_stock(url: &str) -> Option<String> {
-    (crate::db::is_sqlite_url(url) && crate::db::sqlite_file_id(url).is_none()).then(|| {
-        format!(
-            "the stock database {} (--stock-database / STOCK_DATABASE_URL) does not exist\n\
-             hint: check the path; create it on purpose with `measured data synth` or \
-             `measured data import` and the same --stock-database, or leave it unset to use the results database",
-            crate::db::redact_url(url)
-        )
-    })
+pub fn missing_named_stock(url: &str) -> Option<StockError> {
+    (crate::db::is_sqlite_url(url) && crate::db::sqlite_file_id(url).is_none())
+        .then(|| StockError::Missing(crate::db::redact_url(url)))
 }

@@ -23,6 +23,12 @@ pub enum StoreError {
     NoSuchRun(String),
     #[error("`{0}` matches several runs: {1}")]
     Ambiguous(String, String),
+    /// A stored manifest whose text is not the text its hash was taken of.
+    #[error(
+        "the stored manifest of run {run} does not match its recorded sha256 {hash}: it was changed after the run \
+         started; refusing to run it"
+    )]
+    Tampered { run: String, hash: String },
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -97,14 +103,14 @@ pub struct RunRow {
 impl RunRow {
     /// Refuses a stored manifest whose text is not the text its hash was taken of when the run
     /// started (the same sha256 over the same text): one edited in the database never runs.
-    pub fn verify_manifest(&self) -> Result<(), String> {
+    pub fn verify_manifest(&self) -> Result<(), StoreError> {
         if crate::digest::hex_sha256(self.manifest_text.as_bytes()) == self.manifest_hash {
             Ok(())
         } else {
-            Err(format!(
-                "the stored manifest of run {} does not match its recorded sha256 {}: it was changed after the run started; refusing to run it",
-                self.id, self.manifest_hash
-            ))
+            Err(StoreError::Tampered {
+                run: self.id.clone(),
+                hash: self.manifest_hash.clone(),
+            })
         }
     }
 
