@@ -199,6 +199,12 @@ const TRANSFER: &[MetricDecl] = &[
     per("size", "{mode}_gbps", "GB/s", "bandwidth in this mode"),
     per(
         "size",
+        "{mode}_event_seconds",
+        "s",
+        "CUDA, pinned reused modes from 16 MiB: median seconds per copy between CUDA events",
+    ),
+    per(
+        "size",
         "{dir}_seconds",
         "s",
         "median seconds per copy in the direction's only mode",
@@ -236,6 +242,12 @@ const TRANSFER: &[MetricDecl] = &[
         "pinned_locked",
         "count",
         "1 when every pinned buffer was page-locked",
+    ),
+    per(
+        "size",
+        "roundtrip_ok",
+        "count",
+        "1 once every mode's copy handed back the bytes sent through it (checked outside the clock)",
     ),
     m("d2d_gbps", "GB/s", "device-to-device bandwidth (CUDA)"),
 ];

@@ -51,7 +51,15 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
             rec.record_step("pinned_locked", step, f64::from(u8::from(all_locked)), "count");
         }
     }
-    Ok(())
+    // The "device" is a second host buffer here: the round trip copies the pattern into it and
+    // back, which checks the bookkeeping the CUDA path shares.
+    super::verify_round_trips(plan, rec, |len, _mode, sent| {
+        let mut device = super::host_buffer(len)?;
+        device.extend_from_slice(sent);
+        let mut back = super::host_buffer(len)?;
+        back.extend_from_slice(&device);
+        Ok(back)
+    })
 }
 
 /// Samples of seconds per copy for one size and mode on the host, `warmup` samples first.

@@ -31,8 +31,8 @@ use cudarc::driver::{result, sys, CudaDevice, DriverError};
 use super::size::format_bytes;
 use super::timing::Sampler;
 use super::{
-    cache_warm_note, gbps, len_of, prepare, record_mode, Allocation, CopyDirection, HostMemory, Mode, Plan, References,
-    SyncMode, TransferError,
+    cache_warm_note, gbps, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan,
+    References, SyncMode, TransferError,
 };
 use crate::metrics::Recorder;
 use crate::stats::median;
@@ -41,6 +41,10 @@ use crate::stats::median;
 const FILL: u8 = 0xA5;
 /// The device-to-device reference copies at least this much, so it reaches full bandwidth.
 const D2D_MIN_BYTES: u64 = 64 << 20;
+/// From this size up, pinned reused modes are also timed between CUDA events
+/// (`<mode>_event_seconds`), the clock bandwidthTest uses, so the host clock can be checked
+/// against it where the per-copy overhead of the host clock should vanish.
+const EVENT_CLOCK_BYTES: u64 = 16 << 20;
 
 pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Result<(), TransferError> {
     // Declared first so it is dropped last: every buffer below is freed while the context
@@ -84,8 +88,21 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         for mode in &plan.modes {
             let seconds = copy_samples(len, *mode, &stream, sampler, plan.prepare_next, cancel)?;
             record_mode(rec, mode, size, median(&seconds), &refs);
+            if size >= EVENT_CLOCK_BYTES
+                && mode.host_memory == HostMemory::Pinned
+                && mode.allocation == Allocation::Reuse
+            {
+                let events = event_samples(len, mode.direction, &stream, sampler, cancel)?;
+                rec.record_step(
+                    format!("{}_event_seconds", mode.name()),
+                    step_of(size),
+                    median(&events),
+                    "s",
+                );
+            }
         }
     }
+    super::verify_round_trips(plan, rec, |len, mode, sent| round_trip(len, mode, sent, &stream))?;
     drop(stream);
     drop(gpu);
     Ok(())
@@ -110,6 +127,35 @@ fn d2d_gbps(want: u64, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -
         Event::seconds_between(&start, &end)
     })?;
     Ok(gbps(len as u64, median(&samples)))
+}
+
+/// Seconds per copy of pinned, reused copies in `direction`, issued back to back on `stream`
+/// and timed between two CUDA events (bandwidthTest's clock), one value per sample.
+fn event_samples(
+    len: usize,
+    direction: CopyDirection,
+    stream: &Stream,
+    sampler: Sampler,
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>, TransferError> {
+    let s = stream.0;
+    let device = DeviceBuf::filled(len)?;
+    let host = PinnedBuf::filled(len)?;
+    let (start, end) = (Event::new()?, Event::new()?);
+    ctx_sync()?;
+    sampler.timed(cancel, |k| {
+        start.record(stream)?;
+        for _ in 0..k {
+            match direction {
+                // SAFETY: both buffers hold `len` bytes and outlive the event wait below.
+                CopyDirection::H2d => cuda("cuMemcpyHtoDAsync", unsafe { htod_async(device.ptr, &host, s) })?,
+                // SAFETY: as above.
+                CopyDirection::D2h => cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&host, device.ptr, s) })?,
+            }
+        }
+        end.record(stream)?;
+        Event::seconds_between(&start, &end)
+    })
 }
 
 /// What one iteration's copy needs kept alive until the stream has finished with it (a fresh
@@ -224,6 +270,42 @@ fn copy_samples(
             })
         }
     }
+}
+
+/// Sends `sent` to the device and back, with `mode`'s own copy in its direction (pageable or
+/// pinned host memory; a plain synchronous copy the other way), and returns what came back.
+/// Outside every clock.
+fn round_trip(len: usize, mode: Mode, sent: &[u8], stream: &Stream) -> Result<Vec<u8>, TransferError> {
+    let s = stream.0;
+    let device = DeviceBuf::new(len)?;
+    let pinned = mode.host_memory == HostMemory::Pinned;
+    if mode.direction == CopyDirection::H2d && pinned {
+        let src = PinnedBuf::new(len)?;
+        // SAFETY: `src` owns `len` writable bytes and `sent` holds `len` bytes; they do not overlap.
+        unsafe { ptr::copy_nonoverlapping(sent.as_ptr(), src.ptr, len) };
+        // SAFETY: both buffers hold `len` bytes and live until the stream is synchronized.
+        cuda("cuMemcpyHtoDAsync", unsafe { htod_async(device.ptr, &src, s) })?;
+        stream.sync()?;
+    } else {
+        // SAFETY: `device` holds `len` bytes; the call returns once `sent` has been read.
+        cuda("cuMemcpyHtoD", unsafe { result::memcpy_htod_sync(device.ptr, sent) })?;
+    }
+    let mut back = vec![0u8; len];
+    if mode.direction == CopyDirection::D2h && pinned {
+        let dst = PinnedBuf::new(len)?;
+        // SAFETY: both buffers hold `len` bytes and live until the stream is synchronized.
+        cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, device.ptr, s) })?;
+        stream.sync()?;
+        // SAFETY: the synchronized copy wrote all `len` bytes of `dst`; `back` holds `len`.
+        unsafe { ptr::copy_nonoverlapping(dst.ptr, back.as_mut_ptr(), len) };
+    } else {
+        // SAFETY: `device` holds `len` bytes; the call returns once `back` is written.
+        cuda("cuMemcpyDtoH", unsafe {
+            result::memcpy_dtoh_sync(&mut back, device.ptr)
+        })?;
+    }
+    ctx_sync()?;
+    Ok(back)
 }
 
 /// A new device buffer for `per_copy`, nothing for `reuse`.

@@ -45,14 +45,20 @@
 //! `h2d_pinned_reuse`):
 //! - `<mode>_seconds` (`s`): median seconds per copy;
 //! - `<mode>_gbps` (`GB/s`): size / seconds, in 10^9 bytes per second;
-//! - `peak_gbps` (`GB/s`): context for the size, not a ceiling. CPU: `copy_from_slice` between
-//!   two warm buffers. CUDA: a pinned, reused host-to-device copy timed with CUDA events. It is
-//!   the same copy as the fastest mode at the same size, so a share of it would be about 100%
-//!   by construction: no "% of peak" is recorded;
+//! - `<mode>_pct_peak` (`%`): the mode's rate as a share of its direction's reference;
+//! - `<mode>_event_seconds` (`s`, CUDA, pinned reused modes from 16 MiB): the same copies
+//!   issued back to back and timed between CUDA events, bandwidthTest's clock, beside the host
+//!   clock's figure;
 //! - `pinned_locked` (`count`, CPU with `pinned` only): 1 when every pinned buffer was locked.
+//! - `roundtrip_ok` (`count`, per size): 1 once a non-constant pattern sent through every
+//!   mode's copy (and back with a plain copy) came back equal, checked after the timings and
+//!   outside every clock. Other bytes fail the stage ([`TransferError::Corrupt`]).
 //!
-//! And single values: `d2d_gbps` (`GB/s`, CUDA only): a device-to-device copy of at least
-//! 64 MiB, bytes copied per second (memory traffic is twice that), as context for the device.
+//! And single values: `reference_h2d_gbps` and `reference_d2h_gbps` (`GB/s`, the directions a
+//! run copies in): pinned, reused, blocking copies of `reference_bytes` (`B`, at least 256 MiB)
+//! on the modes' own clock; `d2d_gbps` (`GB/s`, CUDA only): a device-to-device copy of at least
+//! 64 MiB, bytes copied per second (memory traffic is twice that), as context for the device;
+//! `link_theoretical_gbps` (`GB/s`, CUDA only): the PCIe link's rate from NVML.
 
 mod config;
 mod cpu;
@@ -86,6 +92,19 @@ pub enum TransferError {
     Cuda { action: &'static str, message: String },
     #[error("the copy-engine thread stopped before finishing its copies")]
     EngineStopped,
+    /// A round trip through a mode's copy returned other bytes than it sent.
+    #[error(
+        "the {mode} copy of {size} returned different bytes: {differing} of them differ, the first at byte \
+         {first} (sent {sent:#04x}, got {got:#04x})"
+    )]
+    Corrupt {
+        mode: String,
+        size: String,
+        differing: usize,
+        first: usize,
+        sent: u8,
+        got: u8,
+    },
 }
 
 /// One concrete copy direction (`both` in the manifest expands to the two).
@@ -159,6 +178,63 @@ pub(crate) fn prepare(buf: &mut [u8]) {
         *b = b.wrapping_mul(3).wrapping_add(1);
     }
     std::hint::black_box(buf);
+}
+
+/// The bytes a round trip sends: a sequence that repeats at no power-of-two period, so a copy
+/// that drops, repeats or misplaces a block of bytes does not hand the same bytes back.
+pub(crate) fn pattern(len: usize) -> Result<Vec<u8>, TransferError> {
+    let mut bytes = host_buffer(len)?;
+    bytes.extend((0..len as u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ (i >> 3)) as u8));
+    Ok(bytes)
+}
+
+/// An empty buffer with room for `len` bytes, or the error for host memory this machine
+/// cannot give (rather than an abort).
+pub(crate) fn host_buffer(len: usize) -> Result<Vec<u8>, TransferError> {
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).map_err(|_| TransferError::HostAlloc {
+        size: size::format_bytes(len as u64),
+    })?;
+    Ok(bytes)
+}
+
+/// Checks that a round trip through `mode`'s copy at `size` handed back the bytes it sent
+/// (`verify_round_trips` runs one per mode and size, outside every clock).
+pub(crate) fn check_round_trip(mode: &Mode, size: u64, sent: &[u8], got: &[u8]) -> Result<(), TransferError> {
+    let differs = |i: usize| sent.get(i) != got.get(i);
+    let n = sent.len().max(got.len());
+    let Some(first) = (0..n).find(|&i| differs(i)) else {
+        return Ok(());
+    };
+    let differing = (first..n).filter(|&i| differs(i)).count();
+    Err(TransferError::Corrupt {
+        mode: mode.name(),
+        size: size::format_bytes(size),
+        differing,
+        first,
+        sent: sent.get(first).copied().unwrap_or(0),
+        got: got.get(first).copied().unwrap_or(0),
+    })
+}
+
+/// Round-trips every mode of `plan` at every size through `round_trip(len, mode)` (which
+/// returns the bytes that came back from sending [`pattern`]), outside every clock, and
+/// records `roundtrip_ok` (count, per size: 1 once every mode returned its bytes). A mode that
+/// returns other bytes fails the stage: its timings would be of a broken copy.
+pub(crate) fn verify_round_trips(
+    plan: &Plan,
+    rec: &mut Recorder,
+    mut round_trip: impl FnMut(usize, Mode, &[u8]) -> Result<Vec<u8>, TransferError>,
+) -> Result<(), TransferError> {
+    for &size in &plan.sizes {
+        let sent = pattern(len_of(size)?)?;
+        for mode in &plan.modes {
+            let got = round_trip(sent.len(), *mode, &sent)?;
+            check_round_trip(mode, size, &sent, &got)?;
+        }
+        rec.record_step("roundtrip_ok", step_of(size), 1.0, "count");
+    }
+    Ok(())
 }
 
 /// Decimal gigabytes per second for `bytes` moved in `seconds`.

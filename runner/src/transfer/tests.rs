@@ -121,9 +121,15 @@ fn a_run_records_every_metric_for_every_size_and_mode() {
     let metrics = rec.metrics();
     let plan = p.plan().unwrap();
     assert_eq!(plan.modes.len(), 8);
-    // Per size: 3 metrics per mode and `pinned_locked`; once: the two directions' references
-    // and their size.
-    assert_eq!(metrics.len(), 2 * (8 * 3 + 1) + 3);
+    // Per size: 3 metrics per mode, `pinned_locked` and `roundtrip_ok`; once: the two
+    // directions' references and their size.
+    assert_eq!(metrics.len(), 2 * (8 * 3 + 2) + 3);
+    for size in [4096i64, 65536] {
+        let ok = metrics
+            .iter()
+            .find(|m| m.name == "roundtrip_ok" && m.step == Some(size));
+        assert_eq!(ok.map(|m| (m.value, m.unit.as_str())), Some((1.0, "count")), "{size}");
+    }
     let keys: HashSet<(String, Option<i64>)> = metrics.iter().map(|m| (m.name.clone(), m.step)).collect();
     assert_eq!(keys.len(), metrics.len(), "no metric recorded twice");
     let single = |name: &str| {
@@ -197,8 +203,9 @@ fn pageable_only_runs_record_no_lock_status() {
     let mut rec = Recorder::new();
     run_transfer(&p, &mut rec, &AtomicBool::new(false)).unwrap();
     assert!(rec.metrics().iter().all(|m| m.name != "pinned_locked"));
-    // h2d's reference and its size, then 3 metrics for each of the 2 allocations.
-    assert_eq!(rec.metrics().len(), 2 + 2 * 3);
+    // h2d's reference and its size, then 3 metrics for each of the 2 allocations, and
+    // `roundtrip_ok`.
+    assert_eq!(rec.metrics().len(), 2 + 2 * 3 + 1);
     assert!(rec.metrics().iter().all(|m| !m.name.starts_with("reference_d2h")));
 }
 
@@ -321,4 +328,41 @@ fn cache_sizes_read_as_sysfs_writes_them() {
     assert_eq!(super::parse_cache_size("512"), Some(512));
     assert_eq!(super::parse_cache_size("12X"), None);
     assert_eq!(super::parse_cache_size(""), None);
+}
+
+#[test]
+fn a_round_trip_that_changes_bytes_is_an_error_naming_the_mode_and_the_first_difference() {
+    let mode = params("sizes = [\"4KiB\"]\nhost_memory = \"pinned\"")
+        .plan()
+        .unwrap()
+        .modes[0];
+    let sent = pattern(4096).unwrap();
+    check_round_trip(&mode, 4096, &sent, &sent).unwrap();
+    let mut got = sent.clone();
+    got[1000] ^= 0x10;
+    got[3000] ^= 0x01;
+    let e = check_round_trip(&mode, 4096, &sent, &got).unwrap_err().to_string();
+    let name = mode.name();
+    assert_eq!(
+        e,
+        format!(
+            "the {name} copy of 4 KiB returned different bytes: 2 of them differ, the first at byte 1000 (sent \
+             {:#04x}, got {:#04x})",
+            sent[1000], got[1000]
+        )
+    );
+    let short = check_round_trip(&mode, 4096, &sent, &sent[..4000])
+        .unwrap_err()
+        .to_string();
+    assert!(short.contains("96 of them differ, the first at byte 4000"), "{short}");
+}
+
+#[test]
+fn the_round_trip_pattern_does_not_repeat_at_a_power_of_two() {
+    let p = pattern(1 << 20).unwrap();
+    for period in [1usize << 4, 1 << 8, 1 << 12, 1 << 16] {
+        assert_ne!(p[..period], p[period..2 * period], "period {period}");
+    }
+    let distinct: HashSet<u8> = p[..4096].iter().copied().collect();
+    assert!(distinct.len() > 200, "{} distinct bytes", distinct.len());
 }
