@@ -270,7 +270,9 @@ where
     let loss = engine.step(dev, &mut copy)?;
     let _ = loss.array();
     dev.try_synchronize()?;
-    Ok(start.elapsed().as_secs_f64())
+    let seconds = start.elapsed().as_secs_f64();
+    engine.keep_warm();
+    Ok(seconds)
 }
 
 /// How one training step runs on a device: how a host batch gets onto it (`buffer_reuse`
@@ -290,6 +292,11 @@ pub trait StepEngine<D: TrainDevice>: Sized {
 
     /// Records what the engine alone knows, once training ends.
     fn record(&self, _rec: &mut Recorder) {}
+
+    /// Leaves what this engine warmed up (buffers it would free when dropped) to the engine
+    /// that trains after it: called on the warm-up step's throwaway engine, so its first-use
+    /// costs stay out of epoch 0.
+    fn keep_warm(&mut self) {}
 }
 
 /// dfdx's autodiff end to end: the forward pass on the tape, `backward()`, clipping on the
@@ -382,11 +389,14 @@ pub struct NativeCpuEngine {
     y: Vec<f32>,
     rows: usize,
     grad_clip: Option<f64>,
+    /// Whether dropping the engine frees the f16 conversion buffers (the warm-up engine leaves
+    /// them to the training that follows, see [`StepEngine::keep_warm`]).
+    release_on_drop: bool,
 }
 
 impl Drop for NativeCpuEngine {
     fn drop(&mut self) {
-        if self.scaler.is_some() {
+        if self.scaler.is_some() && self.release_on_drop {
             native::release_scratch();
         }
     }
@@ -419,7 +429,12 @@ impl StepEngine<Cpu> for NativeCpuEngine {
             y: Vec::new(),
             rows: 0,
             grad_clip: params.grad_clip,
+            release_on_drop: true,
         })
+    }
+
+    fn keep_warm(&mut self) {
+        self.release_on_drop = false;
     }
 
     fn upload(&mut self, _: &Cpu, batch: &HostBatch, reuse: bool) -> Result<(), TrainError> {

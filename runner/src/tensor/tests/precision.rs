@@ -5,7 +5,7 @@ use crate::tensor::batches::HostBatch;
 use crate::tensor::native::{engine, random, NativeNet, Products, View};
 use crate::tensor::optim::LossScaler;
 use crate::tensor::tests::{learnable_windows, mlp, rnn, run_train};
-use crate::tensor::train_loop::{NativeCpuEngine, StepEngine};
+use crate::tensor::train_loop::{warm_up, NativeCpuEngine, StepEngine};
 use crate::tensor::*;
 use half::f16;
 
@@ -255,6 +255,37 @@ fn f16_conversion_buffers_are_freed_when_training_ends() {
         );
         drop(step);
         assert_eq!(crate::tensor::native::scratch_bytes(), 0);
+    });
+}
+
+/// The warm-up step leaves the f16 conversion buffers it allocated to the training that
+/// follows, so epoch 0 does not pay for them again; the training engine frees them when it ends.
+#[test]
+fn the_warm_up_step_leaves_its_f16_buffers_to_the_training() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    pool.install(|| {
+        let windows = learnable_windows(300, 50, 3);
+        let params = TrainParams {
+            hidden: Some(vec![64]),
+            precision: Precision::F16,
+            ..Default::default()
+        };
+        let dev = Cpu::seed_from_u64(0);
+        let arch = params.arch(windows.seq_len, windows.n_features, 1).unwrap();
+        let model = Model::new(&dev, &arch, 0.0, 1).unwrap();
+        crate::tensor::native::release_scratch();
+        assert_eq!(crate::tensor::native::scratch_bytes(), 0);
+        warm_up::<Cpu, NativeCpuEngine>(&dev, &windows, &model, &params, 0).unwrap();
+        assert!(
+            crate::tensor::native::scratch_bytes() > 0,
+            "the warm-up engine freed the buffers the training would reallocate in epoch 0"
+        );
+        drop(NativeCpuEngine::new(&dev, &model, &params, 0).unwrap());
+        assert_eq!(
+            crate::tensor::native::scratch_bytes(),
+            0,
+            "the training engine frees them"
+        );
     });
 }
 
