@@ -18,7 +18,7 @@ pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamErr
 
 impl Stage for LoadStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
-        let db = ctx.services.stock_db().map_err(|e| StageError::Stock(e.clone()))?;
+        let db = ctx.services.stock_db()?;
         let universe = ctx.services.universe(ctx.data)?;
         let bars = ctx
             .services

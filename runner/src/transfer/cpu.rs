@@ -8,11 +8,10 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-use super::size::format_bytes;
 use super::timing::Sampler;
 use super::{
-    cache_warm_note, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan,
-    References, SyncMode, TransferError,
+    cache_warm_note, host_buffer, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode,
+    Plan, References, SyncMode, TransferError,
 };
 use crate::metrics::Recorder;
 use crate::stats::median;
@@ -53,13 +52,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
     }
     // The "device" is a second host buffer here: the round trip copies the pattern into it and
     // back, which checks the bookkeeping the CUDA path shares.
-    super::verify_round_trips(plan, rec, |len, _mode, sent| {
-        let mut device = super::host_buffer(len)?;
-        device.extend_from_slice(sent);
-        let mut back = super::host_buffer(len)?;
-        back.extend_from_slice(&device);
-        Ok(back)
-    })
+    super::verify_round_trips(plan, rec, |_len, _mode, sent| copy_into_new(&copy_into_new(sent)?))
 }
 
 /// Samples of seconds per copy for one size and mode on the host, `warmup` samples first.
@@ -115,7 +108,7 @@ fn copy_samples(
             locked.store(src.locked || !pinned, Ordering::Relaxed);
             run(
                 &mut || {
-                    let dst = copy_into_new(black_box(src.as_slice()), size)?;
+                    let dst = copy_into_new(black_box(src.as_slice()))?;
                     drop(black_box(dst));
                     Ok(())
                 },
@@ -207,24 +200,16 @@ fn batch_loop(
 /// An ordinary buffer of `size` bytes, written once so its pages exist before timing.
 fn filled(size: u64) -> Result<Vec<u8>, TransferError> {
     let len = len_of(size)?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| alloc_error(size))?;
+    let mut v = host_buffer(len)?;
     v.resize(len, FILL);
     Ok(v)
 }
 
 /// A fresh allocation holding a copy of `src`: what `to_vec()` does, with a recoverable error.
-fn copy_into_new(src: &[u8], size: u64) -> Result<Vec<u8>, TransferError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(src.len()).map_err(|_| alloc_error(size))?;
+fn copy_into_new(src: &[u8]) -> Result<Vec<u8>, TransferError> {
+    let mut v = host_buffer(src.len())?;
     v.extend_from_slice(src);
     Ok(v)
-}
-
-fn alloc_error(size: u64) -> TransferError {
-    TransferError::HostAlloc {
-        size: format_bytes(size),
-    }
 }
 
 /// A host buffer that is page-locked when `pinned` and the system allows it; unlocked on drop.
@@ -248,9 +233,7 @@ impl HostBuf {
     /// A new buffer holding a copy of `src`; when `pinned`, locked before the copy, as a
     /// page-locked staging buffer would be.
     fn copy_of(src: &[u8], pinned: bool) -> Result<Self, TransferError> {
-        let mut data = Vec::new();
-        data.try_reserve_exact(src.len())
-            .map_err(|_| alloc_error(src.len() as u64))?;
+        let mut data = host_buffer(src.len())?;
         let locked = pinned && lock_spare(&mut data, src.len());
         data.extend_from_slice(src);
         Ok(HostBuf { data, locked })

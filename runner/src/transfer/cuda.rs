@@ -114,19 +114,32 @@ fn d2d_gbps(want: u64, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -
     let len = len_of(want)?.min(free / 4).max(1);
     let src = DeviceBuf::filled(len)?;
     let dst = DeviceBuf::new(len)?;
+    let samples = event_timed(stream, sampler, cancel, || {
+        // SAFETY: both device buffers hold `len` bytes and outlive the event wait.
+        cuda("cuMemcpyDtoDAsync", unsafe {
+            result::memcpy_dtod_async(dst.ptr, src.ptr, len, stream.0)
+        })
+    })?;
+    Ok(gbps(len as u64, median(&samples)))
+}
+
+/// Samples of seconds per `copy`, its copies issued back to back on `stream` and timed between
+/// two CUDA events (bandwidthTest's clock).
+fn event_timed(
+    stream: &Stream,
+    sampler: Sampler,
+    cancel: &AtomicBool,
+    mut copy: impl FnMut() -> Result<(), TransferError>,
+) -> Result<Vec<f64>, TransferError> {
     let (start, end) = (Event::new()?, Event::new()?);
-    let samples = sampler.timed(cancel, |k| {
+    sampler.timed(cancel, |k| {
         start.record(stream)?;
         for _ in 0..k {
-            // SAFETY: both device buffers hold `len` bytes and outlive the event wait.
-            cuda("cuMemcpyDtoDAsync", unsafe {
-                result::memcpy_dtod_async(dst.ptr, src.ptr, len, stream.0)
-            })?;
+            copy()?;
         }
         end.record(stream)?;
         Event::seconds_between(&start, &end)
-    })?;
-    Ok(gbps(len as u64, median(&samples)))
+    })
 }
 
 /// Seconds per copy of pinned, reused copies in `direction`, issued back to back on `stream`
@@ -141,20 +154,12 @@ fn event_samples(
     let s = stream.0;
     let device = DeviceBuf::filled(len)?;
     let host = PinnedBuf::filled(len)?;
-    let (start, end) = (Event::new()?, Event::new()?);
     ctx_sync()?;
-    sampler.timed(cancel, |k| {
-        start.record(stream)?;
-        for _ in 0..k {
-            match direction {
-                // SAFETY: both buffers hold `len` bytes and outlive the event wait below.
-                CopyDirection::H2d => cuda("cuMemcpyHtoDAsync", unsafe { htod_async(device.ptr, &host, s) })?,
-                // SAFETY: as above.
-                CopyDirection::D2h => cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&host, device.ptr, s) })?,
-            }
-        }
-        end.record(stream)?;
-        Event::seconds_between(&start, &end)
+    event_timed(stream, sampler, cancel, || match direction {
+        // SAFETY: both buffers hold `len` bytes and outlive the event wait.
+        CopyDirection::H2d => cuda("cuMemcpyHtoDAsync", unsafe { htod_async(device.ptr, &host, s) }),
+        // SAFETY: as above.
+        CopyDirection::D2h => cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&host, device.ptr, s) }),
     })
 }
 

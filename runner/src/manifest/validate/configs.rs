@@ -82,15 +82,17 @@ impl Validator {
                             stage,
                         }),
                         Err(e) => {
+                            // An unlocated error (empty field) comes from no override.
+                            let field = e.field.as_str();
                             let find = |list: &'_ [(usize, String, Vec<String>)]| {
-                                (!e.field.is_empty())
-                                    .then(|| list.iter().rev().find(|(i, p, _)| *i == si && *p == e.field).cloned())
-                                    .flatten()
+                                list.iter()
+                                    .rev()
+                                    .find(|(i, p, _)| !field.is_empty() && *i == si && p == field)
+                                    .cloned()
                             };
                             let from_smoke = find(smoke_origin);
                             let from_override = find(&origin).or_else(|| from_smoke.clone());
                             let unknown = e.message.starts_with("unknown field");
-                            let field = e.field.as_str();
                             let span = match (&from_override, (!field.is_empty()).then_some(field)) {
                                 (Some((_, _, at)), _) => {
                                     let at: Vec<&str> = at.iter().map(String::as_str).collect();

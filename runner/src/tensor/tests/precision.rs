@@ -224,21 +224,28 @@ fn an_overflowing_f16_step_is_skipped_and_the_next_one_updates() {
     assert_eq!(step.scaler_mut().unwrap().skipped(), 0);
 }
 
+/// An MLP with one hidden layer of 64 set to train in f16, with its windows, parameters and
+/// device: what the conversion-buffer tests train.
+fn f16_mlp() -> (Arc<Windows>, TrainParams, Cpu, Model<Cpu>) {
+    let windows = learnable_windows(300, 50, 3);
+    let params = TrainParams {
+        hidden: Some(vec![64]),
+        precision: Precision::F16,
+        ..Default::default()
+    };
+    let dev = Cpu::seed_from_u64(0);
+    let arch = params.arch(windows.seq_len, windows.n_features, 1).unwrap();
+    let model = Model::new(&dev, &arch, 0.0, 1).unwrap();
+    (windows, params, dev, model)
+}
+
 /// The f16 products' conversion buffers live in the pool's threads while an f16 run trains, and
 /// are freed when it ends, so they do not count toward what runs after it.
 #[test]
 fn f16_conversion_buffers_are_freed_when_training_ends() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     pool.install(|| {
-        let windows = learnable_windows(300, 50, 3);
-        let params = TrainParams {
-            hidden: Some(vec![64]),
-            precision: Precision::F16,
-            ..Default::default()
-        };
-        let dev = Cpu::seed_from_u64(0);
-        let arch = params.arch(windows.seq_len, windows.n_features, 1).unwrap();
-        let mut model = Model::new(&dev, &arch, 0.0, 1).unwrap();
+        let (windows, params, dev, mut model) = f16_mlp();
         let mut step = NativeCpuEngine::new(&dev, &model, &params, 0).unwrap();
         let rows = 64;
         let width = windows.seq_len * windows.n_features;
@@ -264,15 +271,7 @@ fn f16_conversion_buffers_are_freed_when_training_ends() {
 fn the_warm_up_step_leaves_its_f16_buffers_to_the_training() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     pool.install(|| {
-        let windows = learnable_windows(300, 50, 3);
-        let params = TrainParams {
-            hidden: Some(vec![64]),
-            precision: Precision::F16,
-            ..Default::default()
-        };
-        let dev = Cpu::seed_from_u64(0);
-        let arch = params.arch(windows.seq_len, windows.n_features, 1).unwrap();
-        let model = Model::new(&dev, &arch, 0.0, 1).unwrap();
+        let (windows, params, dev, model) = f16_mlp();
         crate::tensor::native::release_scratch();
         assert_eq!(crate::tensor::native::scratch_bytes(), 0);
         warm_up::<Cpu, NativeCpuEngine>(&dev, &windows, &model, &params, 0).unwrap();
