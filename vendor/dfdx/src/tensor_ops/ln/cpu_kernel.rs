@@ -1,0 +1,15 @@
+use crate::tensor_ops::cpu_kernels::UnaryDerivative;
+use num_traits::Float;
+
+impl<F: Float> UnaryDerivative<F> for super::LnKernelOp {
+    const DF_USES_FX: bool = false;
+    const HAS_CONST_DF: bool = false;
+    #[inline(always)]
+    fn f(&self, x: &F) -> F {
+        x.ln()
+    }
+    #[inline(always)]
+    fn df(&self, x: &F) -> F {
+        x.recip()
+    }
+}
