@@ -53,7 +53,7 @@ CHECKS=(
   "3|with CUDA_VISIBLE_DEVICES empty: a clean error, no panic"
   "4|a non-constant pattern copied host-to-device and back returns equal bytes"
   "5|compute-sanitizer memcheck and synccheck on a small transfer and a small train run: 0 errors"
-  "6|CPU against CUDA, same seed, no dropout: final training loss within 2% (relative)"
+  "6|CPU against CUDA, one step from the same weights and batch, no dropout: loss within 1e-5, gradients within 1e-4"
   "7|pinned copies at 256 MiB both directions: within 5% of PyTorch, at least 80% of the link's rate"
   "8|host clock against events for pinned copies at 16 MiB and above: within 2%"
   "9|transfer warm-up 0 against 50: medians within 2%; five repetitions: CV at most 3%"
@@ -178,16 +178,17 @@ else
   result 5 SKIP "compute-sanitizer not on PATH (it ships with the CUDA toolkit)"
 fi
 
-# 6. CPU against CUDA (also benchmark C's telemetry source).
+# 6. CPU against CUDA: one step (`check_step`), and the final losses as a figure beside it.
 run6=$(run_manifest cpu-vs-cuda.toml "$out/check6.log")
+step_loss=$(q "${run6:-latest}" scalar train step_loss_rel_diff 2>/dev/null | awk '$1 == "cuda" {print $2}')
+step_grad=$(q "${run6:-latest}" scalar train step_grad_max_rel_diff 2>/dev/null | awk '$1 == "cuda" {print $2}')
 cpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cpu" {print $2}')
 gpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cuda" {print $2}')
-if [ -n "$cpu" ] && [ -n "$gpu" ]; then
-  rel=$(awk -v a="$cpu" -v b="$gpu" 'BEGIN { d = (a - b) / a; if (d < 0) d = -d; printf "%.4f", d }')
-  ok=$(awk -v r="$rel" 'BEGIN { print (r <= 0.02) ? "PASS" : "FAIL" }')
-  result 6 "$ok" "final train MSE cpu $cpu, cuda $gpu: relative difference $rel"
+if [ -n "$step_loss" ] && [ -n "$step_grad" ]; then
+  ok=$(awk -v l="$step_loss" -v g="$step_grad" 'BEGIN { print (l <= 1e-5 && g <= 1e-4) ? "PASS" : "FAIL" }')
+  result 6 "$ok" "one step: loss differs by $step_loss (relative), gradients by $step_grad of their scale; final train MSE cpu ${cpu:-?}, cuda ${gpu:-?}"
 else
-  result 6 FAIL "no losses stored: $(q "${run6:-latest}" error 2>/dev/null | cut -c1-200)"
+  result 6 FAIL "no step comparison stored: $(q "${run6:-latest}" error 2>/dev/null | cut -c1-300)"
 fi
 
 # 7. 256 MiB pinned copies against PyTorch and the link.
@@ -264,9 +265,45 @@ verdict=$(q "${run10:-latest}" series train epoch_seconds 2>/dev/null | awk '
     printf "%s epoch 0 %.4f s, epochs 1-2 %.4f s: %+.1f%%", (d <= 0.05 && d >= -0.05) ? "PASS" : "FAIL", s[0], later, 100 * d }')
 result 10 "${verdict%% *}" "${verdict#* }"
 
-# 11. Synchronizations per step.
+# 11. Synchronizations per step: two runs that differ only in their number of steps, each
+# under nsys; the difference in synchronizing calls over the difference in steps.
 if command -v nsys >/dev/null 2>&1; then
-  result 11 FAIL "not built: the step count to divide by is not exported for nsys yet"
+  sed 's/^batch_size = 64$/batch_size = 128/' "$repo/bench/gpu/syncs.toml" >"$out/syncs-128.toml"
+  cp "$repo/bench/gpu/syncs.toml" "$out/syncs-64.toml"
+  for b in 64 128; do
+    (cd "$out" && nsys profile --trace=cuda --sample=none --cpuctxsw=none --force-overwrite=true \
+      -o "$out/syncs-$b" "$bin" --database "$out/syncs-$b.sqlite" run "$out/syncs-$b.toml" \
+      --no-report --results-dir "$out/results") >"$out/check11-$b.log" 2>&1
+    nsys stats --report cuda_api_sum --format csv --output - "$out/syncs-$b.nsys-rep" \
+      >"$out/syncs-$b.csv" 2>>"$out/check11-$b.log"
+  done
+  verdict=$("$python" - "$out" "$metrics" <<'PY'
+import csv, io, subprocess, sys
+out, metrics = sys.argv[1], sys.argv[2]
+def syncs(b):
+    # Explicit waits, and the copies that wait by themselves (synchronous memcpy).
+    text = open(f"{out}/syncs-{b}.csv").read()
+    start = text.find('"Time')
+    rows = csv.DictReader(io.StringIO(text[start:] if start >= 0 else text))
+    names = ("cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cudaDeviceSynchronize",
+             "cudaStreamSynchronize", "cudaEventSynchronize", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2")
+    return sum(int(float(r["Num Calls"])) for r in rows if r.get("Name", "").strip() in names)
+def steps(b):
+    line = subprocess.run([sys.executable, metrics, f"{out}/syncs-{b}.sqlite", "latest", "scalar", "train",
+                           "train_steps"], capture_output=True, text=True).stdout.split()
+    return float(line[1]) if len(line) > 1 else None
+try:
+    c64, c128, s64, s128 = syncs(64), syncs(128), steps(64), steps(128)
+except (OSError, KeyError, ValueError) as e:
+    print(f"FAIL cannot read the profiles: {e}"); sys.exit()
+if s64 is None or s128 is None or s64 == s128:
+    print("FAIL no train_steps stored (see check11-*.log)"); sys.exit()
+per = (c64 - c128) / (s64 - s128)
+ok = "PASS" if abs(per - 1) < 0.005 else "FAIL"
+print(f"{ok} {per:.3f} synchronizations per step ({c64:.0f} calls over {s64:.0f} steps, {c128:.0f} over {s128:.0f})")
+PY
+)
+  result 11 "${verdict%% *}" "${verdict#* }"
 else
   result 11 SKIP "nsys not on PATH"
 fi

@@ -12,6 +12,8 @@ pub(crate) mod commands;
 // Its loader is called only by a `cuda` build.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) mod cuda_dl;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda_raw;
 pub mod db;
 pub(crate) mod digest;
 pub(crate) mod error;

@@ -118,6 +118,11 @@ const TRAIN: &[MetricDecl] = &[
         "seconds of the untimed warm-up step before the first epoch",
     ),
     m(
+        "train_steps",
+        "count",
+        "optimizer steps over all epochs, the warm-up step not included",
+    ),
+    m(
         "samples_per_second",
         "samples/s",
         "training samples per second over all epochs",
@@ -156,7 +161,22 @@ const TRAIN: &[MetricDecl] = &[
         "seconds of forward, backward and update (phase_timing)",
     ),
     m("readback_seconds", "s", "seconds reading the loss back (phase_timing)"),
-    m("device_mem_bytes", "B", "device memory held by the process (CUDA)"),
+    m(
+        "device_mem_peak_bytes",
+        "B",
+        "most device memory the stage's tensors held at once, from the memory pool (CUDA)",
+    ),
+    m(
+        "step_loss_rel_diff",
+        "ratio",
+        "one step's loss, CPU engine against the training device, relative difference (check_step)",
+    ),
+    m(
+        "step_grad_max_rel_diff",
+        "ratio",
+        "one step's gradients, CPU engine against the training device, largest difference over \
+         its tensor's scale (check_step)",
+    ),
 ];
 
 const VALIDATE: &[MetricDecl] = &[

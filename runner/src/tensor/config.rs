@@ -167,10 +167,16 @@ pub struct TrainParams {
     /// f16 products with f32 accumulation and master weights, dynamic loss scaling; CPU only in
     /// this build); `"bf16"` is recognised and rejected with the reason.
     pub precision: Precision,
-    /// Time the prep / host-to-device / compute / readback phases of every step. On CUDA this
-    /// synchronizes the device at each phase boundary, which removes the overlap that
-    /// `loss_sync_every` experiments are about: turn it off for those.
+    /// Time the prep / host-to-device / compute / readback phases of every step, without
+    /// synchronizing: the host clock on the CPU, CUDA events on the training stream (read at the
+    /// end of the epoch) on CUDA, so it changes neither the step nor when the host waits.
     pub phase_timing: bool,
+    /// Before training, compute the first step on the CPU's native engine and with autodiff on
+    /// the training device, from the same weights and batch at dropout 0, and record how far
+    /// apart they are (`step_loss_rel_diff`, `step_grad_max_rel_diff`); the stage fails when
+    /// the loss differs by more than 1e-5 (relative) or a gradient by more than 1e-4 of its
+    /// tensor's scale. f32 only.
+    pub check_step: bool,
     /// A quality to reach, checked on the validation windows at the end of every epoch
     /// (untimed): records `seconds_to_target` and `epochs_to_target` when an epoch reaches it.
     pub target: Option<TrainTarget>,
@@ -216,6 +222,7 @@ impl Default for TrainParams {
             log_every: 0,
             precision: Precision::F32,
             phase_timing: true,
+            check_step: false,
             target: None,
             max_memory: None,
             cpu_engine: CpuEngine::Native,
@@ -410,6 +417,16 @@ impl TrainParams {
                 )
                 .with_hint("e.g. `target = { mse_vs_zero = 0.95 }`: 5% below predicting zero"));
             }
+        }
+        if self.check_step && self.precision != Precision::F32 {
+            return Err(ParamError::new(
+                "check_step",
+                format!(
+                    "compares f32 steps, and this stage trains in \"{}\"",
+                    self.precision.as_str()
+                ),
+            )
+            .with_hint("run the check in a variant with `precision = \"f32\"`"));
         }
         Ok(())
     }

@@ -16,12 +16,17 @@
 
 mod batches;
 mod config;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod engine;
+pub mod equivalence;
 mod eval;
 pub mod memory;
 mod mlp;
 mod model;
 mod native;
 mod optim;
+mod phases;
 mod rnn;
 mod train_loop;
 
@@ -67,6 +72,8 @@ pub enum TrainError {
     Diverged { epoch: usize, loss: f64 },
     #[error("cancelled")]
     Cancelled,
+    #[error("check_step: {0}")]
+    StepMismatch(String),
     #[error("model file {path}: {message}")]
     ModelFile { path: String, message: String },
     #[error("internal error: {0}")]
@@ -99,12 +106,15 @@ pub fn train(
     match resolve_device(params.device, rec) {
         DeviceKind::Cpu | DeviceKind::Auto => {
             let dev = Cpu::seed_from_u64(seed);
+            if params.check_step {
+                equivalence::one_step(&dev, &windows, params, seed)?.record(rec)?;
+            }
             let model = match params.cpu_engine {
                 CpuEngine::Native => {
-                    train_loop::run::<_, train_loop::NativeCpuEngine>(&dev, &windows, params, seed, rec, cancel)?
+                    train_loop::run::<_, engine::NativeCpuEngine>(&dev, &windows, params, seed, rec, cancel)?
                 }
                 CpuEngine::Autodiff => {
-                    train_loop::run::<_, train_loop::AutodiffEngine<_>>(&dev, &windows, params, seed, rec, cancel)?
+                    train_loop::run::<_, engine::AutodiffEngine<_>>(&dev, &windows, params, seed, rec, cancel)?
                 }
             };
             Ok(model.to_trained(windows))
@@ -151,72 +161,7 @@ fn resolve_device(device: DeviceKind, rec: &mut Recorder) -> DeviceKind {
 }
 
 #[cfg(feature = "cuda")]
-mod cuda {
-    //! CUDA device selection and device-memory readout.
-
-    use super::TrainError;
-    use dfdx::tensor::Cuda;
-
-    /// GPU 0, or a message saying why not. Never `AutoDevice::default()`: it panics when no
-    /// device or driver is present.
-    pub fn device(seed: u64) -> Result<Cuda, TrainError> {
-        // The libraries load at run time, and cudarc 0.9 unwraps `cuInit`: probe first.
-        crate::cuda_dl::probe().map_err(|e| TrainError::Device(format!("cuda: {}", e.with_hint())))?;
-        Cuda::try_build(0, seed).map_err(|e| {
-            TrainError::Device(format!(
-                "cannot open CUDA device 0 ({e}); check that a GPU and its driver are present, \
-                 that libcublas and libnvrtc are on LD_LIBRARY_PATH, or use `device = \"cpu\"`"
-            ))
-        })
-    }
-
-    /// Device memory this process holds at the end of training, as the driver reports it: the
-    /// context, the model and the optimizer state. Not a peak: dfdx 0.13's tensor cache is off,
-    /// so every freed buffer goes back to the driver. Read through `nvidia-smi` (dfdx does not
-    /// expose the driver's memory query), after the last epoch's clock has stopped but inside
-    /// the stage's wall time.
-    pub fn process_memory_bytes() -> Option<f64> {
-        let out = std::process::Command::new("nvidia-smi")
-            .args(["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
-            .output()
-            .ok()?;
-        let pid = std::process::id().to_string();
-        String::from_utf8_lossy(&out.stdout).lines().find_map(|line| {
-            let (p, mib) = line.split_once(',')?;
-            (p.trim() == pid)
-                .then(|| mib.trim().parse::<f64>().ok())
-                .flatten()
-                .map(|mib| mib * 1024.0 * 1024.0)
-        })
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn train_cuda(
-    windows: Arc<Windows>,
-    params: &TrainParams,
-    seed: u64,
-    rec: &mut Recorder,
-    cancel: &AtomicBool,
-) -> Result<TrainedModel, TrainError> {
-    let dev = cuda::device(seed)?;
-    let model = train_loop::run::<_, train_loop::AutodiffEngine<_>>(&dev, &windows, params, seed, rec, cancel)?;
-    match cuda::process_memory_bytes() {
-        Some(bytes) => rec.record("device_mem_bytes", bytes, "B"),
-        None => tracing::warn!("device memory not recorded: nvidia-smi gave no reading"),
-    }
-    Ok(model.to_trained(windows))
-}
-
-#[cfg(feature = "cuda")]
-fn predict_cuda(model: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
-    let dev = cuda::device(0)?;
-    let net = Model::from_trained(&dev, model)?;
-    let (windows, valid) = (&model.windows, &model.windows.valid);
-    eval::predict(windows, valid, params.batch_size, model.target, |b| {
-        train_loop::autodiff_predict(&dev, &net, b)
-    })
-}
+use cuda::{predict_cuda, train_cuda};
 
 #[cfg(not(feature = "cuda"))]
 fn train_cuda(

@@ -2,19 +2,19 @@
 //! -> AdamW), generic over the dfdx device, with the knobs experiments compare and the metrics
 //! they are judged on.
 
-use super::batches::{BatchSource, HostBatch};
-use super::config::{HiddenState, Precision, TrainParams};
+use super::batches::BatchSource;
+use super::config::TrainParams;
+use super::engine::StepEngine;
 use super::eval;
-use super::model::{InitialState, Matrix, Model};
-use super::native::{self, NativeNet};
-use super::optim::{clip_global_norm, AdamW, LossScaler};
+use super::model::Model;
+use super::phases::{Phase, PhaseClock, PhaseSource};
 use super::{TrainDevice, TrainError};
 use crate::artifact::{TargetScale, Windows};
 use crate::metrics::Recorder;
 use dfdx::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 // Long because: the epoch loop times its phases between its own statements; moving them into
 // helpers would move the timer boundaries.
@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 ///   ones under `precision = "f16"`) as a series, and the last epoch's value;
 /// - `mean_batch_loss` (loss): the mean of the epoch's batch losses as a series, in standardized
 ///   target units, taken while the weights change (what the loop saw, not a model's MSE);
-/// - `samples_per_second` (samples/s) over all epochs;
+/// - `samples_per_second` (samples/s) over all epochs, and `train_steps` (count: optimizer
+///   steps over all epochs, the warm-up step not included);
 /// - with `target`, `valid_mse_vs_zero` (ratio) per epoch as a series, and `seconds_to_target`
 ///   (s, training time summed up to the end of the first epoch whose validation MSE / naive-zero
 ///   MSE is at or below the target) and `epochs_to_target` (count); a note instead when no
@@ -35,12 +36,13 @@ use std::time::{Duration, Instant};
 /// - with `precision = "f16"`, `loss_scale` (the dynamic loss scale at the end) and
 ///   `skipped_steps` (count: steps skipped because their scaled gradients overflowed f16);
 /// - with `phase_timing`, the totals `prep_seconds`, `h2d_seconds`, `compute_seconds` and
-///   `readback_seconds` (s). With `prefetch > 0`, prep is only the time spent waiting for the
-///   producer thread, i.e. the part of batch preparation that was not hidden.
+///   `readback_seconds` (s), timed without synchronizing (see [`super::phases`]): host time on
+///   the CPU, the device's timeline on CUDA. With `prefetch > 0`, prep is only the time spent
+///   waiting for the producer thread, i.e. the part of batch preparation that was not hidden.
 ///
 /// `seed` drives three independent streams: weight init, the per-epoch visiting order, and the
 /// device RNG (dropout masks).
-pub fn run<D: TrainDevice, E: StepEngine<D>>(
+pub fn run<D: TrainDevice + PhaseSource, E: StepEngine<D>>(
     dev: &D,
     windows: &Arc<Windows>,
     params: &TrainParams,
@@ -74,7 +76,7 @@ where
     )?;
     let first_step = warm_up::<D, E>(dev, windows, &model, params, seed)?;
     rec.record("first_step_seconds", first_step, "s");
-    let mut clock = PhaseClock::new(dev, params.phase_timing);
+    let mut clock = PhaseClock::new(dev.phase_stamps()?, params.phase_timing);
     let steps_per_epoch = n.div_ceil(params.batch_size);
     let mut epoch_seconds = Vec::with_capacity(params.epochs);
     let mut last_epoch_loss = f64::NAN;
@@ -87,7 +89,7 @@ where
     for epoch in 0..params.epochs {
         dev.try_synchronize()?;
         let epoch_start = Instant::now();
-        clock.restart();
+        clock.restart()?;
         // The epoch's mean loss is summed on the device, so it is exact whatever
         // `loss_sync_every` says; only the per-step reads below move data to the host.
         let mut loss_sum: Option<Tensor<(), f32, D>> = None;
@@ -126,6 +128,8 @@ where
         clock.lap(Phase::Readback)?;
         dev.try_synchronize()?;
         let seconds = epoch_start.elapsed().as_secs_f64();
+        // Outside the epoch's clock: the device is done, so every phase stamp reads now.
+        clock.settle()?;
         let mean_loss = f64::from(sum) / steps_per_epoch as f64;
         if !mean_loss.is_finite() {
             return Err(TrainError::Diverged { epoch, loss: mean_loss });
@@ -178,6 +182,7 @@ where
         }
     }
     rec.record("samples_per_second", (n * params.epochs) as f64 / total, "samples/s");
+    rec.record("train_steps", global_step as f64, "count");
     if params.phase_timing {
         for (phase, spent) in Phase::ALL.iter().zip(clock.spent) {
             rec.record(phase.metric(), spent.as_secs_f64(), "s");
@@ -273,316 +278,4 @@ where
     let seconds = start.elapsed().as_secs_f64();
     engine.keep_warm();
     Ok(seconds)
-}
-
-/// How one training step runs on a device: how a host batch gets onto it (`buffer_reuse`
-/// decides between fresh buffers and ones allocated once) and how forward, backward, gradient
-/// clipping and the Adam update are computed.
-pub trait StepEngine<D: TrainDevice>: Sized {
-    fn new(dev: &D, model: &Model<D>, params: &TrainParams, seed: u64) -> Result<Self, TrainError>;
-
-    /// Moves `batch` to the device, ready for the next [`StepEngine::step`].
-    fn upload(&mut self, dev: &D, batch: &HostBatch, reuse: bool) -> Result<(), TrainError>;
-
-    /// One optimizer step on the last uploaded batch; returns its loss, left on the device.
-    fn step(&mut self, dev: &D, model: &mut Model<D>) -> Result<Tensor<(), f32, D>, TrainError>;
-
-    /// The model's outputs for `batch` (inference: no dropout, no update), standardized.
-    fn predict(&mut self, dev: &D, model: &Model<D>, batch: &HostBatch) -> Result<Vec<f32>, TrainError>;
-
-    /// Records what the engine alone knows, once training ends.
-    fn record(&self, _rec: &mut Recorder) {}
-
-    /// Leaves what this engine warmed up (buffers it would free when dropped) to the engine
-    /// that trains after it: called on the warm-up step's throwaway engine, so its first-use
-    /// costs stay out of epoch 0.
-    fn keep_warm(&mut self) {}
-}
-
-/// dfdx's autodiff end to end: the forward pass on the tape, `backward()`, clipping on the
-/// device, fused Adam. Runs on any dfdx device; the CUDA path uses it.
-pub struct AutodiffEngine<D: TrainDevice> {
-    opt: AdamW<D>,
-    /// A recurrent model's initial state (`hidden_state`).
-    state: InitialState<D>,
-    buffers: ReusedBuffers<D>,
-    batch: Option<(Matrix<D>, Matrix<D>)>,
-    grad_clip: Option<f64>,
-}
-
-impl<D: TrainDevice> StepEngine<D> for AutodiffEngine<D>
-where
-    TrainError: From<D::Err>,
-{
-    fn new(_: &D, model: &Model<D>, params: &TrainParams, _: u64) -> Result<Self, TrainError> {
-        if params.precision != Precision::F32 {
-            // `TrainParams::check` keeps other precisions off CUDA; the CPU's autodiff engine is
-            // a test reference only.
-            return Err(TrainError::Internal(format!(
-                "the autodiff engine trains in f32 only, not {}",
-                params.precision.as_str()
-            )));
-        }
-        Ok(Self {
-            opt: AdamW::new(model, params.lr, params.weight_decay)?,
-            state: match params.hidden_state {
-                HiddenState::PerBatch => InitialState::PerBatch,
-                HiddenState::Reuse => InitialState::Reuse(Vec::new()),
-            },
-            buffers: ReusedBuffers::default(),
-            batch: None,
-            grad_clip: params.grad_clip,
-        })
-    }
-
-    fn upload(&mut self, dev: &D, batch: &HostBatch, reuse: bool) -> Result<(), TrainError> {
-        let input = batch.x.len() / batch.rows.max(1);
-        let horizons = batch.y.len() / batch.rows.max(1);
-        self.batch = Some(if reuse {
-            self.buffers.fill(dev, batch, input, horizons)?
-        } else {
-            (
-                dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, input))?,
-                dev.try_tensor_from_vec(batch.y.clone(), (batch.rows, horizons))?,
-            )
-        });
-        Ok(())
-    }
-
-    fn step(&mut self, _: &D, model: &mut Model<D>) -> Result<Tensor<(), f32, D>, TrainError> {
-        let (x, y) = self
-            .batch
-            .take()
-            .ok_or_else(|| TrainError::Internal("a step without an uploaded batch".into()))?;
-        let (loss_value, mut grads) = model.loss_and_grads_with(x, y, &mut self.state)?;
-        if let Some(max_norm) = self.grad_clip {
-            grads = clip_global_norm(model, &grads, max_norm)?;
-        }
-        self.opt.step(model, &mut grads)?;
-        Ok(loss_value)
-    }
-
-    fn predict(&mut self, dev: &D, model: &Model<D>, batch: &HostBatch) -> Result<Vec<f32>, TrainError> {
-        autodiff_predict(dev, model, batch)
-    }
-}
-
-/// dfdx's forward pass (no tape, no dropout) over one host batch.
-pub fn autodiff_predict<D: TrainDevice>(dev: &D, model: &Model<D>, batch: &HostBatch) -> Result<Vec<f32>, TrainError>
-where
-    TrainError: From<D::Err>,
-{
-    let width = batch.x.len() / batch.rows.max(1);
-    let x = dev.try_tensor_from_vec(batch.x.clone(), (batch.rows, width))?;
-    Ok(model.forward(x, false)?.as_vec())
-}
-
-/// The CPU path: forward and backward on host buffers with the `gemm` crate's kernels
-/// ([`native`], per model kind), dfdx's fused Adam on the parameter tensors. "Device" buffers
-/// are host vectors here: a fresh pair per batch, or one pair overwritten in place. Under
-/// `precision = "f16"` the products run in f16 and a [`LossScaler`] guards the updates.
-pub struct NativeCpuEngine {
-    net: Box<dyn NativeNet>,
-    opt: AdamW<Cpu>,
-    scaler: Option<LossScaler>,
-    x: Vec<f32>,
-    y: Vec<f32>,
-    rows: usize,
-    grad_clip: Option<f64>,
-    /// Whether dropping the engine frees the f16 conversion buffers (the warm-up engine leaves
-    /// them to the training that follows, see [`StepEngine::keep_warm`]).
-    release_on_drop: bool,
-}
-
-impl Drop for NativeCpuEngine {
-    fn drop(&mut self) {
-        if self.scaler.is_some() && self.release_on_drop {
-            native::release_scratch();
-        }
-    }
-}
-
-impl NativeCpuEngine {
-    /// The loss scaler, under `precision = "f16"` (tests start it where they need it).
-    #[cfg(test)]
-    pub(super) fn scaler_mut(&mut self) -> Option<&mut LossScaler> {
-        self.scaler.as_mut()
-    }
-}
-
-impl StepEngine<Cpu> for NativeCpuEngine {
-    fn new(dev: &Cpu, model: &Model<Cpu>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
-        let (products, scaler) = match params.precision {
-            Precision::F32 => (native::Products::F32, None),
-            Precision::F16 => (native::Products::F16, Some(LossScaler::new())),
-            Precision::Bf16 => {
-                return Err(TrainError::Internal(
-                    "bf16 reached the CPU engine; `TrainParams::check` rejects it".into(),
-                ))
-            }
-        };
-        Ok(Self {
-            net: native::engine(dev, model, seed, params.hidden_state, products)?,
-            opt: AdamW::new(model, params.lr, params.weight_decay)?,
-            scaler,
-            x: Vec::new(),
-            y: Vec::new(),
-            rows: 0,
-            grad_clip: params.grad_clip,
-            release_on_drop: true,
-        })
-    }
-
-    fn keep_warm(&mut self) {
-        self.release_on_drop = false;
-    }
-
-    fn upload(&mut self, _: &Cpu, batch: &HostBatch, reuse: bool) -> Result<(), TrainError> {
-        if reuse {
-            self.x.clear();
-            self.x.extend_from_slice(&batch.x);
-            self.y.clear();
-            self.y.extend_from_slice(&batch.y);
-        } else {
-            self.x = batch.x.clone();
-            self.y = batch.y.clone();
-        }
-        self.rows = batch.rows;
-        Ok(())
-    }
-
-    fn step(&mut self, dev: &Cpu, model: &mut Model<Cpu>) -> Result<Tensor<(), f32, Cpu>, TrainError> {
-        if self.rows == 0 {
-            return Err(TrainError::Internal("a step without an uploaded batch".into()));
-        }
-        let loss = match &mut self.scaler {
-            None => self.net.loss_and_grads(&self.x, &self.y, self.rows)?,
-            Some(scaler) => {
-                let loss = self
-                    .net
-                    .loss_and_grads_scaled(&self.x, &self.y, self.rows, scaler.scale())?;
-                if !scaler.unscale(self.net.grads_mut().iter_mut().map(|g| &mut g[..])) {
-                    // An f16 overflow: no update (the loss still counts, as in PyTorch).
-                    return Ok(dev.try_tensor(loss)?);
-                }
-                loss
-            }
-        };
-        if let Some(max_norm) = self.grad_clip {
-            native::clip_global_norm(self.net.grads_mut(), max_norm);
-        }
-        self.opt.step_buffers(model, self.net.grads())?;
-        self.net.refresh(model);
-        Ok(dev.try_tensor(loss)?)
-    }
-
-    fn predict(&mut self, _: &Cpu, _: &Model<Cpu>, batch: &HostBatch) -> Result<Vec<f32>, TrainError> {
-        Ok(self.net.forward(&batch.x, batch.rows, false)?.to_vec())
-    }
-
-    fn record(&self, rec: &mut Recorder) {
-        if let Some(scaler) = &self.scaler {
-            rec.record("loss_scale", f64::from(scaler.scale()), "");
-            rec.record("skipped_steps", scaler.skipped() as f64, "count");
-        }
-    }
-}
-
-/// Device tensors allocated once and overwritten each batch (`buffer_reuse = true`). The last
-/// batch of an epoch may be shorter, so it gets its own pair, allocated on first use.
-#[derive(Default)]
-struct ReusedBuffers<D: Device<f32>> {
-    full: Option<(Matrix<D>, Matrix<D>)>,
-    tail: Option<(Matrix<D>, Matrix<D>)>,
-}
-
-impl<D: Device<f32>> ReusedBuffers<D>
-where
-    TrainError: From<D::Err>,
-{
-    fn fill(
-        &mut self,
-        dev: &D,
-        batch: &HostBatch,
-        input: usize,
-        horizons: usize,
-    ) -> Result<(Matrix<D>, Matrix<D>), TrainError> {
-        let fits =
-            |slot: &Option<(Matrix<D>, Matrix<D>)>| slot.as_ref().is_some_and(|(x, _)| x.shape().0 == batch.rows);
-        let slot = if self.full.is_none() || fits(&self.full) {
-            &mut self.full
-        } else {
-            &mut self.tail
-        };
-        if !fits(slot) {
-            *slot = Some((
-                dev.try_zeros_like(&(batch.rows, input))?,
-                dev.try_zeros_like(&(batch.rows, horizons))?,
-            ));
-        }
-        let (x, y) = slot.as_mut().expect("filled just above");
-        // The previous step's clones are gone by now, so these copies write in place.
-        x.copy_from(&batch.x);
-        y.copy_from(&batch.y);
-        Ok((x.clone(), y.clone()))
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Phase {
-    Prep,
-    HostToDevice,
-    Compute,
-    Readback,
-}
-
-impl Phase {
-    const ALL: [Phase; 4] = [Phase::Prep, Phase::HostToDevice, Phase::Compute, Phase::Readback];
-
-    fn metric(self) -> &'static str {
-        match self {
-            Phase::Prep => "prep_seconds",
-            Phase::HostToDevice => "h2d_seconds",
-            Phase::Compute => "compute_seconds",
-            Phase::Readback => "readback_seconds",
-        }
-    }
-}
-
-/// Splits wall time into phases. Each boundary synchronizes the device first (a no-op on CPU),
-/// so queued GPU work is charged to the phase that issued it rather than to whichever phase
-/// happens to block next.
-struct PhaseClock<'a, D> {
-    dev: &'a D,
-    enabled: bool,
-    last: Instant,
-    spent: [Duration; 4],
-}
-
-impl<'a, D: TrainDevice> PhaseClock<'a, D>
-where
-    TrainError: From<D::Err>,
-{
-    fn new(dev: &'a D, enabled: bool) -> Self {
-        Self {
-            dev,
-            enabled,
-            last: Instant::now(),
-            spent: [Duration::ZERO; 4],
-        }
-    }
-
-    fn restart(&mut self) {
-        self.last = Instant::now();
-    }
-
-    fn lap(&mut self, phase: Phase) -> Result<(), TrainError> {
-        if self.enabled {
-            self.dev.try_synchronize()?;
-            let now = Instant::now();
-            self.spent[phase as usize] += now - self.last;
-            self.last = now;
-        }
-        Ok(())
-    }
 }

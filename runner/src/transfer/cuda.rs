@@ -28,7 +28,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaDevice, DriverError};
 
-use super::size::format_bytes;
+use crate::cuda_raw::{self, call, CudaFailure, DeviceBuf, Event, PinnedBuf, Stream};
+
 use super::timing::Sampler;
 use super::{
     cache_warm_note, gbps, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan,
@@ -112,7 +113,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
 fn d2d_gbps(want: u64, stream: &Stream, sampler: Sampler, cancel: &AtomicBool) -> Result<f64, TransferError> {
     let (free, _total) = cuda("cuMemGetInfo", result::mem_get_info())?;
     let len = len_of(want)?.min(free / 4).max(1);
-    let src = DeviceBuf::filled(len)?;
+    let src = DeviceBuf::filled(len, FILL)?;
     let dst = DeviceBuf::new(len)?;
     let samples = event_timed(stream, sampler, cancel, || {
         // SAFETY: both device buffers hold `len` bytes and outlive the event wait.
@@ -131,14 +132,14 @@ fn event_timed(
     cancel: &AtomicBool,
     mut copy: impl FnMut() -> Result<(), TransferError>,
 ) -> Result<Vec<f64>, TransferError> {
-    let (start, end) = (Event::new()?, Event::new()?);
+    let (start, end) = (Event::new(true)?, Event::new(true)?);
     sampler.timed(cancel, |k| {
-        start.record(stream)?;
+        start.record(stream.0)?;
         for _ in 0..k {
             copy()?;
         }
-        end.record(stream)?;
-        Event::seconds_between(&start, &end)
+        end.record(stream.0)?;
+        Ok(Event::seconds_between(&start, &end)?)
     })
 }
 
@@ -152,14 +153,14 @@ fn event_samples(
     cancel: &AtomicBool,
 ) -> Result<Vec<f64>, TransferError> {
     let s = stream.0;
-    let device = DeviceBuf::filled(len)?;
-    let host = PinnedBuf::filled(len)?;
+    let device = DeviceBuf::filled(len, FILL)?;
+    let host = PinnedBuf::filled(len, FILL)?;
     ctx_sync()?;
     event_timed(stream, sampler, cancel, || match direction {
         // SAFETY: both buffers hold `len` bytes and outlive the event wait.
-        CopyDirection::H2d => cuda("cuMemcpyHtoDAsync", unsafe { htod_async(device.ptr, &host, s) }),
+        CopyDirection::H2d => Ok(unsafe { cuda_raw::htod_async(device.ptr, host.ptr, host.len, s) }?),
         // SAFETY: as above.
-        CopyDirection::D2h => cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&host, device.ptr, s) }),
+        CopyDirection::D2h => Ok(unsafe { cuda_raw::dtoh_async(host.ptr, device.ptr, host.len, s) }?),
     })
 }
 
@@ -218,19 +219,19 @@ fn copy_samples(
             })
         }
         (CopyDirection::H2d, HostMemory::Pinned, alloc) => {
-            let src = PinnedBuf::filled(len)?;
+            let src = PinnedBuf::filled(len, FILL)?;
             let reused = DeviceBuf::new(len)?;
             timed(&mut || {
                 let fresh = fresh_device(alloc, len)?;
                 let dst = fresh.as_ref().unwrap_or(&reused);
                 // SAFETY: both buffers hold `len` bytes; a fresh `dst` is kept until the
                 // iteration has synchronized the stream.
-                cuda("cuMemcpyHtoDAsync", unsafe { htod_async(dst.ptr, &src, s) })?;
+                unsafe { cuda_raw::htod_async(dst.ptr, src.ptr, src.len, s) }?;
                 Ok(fresh.map(|b| Box::new(b) as Box<dyn std::any::Any>))
             })
         }
         (CopyDirection::D2h, HostMemory::Pageable, Allocation::Reuse) => {
-            let src = DeviceBuf::filled(len)?;
+            let src = DeviceBuf::filled(len, FILL)?;
             let mut dst = vec![0u8; len];
             timed(&mut || {
                 // SAFETY: `src` holds `len` bytes; the call returns once `dst` is written.
@@ -239,7 +240,7 @@ fn copy_samples(
             })
         }
         (CopyDirection::D2h, HostMemory::Pageable, Allocation::PerCopy) => {
-            let src = DeviceBuf::filled(len)?;
+            let src = DeviceBuf::filled(len, FILL)?;
             timed(&mut || {
                 let mut dst: Vec<u8> = Vec::with_capacity(len);
                 // SAFETY: the spare capacity holds `len` writable bytes and `src` holds `len`
@@ -256,21 +257,21 @@ fn copy_samples(
             })
         }
         (CopyDirection::D2h, HostMemory::Pinned, Allocation::Reuse) => {
-            let src = DeviceBuf::filled(len)?;
+            let src = DeviceBuf::filled(len, FILL)?;
             let dst = PinnedBuf::new(len)?;
             timed(&mut || {
                 // SAFETY: both buffers hold `len` bytes and live until the sample's sync.
-                cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, src.ptr, s) })?;
+                unsafe { cuda_raw::dtoh_async(dst.ptr, src.ptr, dst.len, s) }?;
                 Ok(None)
             })
         }
         (CopyDirection::D2h, HostMemory::Pinned, Allocation::PerCopy) => {
-            let src = DeviceBuf::filled(len)?;
+            let src = DeviceBuf::filled(len, FILL)?;
             timed(&mut || {
                 let dst = PinnedBuf::new(len)?;
                 // SAFETY: both buffers hold `len` bytes; `dst` is kept until the iteration
                 // has synchronized the stream.
-                cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, src.ptr, s) })?;
+                unsafe { cuda_raw::dtoh_async(dst.ptr, src.ptr, dst.len, s) }?;
                 Ok(Some(Box::new(dst) as Box<dyn std::any::Any>))
             })
         }
@@ -289,7 +290,7 @@ fn round_trip(len: usize, mode: Mode, sent: &[u8], stream: &Stream) -> Result<Ve
         // SAFETY: `src` owns `len` writable bytes and `sent` holds `len` bytes; they do not overlap.
         unsafe { ptr::copy_nonoverlapping(sent.as_ptr(), src.ptr, len) };
         // SAFETY: both buffers hold `len` bytes and live until the stream is synchronized.
-        cuda("cuMemcpyHtoDAsync", unsafe { htod_async(device.ptr, &src, s) })?;
+        unsafe { cuda_raw::htod_async(device.ptr, src.ptr, src.len, s) }?;
         stream.sync()?;
     } else {
         // SAFETY: `device` holds `len` bytes; the call returns once `sent` has been read.
@@ -299,7 +300,7 @@ fn round_trip(len: usize, mode: Mode, sent: &[u8], stream: &Stream) -> Result<Ve
     if mode.direction == CopyDirection::D2h && pinned {
         let dst = PinnedBuf::new(len)?;
         // SAFETY: both buffers hold `len` bytes and live until the stream is synchronized.
-        cuda("cuMemcpyDtoHAsync", unsafe { dtoh_async(&dst, device.ptr, s) })?;
+        unsafe { cuda_raw::dtoh_async(dst.ptr, device.ptr, dst.len, s) }?;
         stream.sync()?;
         // SAFETY: the synchronized copy wrote all `len` bytes of `dst`; `back` holds `len`.
         unsafe { ptr::copy_nonoverlapping(dst.ptr, back.as_mut_ptr(), len) };
@@ -316,51 +317,18 @@ fn round_trip(len: usize, mode: Mode, sent: &[u8], stream: &Stream) -> Result<Ve
 /// A new device buffer for `per_copy`, nothing for `reuse`.
 fn fresh_device(alloc: Allocation, len: usize) -> Result<Option<DeviceBuf>, TransferError> {
     match alloc {
-        Allocation::PerCopy => DeviceBuf::new(len).map(Some),
+        Allocation::PerCopy => Ok(Some(DeviceBuf::new(len)?)),
         Allocation::Reuse => Ok(None),
     }
 }
 
-/// Stream-ordered copy of all of `src` into `dst`.
-///
-/// # Safety
-/// `dst` must hold at least `src.len` bytes, and both must stay alive until `stream` is
-/// synchronized.
-unsafe fn htod_async(dst: sys::CUdeviceptr, src: &PinnedBuf, stream: sys::CUstream) -> Result<(), DriverError> {
-    // SAFETY: forwarded to the caller's contract.
-    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.ptr.cast(), src.len, stream) }.result()
-}
-
-/// Stream-ordered copy of `dst.len` bytes from `src` into `dst`.
-///
-/// # Safety
-/// `src` must hold at least `dst.len` bytes, and both must stay alive until `stream` is
-/// synchronized.
-unsafe fn dtoh_async(dst: &PinnedBuf, src: sys::CUdeviceptr, stream: sys::CUstream) -> Result<(), DriverError> {
-    // SAFETY: forwarded to the caller's contract.
-    unsafe { sys::cuMemcpyDtoHAsync_v2(dst.ptr.cast(), src, dst.len, stream) }.result()
-}
-
 fn cuda<T>(action: &'static str, r: Result<T, DriverError>) -> Result<T, TransferError> {
-    r.map_err(|e| TransferError::Cuda {
-        action,
-        message: describe(&e),
-    })
-}
-
-/// `CUDA_ERROR_X: text`. Not `DriverError`'s own Display: it panics when the driver cannot
-/// describe the code (an unloaded or stand-in driver).
-fn describe(e: &DriverError) -> String {
-    match e.error_string() {
-        Ok(text) => format!("{:?}: {}", e.0, text.to_string_lossy()),
-        Err(_) => format!("{:?}", e.0),
-    }
+    Ok(call(action, r)?)
 }
 
 /// Waits for all work in the current context, on every stream.
 fn ctx_sync() -> Result<(), TransferError> {
-    // SAFETY: no arguments; requires only a current context, which `Gpu::open` binds.
-    cuda("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() }.result())
+    Ok(cuda_raw::ctx_sync()?)
 }
 
 /// Device 0 with its primary context bound to this thread.
@@ -382,127 +350,11 @@ impl Gpu {
     }
 }
 
-/// A non-blocking stream, destroyed on drop.
-struct Stream(sys::CUstream);
-
-impl Stream {
-    fn new() -> Result<Self, TransferError> {
-        let kind = result::stream::StreamKind::NonBlocking;
-        cuda("cuStreamCreate", result::stream::create(kind)).map(Stream)
-    }
-
-    fn sync(&self) -> Result<(), TransferError> {
-        // SAFETY: the stream was created by `Stream::new` and is destroyed only on drop.
-        cuda("cuStreamSynchronize", unsafe { result::stream::synchronize(self.0) })
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // SAFETY: created by `Stream::new`, destroyed once; pending work completes first.
-        unsafe {
-            let _ = result::stream::synchronize(self.0);
-            let _ = result::stream::destroy(self.0);
+impl From<CudaFailure> for TransferError {
+    fn from(e: CudaFailure) -> Self {
+        TransferError::Cuda {
+            action: e.action,
+            message: e.message,
         }
-    }
-}
-
-/// A timing event, destroyed on drop.
-struct Event(sys::CUevent);
-
-impl Event {
-    fn new() -> Result<Self, TransferError> {
-        let flags = sys::CUevent_flags::CU_EVENT_DEFAULT;
-        cuda("cuEventCreate", result::event::create(flags)).map(Event)
-    }
-
-    fn record(&self, stream: &Stream) -> Result<(), TransferError> {
-        // SAFETY: both handles are live for the duration of the call.
-        cuda("cuEventRecord", unsafe { result::event::record(self.0, stream.0) })
-    }
-
-    /// Waits for `end`, then returns the seconds between the two recorded events.
-    fn seconds_between(start: &Event, end: &Event) -> Result<f64, TransferError> {
-        // SAFETY: both events were created by `Event::new` and recorded on the same stream.
-        unsafe {
-            cuda("cuEventSynchronize", sys::cuEventSynchronize(end.0).result())?;
-            let ms = cuda("cuEventElapsedTime", result::event::elapsed(start.0, end.0))?;
-            Ok(f64::from(ms) / 1e3)
-        }
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        // SAFETY: created by `Event::new`, destroyed once.
-        let _ = unsafe { result::event::destroy(self.0) };
-    }
-}
-
-/// `len` bytes of device memory from `cuMemAlloc`, freed on drop.
-struct DeviceBuf {
-    ptr: sys::CUdeviceptr,
-}
-
-impl DeviceBuf {
-    fn new(len: usize) -> Result<Self, TransferError> {
-        // SAFETY: plain allocation; the contents are only ever copied, never interpreted.
-        unsafe { result::malloc_sync(len) }
-            .map(|ptr| DeviceBuf { ptr })
-            .map_err(|e| TransferError::Cuda {
-                action: "cuMemAlloc",
-                message: format!("{} of device memory: {}", format_bytes(len as u64), describe(&e)),
-            })
-    }
-
-    fn filled(len: usize) -> Result<Self, TransferError> {
-        let buf = Self::new(len)?;
-        // SAFETY: `buf` holds `len` bytes.
-        cuda("cuMemsetD8", unsafe { result::memset_d8_sync(buf.ptr, FILL, len) })?;
-        Ok(buf)
-    }
-}
-
-impl Drop for DeviceBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated by `malloc_sync`, freed once; callers synchronize before dropping
-        // a buffer that a stream may still use.
-        let _ = unsafe { result::free_sync(self.ptr) };
-    }
-}
-
-/// `len` bytes of page-locked host memory from `cuMemHostAlloc`, freed on drop. Only ever
-/// handed to the driver as a raw pointer, so unwritten contents are never read by Rust.
-struct PinnedBuf {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl PinnedBuf {
-    fn new(len: usize) -> Result<Self, TransferError> {
-        let mut raw = ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; flags 0 = plain page-locked memory.
-        unsafe { sys::cuMemHostAlloc(&mut raw, len, 0) }
-            .result()
-            .map_err(|e| TransferError::Cuda {
-                action: "cuMemHostAlloc",
-                message: format!("{} of pinned host memory: {}", format_bytes(len as u64), describe(&e)),
-            })?;
-        Ok(PinnedBuf { ptr: raw.cast(), len })
-    }
-
-    fn filled(len: usize) -> Result<Self, TransferError> {
-        let buf = Self::new(len)?;
-        // SAFETY: `ptr` points to `len` writable bytes owned by this buffer.
-        unsafe { ptr::write_bytes(buf.ptr, FILL, buf.len) };
-        Ok(buf)
-    }
-}
-
-impl Drop for PinnedBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated by `cuMemHostAlloc`, freed once, after every copy using it was
-        // synchronized.
-        let _ = unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
     }
 }

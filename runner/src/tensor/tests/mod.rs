@@ -2,7 +2,9 @@
 //! invariance, persistence, validation metrics and parameter checks. Models are tiny so the
 //! whole file runs in a few seconds in a debug build.
 
+mod equivalence;
 mod params;
+mod phases;
 mod precision;
 mod rnn;
 mod signal;

@@ -2,10 +2,11 @@
 //! to end on both CPU engines' model kinds.
 
 use crate::tensor::batches::HostBatch;
+use crate::tensor::engine::{NativeCpuEngine, StepEngine};
 use crate::tensor::native::{engine, random, NativeNet, Products, View};
 use crate::tensor::optim::LossScaler;
 use crate::tensor::tests::{learnable_windows, mlp, rnn, run_train};
-use crate::tensor::train_loop::{warm_up, NativeCpuEngine, StepEngine};
+use crate::tensor::train_loop::warm_up;
 use crate::tensor::*;
 use half::f16;
 

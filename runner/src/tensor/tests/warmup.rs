@@ -4,14 +4,14 @@ use super::*;
 
 /// The native engine, except that the first step any instance takes in the process sleeps:
 /// what a one-time cost (a CUDA module load, say) looks like to the training loop.
-struct SlowFirstStep(train_loop::NativeCpuEngine);
+struct SlowFirstStep(engine::NativeCpuEngine);
 
 static SLOW_ENGINE_STEPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 const FIRST_STEP_SLEEP: std::time::Duration = std::time::Duration::from_millis(800);
 
-impl train_loop::StepEngine<Cpu> for SlowFirstStep {
+impl engine::StepEngine<Cpu> for SlowFirstStep {
     fn new(dev: &Cpu, model: &Model<Cpu>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
-        Ok(Self(train_loop::NativeCpuEngine::new(dev, model, params, seed)?))
+        Ok(Self(engine::NativeCpuEngine::new(dev, model, params, seed)?))
     }
     fn upload(&mut self, dev: &Cpu, batch: &batches::HostBatch, reuse: bool) -> Result<(), TrainError> {
         self.0.upload(dev, batch, reuse)
@@ -80,10 +80,10 @@ fn the_warm_up_step_changes_neither_the_weights_nor_the_training() {
         let before: Vec<Vec<f32>> = model.params.iter().map(|p| p.as_vec()).collect();
         let seconds = match engine {
             CpuEngine::Native => {
-                train_loop::warm_up::<Cpu, train_loop::NativeCpuEngine>(&dev, &windows, &model, &params, 5)
+                train_loop::warm_up::<Cpu, engine::NativeCpuEngine>(&dev, &windows, &model, &params, 5)
             }
             CpuEngine::Autodiff => {
-                train_loop::warm_up::<Cpu, train_loop::AutodiffEngine<Cpu>>(&dev, &windows, &model, &params, 5)
+                train_loop::warm_up::<Cpu, engine::AutodiffEngine<Cpu>>(&dev, &windows, &model, &params, 5)
             }
         }
         .unwrap();
@@ -98,15 +98,13 @@ fn the_warm_up_step_changes_neither_the_weights_nor_the_training() {
         let cancel = AtomicBool::new(false);
         match engine {
             CpuEngine::Native => {
-                train_loop::run::<Cpu, train_loop::NativeCpuEngine>(&dev, &windows, &params, 5, &mut a, &cancel)
-                    .unwrap();
-                train_loop::run::<Cpu, train_loop::NativeCpuEngine>(&fresh, &windows, &params, 5, &mut b, &cancel)
-                    .unwrap();
+                train_loop::run::<Cpu, engine::NativeCpuEngine>(&dev, &windows, &params, 5, &mut a, &cancel).unwrap();
+                train_loop::run::<Cpu, engine::NativeCpuEngine>(&fresh, &windows, &params, 5, &mut b, &cancel).unwrap();
             }
             CpuEngine::Autodiff => {
-                train_loop::run::<Cpu, train_loop::AutodiffEngine<Cpu>>(&dev, &windows, &params, 5, &mut a, &cancel)
+                train_loop::run::<Cpu, engine::AutodiffEngine<Cpu>>(&dev, &windows, &params, 5, &mut a, &cancel)
                     .unwrap();
-                train_loop::run::<Cpu, train_loop::AutodiffEngine<Cpu>>(&fresh, &windows, &params, 5, &mut b, &cancel)
+                train_loop::run::<Cpu, engine::AutodiffEngine<Cpu>>(&fresh, &windows, &params, 5, &mut b, &cancel)
                     .unwrap();
             }
         }
