@@ -73,6 +73,7 @@ pub fn train_cuda(
     // back to the driver, as PyTorch's caching allocator does; and memory freed to the pool is
     // not returned to the driver at every synchronization.
     dev.try_enable_cache()?;
+    let _cache = CacheGuard(&dev);
     let pool = MemPool::of_device(0)?;
     if let Some(pool) = &pool {
         pool.keep_all()?;
@@ -87,6 +88,20 @@ pub fn train_cuda(
         None => rec.note("no device_mem_peak_bytes: this device has no stream-ordered memory pool to read it from"),
     }
     Ok(model.to_trained(windows))
+}
+
+/// Empties dfdx's tensor cache when training ends, on every path out: dfdx 0.13 does not free
+/// it when the device is dropped, and the device is built per trial. Declared after the device
+/// and before every tensor, so it runs after the tensors have gone into the cache.
+struct CacheGuard<'a>(&'a Cuda);
+
+impl Drop for CacheGuard<'_> {
+    fn drop(&mut self) {
+        // Disabling empties the cache; tensors dropped later are freed directly.
+        if let Err(e) = self.0.try_disable_cache() {
+            tracing::warn!("cannot empty the CUDA tensor cache: {e}");
+        }
+    }
 }
 
 pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
