@@ -152,6 +152,9 @@ impl DeviceBuf {
         let buf = Self::new(len)?;
         // SAFETY: `buf` holds `len` bytes.
         call("cuMemsetD8", unsafe { result::memset_d8_sync(buf.ptr, fill, len) })?;
+        // The memset is queued on the null stream and may return before it is done; copies on
+        // other streams must not read the buffer before it is.
+        ctx_sync()?;
         Ok(buf)
     }
 }
@@ -193,15 +196,18 @@ impl PinnedBuf {
         Ok(buf)
     }
 
-    /// Copies `values` to the start of the buffer; `None` when they do not fit. The caller
-    /// makes sure no copy on a stream still reads the buffer.
-    pub fn write(&mut self, values: &[f32]) -> Option<usize> {
+    /// Copies `values` to the start of the buffer; `None` when they do not fit.
+    ///
+    /// # Safety
+    /// No copy queued on a stream may still be reading the buffer.
+    pub unsafe fn write(&mut self, values: &[f32]) -> Option<usize> {
         let bytes = std::mem::size_of_val(values);
         if bytes > self.len {
             return None;
         }
         // SAFETY: `values` is `bytes` readable bytes, the buffer owns `len >= bytes` writable
-        // ones, and host memory from the driver never overlaps a Rust slice.
+        // ones that nothing else reads (the caller's contract), and host memory from the driver
+        // never overlaps a Rust slice.
         unsafe { ptr::copy_nonoverlapping(values.as_ptr().cast::<u8>(), self.ptr, bytes) };
         Some(bytes)
     }
@@ -256,7 +262,8 @@ pub unsafe fn dtoh_async(
 pub struct MemPool(sys::CUmemoryPool);
 
 impl MemPool {
-    /// Device `ordinal`'s default pool; `None` when the device has no memory pools.
+    /// Device `ordinal`'s current pool (the one `cuMemAllocAsync` draws from); `None` when the
+    /// device has no memory pools.
     pub fn of_device(ordinal: i32) -> Result<Option<Self>, CudaFailure> {
         let dev = call("cuDeviceGet", result::device::get(ordinal))?;
         // SAFETY: `dev` is a valid device handle.
@@ -296,11 +303,23 @@ impl MemPool {
         Ok(value)
     }
 
-    /// Keeps freed memory in the pool instead of returning it to the driver at each
-    /// synchronization (the default threshold is 0 bytes), so a training step does not pay for
-    /// fresh mappings after every loss read.
-    pub fn keep_all(&self) -> Result<(), CudaFailure> {
-        self.set(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, u64::MAX)
+    /// The bytes the pool may keep reserved beyond what is in use (`RELEASE_THRESHOLD`).
+    pub fn release_threshold(&self) -> Result<u64, CudaFailure> {
+        self.get(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+    }
+
+    /// Sets what [`MemPool::release_threshold`] reads. `u64::MAX` keeps freed memory in the
+    /// pool instead of returning it to the driver at each synchronization (the default is 0
+    /// bytes), so a training step does not pay for fresh mappings after every loss read.
+    pub fn set_release_threshold(&self, bytes: u64) -> Result<(), CudaFailure> {
+        self.set(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes)
+    }
+
+    /// Returns the pool's unused memory to the driver. Memory freed on a stream counts as
+    /// unused once the stream has reached the free: synchronize first.
+    pub fn trim(&self) -> Result<(), CudaFailure> {
+        // SAFETY: the pool is live.
+        call("cuMemPoolTrimTo", unsafe { sys::cuMemPoolTrimTo(self.0, 0) }.result())
     }
 
     /// Starts the high-water marks over from what is in use now.

@@ -164,7 +164,7 @@ const TRAIN: &[MetricDecl] = &[
     m(
         "device_mem_peak_bytes",
         "B",
-        "most device memory the stage's tensors held at once, from the memory pool (CUDA)",
+        "most device memory allocated from the memory pool at once, dfdx's tensor cache included (CUDA)",
     ),
     m(
         "step_loss_rel_diff",

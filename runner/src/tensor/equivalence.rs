@@ -90,8 +90,17 @@ where
     let (loss, grads) = model.loss_and_grads(x, y)?;
     let device_loss = f64::from(loss.array());
 
+    let specs = arch.params();
+    if net.grads().len() != specs.len() || model.params.len() != specs.len() {
+        return Err(TrainError::Internal(format!(
+            "{} parameter tensors, {} CPU gradients and {} device parameters",
+            specs.len(),
+            net.grads().len(),
+            model.params.len()
+        )));
+    }
     let mut worst = (0.0f64, String::new());
-    for ((param, cpu_grad), spec) in model.params.iter().zip(net.grads()).zip(arch.params()) {
+    for ((param, cpu_grad), spec) in model.params.iter().zip(net.grads()).zip(&specs) {
         let device_grad = grads.get(param).as_vec();
         let diff = scaled_max_diff(cpu_grad, &device_grad);
         if diff > worst.0 || worst.1.is_empty() {

@@ -79,14 +79,22 @@ impl Stamps for HostStamps {
     }
 }
 
-/// A device that can time the training loop's phases without synchronizing.
-pub trait PhaseSource {
+/// What the training loop needs from a device beyond dfdx's traits.
+pub trait LoopDevice {
     type Stamps: Stamps;
 
+    /// The stamps that time the loop's phases without synchronizing.
     fn phase_stamps(&self) -> Result<Self::Stamps, TrainError>;
+
+    /// Hands back memory the device keeps for reuse (CUDA: dfdx's tensor cache), called after
+    /// each epoch's untimed evaluation so the cache holds one epoch's sizes, not every size
+    /// the run has seen.
+    fn release_cached(&self) -> Result<(), TrainError> {
+        Ok(())
+    }
 }
 
-impl PhaseSource for dfdx::tensor::Cpu {
+impl LoopDevice for dfdx::tensor::Cpu {
     type Stamps = HostStamps;
 
     fn phase_stamps(&self) -> Result<HostStamps, TrainError> {

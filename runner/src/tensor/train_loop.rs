@@ -7,7 +7,7 @@ use super::config::TrainParams;
 use super::engine::StepEngine;
 use super::eval;
 use super::model::Model;
-use super::phases::{Phase, PhaseClock, PhaseSource};
+use super::phases::{LoopDevice, Phase, PhaseClock};
 use super::{TrainDevice, TrainError};
 use crate::artifact::{TargetScale, Windows};
 use crate::metrics::Recorder;
@@ -42,7 +42,7 @@ use std::time::Instant;
 ///
 /// `seed` drives three independent streams: weight init, the per-epoch visiting order, and the
 /// device RNG (dropout masks).
-pub fn run<D: TrainDevice + PhaseSource, E: StepEngine<D>>(
+pub fn run<D: TrainDevice + LoopDevice, E: StepEngine<D>>(
     dev: &D,
     windows: &Arc<Windows>,
     params: &TrainParams,
@@ -76,6 +76,8 @@ where
     )?;
     let first_step = warm_up::<D, E>(dev, windows, &model, params, seed)?;
     rec.record("first_step_seconds", first_step, "s");
+    // Every epoch starts with the same (empty) cache, epoch 0 included.
+    dev.release_cached()?;
     let mut clock = PhaseClock::new(dev.phase_stamps()?, params.phase_timing);
     let steps_per_epoch = n.div_ceil(params.batch_size);
     let mut epoch_seconds = Vec::with_capacity(params.epochs);
@@ -159,6 +161,7 @@ where
                 reached = Some((epoch, epoch_seconds.iter().sum()));
             }
         }
+        dev.release_cached()?;
     }
 
     let total: f64 = epoch_seconds.iter().sum();

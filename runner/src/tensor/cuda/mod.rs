@@ -11,7 +11,7 @@ mod ring;
 pub use ring::PinnedRing;
 
 use super::engine::{autodiff_predict, AutodiffEngine};
-use super::phases::{PhaseSource, Stamps};
+use super::phases::{LoopDevice, Stamps};
 use super::{eval, train_loop, Model, TrainError, TrainParams, ValidateParams};
 use crate::artifact::{TrainedModel, Windows};
 use crate::cuda_raw::{CudaFailure, Event, MemPool};
@@ -55,8 +55,10 @@ fn stream(dev: &Cuda) -> sys::CUstream {
 }
 
 /// Trains on CUDA and records, besides the training loop's metrics, `device_mem_peak_bytes`:
-/// the most device memory the stage's tensors held at once (the memory pool's high-water mark of
-/// bytes in use, which includes the tensor cache), read from the driver after the last epoch.
+/// the most device memory allocated from the memory pool at once (the tensors, and dfdx's cache
+/// of freed ones, which is emptied after each epoch's evaluation), read from the driver after
+/// the last epoch. With `check_step`, the check runs first, on the same device, and takes some
+/// of the one-time costs that `first_step_seconds` otherwise shows.
 pub fn train_cuda(
     windows: Arc<Windows>,
     params: &TrainParams,
@@ -69,37 +71,72 @@ pub fn train_cuda(
     if params.check_step {
         super::equivalence::one_step(&dev, &windows, params, seed)?.record(rec)?;
     }
-    // Freed tensors wait in dfdx's cache for the next allocation of their size instead of going
-    // back to the driver, as PyTorch's caching allocator does; and memory freed to the pool is
-    // not returned to the driver at every synchronization.
-    dev.try_enable_cache()?;
-    let _cache = CacheGuard(&dev);
-    let pool = MemPool::of_device(0)?;
-    if let Some(pool) = &pool {
-        pool.keep_all()?;
-        pool.reset_peaks()?;
-    }
+    // Declared after the device and before every tensor: dropped after the tensors, on every way
+    // out, so their memory goes back as the settings below are undone.
+    let memory = DeviceMemory::keep(&dev, rec)?;
     let model = train_loop::run::<_, AutodiffEngine<Cuda, PinnedRing>>(&dev, &windows, params, seed, rec, cancel)?;
-    match &pool {
-        Some(pool) => {
-            let (used, _reserved) = pool.peaks()?;
-            rec.record("device_mem_peak_bytes", used as f64, "B");
-        }
-        None => rec.note("no device_mem_peak_bytes: this device has no stream-ordered memory pool to read it from"),
-    }
+    memory.record_peak(rec);
     Ok(model.to_trained(windows))
 }
 
-/// Empties dfdx's tensor cache when training ends, on every path out: dfdx 0.13 does not free
-/// it when the device is dropped, and the device is built per trial. Declared after the device
-/// and before every tensor, so it runs after the tensors have gone into the cache.
-struct CacheGuard<'a>(&'a Cuda);
+/// For one training: freed tensors wait in dfdx's cache for the next allocation of their size
+/// instead of going back to the driver, as PyTorch's caching allocator does; memory freed to the
+/// pool is not returned to the driver at every synchronization (release threshold at its
+/// maximum). Both are undone on drop: dfdx 0.13 does not free its cache with the device, which
+/// is built per trial, and the pool belongs to the device, shared with later stages.
+struct DeviceMemory<'a> {
+    dev: &'a Cuda,
+    /// The pool and the release threshold it had before.
+    pool: Option<(MemPool, u64)>,
+}
 
-impl Drop for CacheGuard<'_> {
+impl<'a> DeviceMemory<'a> {
+    fn keep(dev: &'a Cuda, rec: &mut Recorder) -> Result<Self, TrainError> {
+        dev.try_enable_cache()?;
+        let pool = match Self::keep_pool() {
+            Ok(pool) => pool,
+            Err(e) => {
+                rec.note(format!(
+                    "the memory pool is left as it was, and no device_mem_peak_bytes: {e}"
+                ));
+                None
+            }
+        };
+        Ok(Self { dev, pool })
+    }
+
+    fn keep_pool() -> Result<Option<(MemPool, u64)>, CudaFailure> {
+        let Some(pool) = MemPool::of_device(0)? else {
+            return Ok(None);
+        };
+        let before = pool.release_threshold()?;
+        pool.set_release_threshold(u64::MAX)?;
+        pool.reset_peaks()?;
+        Ok(Some((pool, before)))
+    }
+
+    fn record_peak(&self, rec: &mut Recorder) {
+        match self.pool.as_ref().map(|(pool, _)| pool.peaks()) {
+            Some(Ok((used, _reserved))) => rec.record("device_mem_peak_bytes", used as f64, "B"),
+            Some(Err(e)) => rec.note(format!("no device_mem_peak_bytes: {e}")),
+            None => rec.note("no device_mem_peak_bytes: this device has no stream-ordered memory pool to read it from"),
+        }
+    }
+}
+
+impl Drop for DeviceMemory<'_> {
     fn drop(&mut self) {
         // Disabling empties the cache; tensors dropped later are freed directly.
-        if let Err(e) = self.0.try_disable_cache() {
+        if let Err(e) = self.dev.try_disable_cache() {
             tracing::warn!("cannot empty the CUDA tensor cache: {e}");
+        }
+        if let Some((pool, before)) = &self.pool {
+            let undone = crate::cuda_raw::ctx_sync()
+                .and_then(|()| pool.set_release_threshold(*before))
+                .and_then(|()| pool.trim());
+            if let Err(e) = undone {
+                tracing::warn!("cannot hand the training's pool memory back: {e}");
+            }
         }
     }
 }
@@ -148,8 +185,12 @@ impl Stamps for EventStamps {
     }
 }
 
-impl PhaseSource for Cuda {
+impl LoopDevice for Cuda {
     type Stamps = EventStamps;
+
+    fn release_cached(&self) -> Result<(), TrainError> {
+        Ok(self.try_empty_cache()?)
+    }
 
     fn phase_stamps(&self) -> Result<EventStamps, TrainError> {
         bind(self)?;

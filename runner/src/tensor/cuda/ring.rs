@@ -82,8 +82,10 @@ impl Uploader<Cuda> for PinnedRing {
             slot.in_flight = false;
         }
         let too_big = || TrainError::Internal(format!("a batch of {} rows is larger than batch_size", batch.rows));
-        let x_bytes = slot.x.write(&batch.x).ok_or_else(too_big)?;
-        let y_bytes = slot.y.write(&batch.y).ok_or_else(too_big)?;
+        // SAFETY: the slot's last copies are done (its event, waited for above when needed).
+        let x_bytes = unsafe { slot.x.write(&batch.x) }.ok_or_else(too_big)?;
+        // SAFETY: as above.
+        let y_bytes = unsafe { slot.y.write(&batch.y) }.ok_or_else(too_big)?;
 
         let (mut x, mut y) = if reuse {
             let fits = |pair: &Option<(Matrix<Cuda>, Matrix<Cuda>)>| {
@@ -128,12 +130,15 @@ impl Uploader<Cuda> for PinnedRing {
 
 /// Queues the copy of `bytes` from `src` into `dst` on `stream`.
 fn write(dst: &mut Matrix<Cuda>, src: &PinnedBuf, bytes: usize, stream: sys::CUstream) -> Result<(), TrainError> {
-    let shared = dst.cu_device_ptr();
-    // Unique by now: the previous step's clones are dropped before the next upload. Were one
-    // still alive, dfdx would copy the tensor first, so the write could never reach it.
+    let before = dst.cu_device_ptr();
+    // Unique by now: the step takes the batch, so its clones are gone before the next upload.
+    // Were one still alive, dfdx would copy the tensor first (the write could then never reach
+    // the clone) and `buffer_reuse` would quietly allocate: an error instead.
     let ptr = dst.cu_device_ptr_mut();
-    if ptr != shared {
-        tracing::debug!("a reused batch tensor was still shared and was copied before the upload");
+    if ptr != before {
+        return Err(TrainError::Internal(
+            "a reused batch tensor was still shared at the next upload".into(),
+        ));
     }
     if bytes != dst.shape().0 * dst.shape().1 * 4 {
         return Err(TrainError::Shape(format!(
@@ -150,11 +155,11 @@ fn write(dst: &mut Matrix<Cuda>, src: &PinnedBuf, bytes: usize, stream: sys::CUs
 
 impl Drop for PinnedRing {
     fn drop(&mut self) {
-        // The page-locked buffers are freed after this; no copy may still read them.
-        for slot in &self.slots {
-            if slot.in_flight {
-                let _ = slot.copied.wait();
-            }
+        // The page-locked buffers are freed after this, so no copy may still read them: wait for
+        // all work, not only the slots' events, which an upload that failed halfway may not
+        // have recorded. (Engines are dropped outside every clock.)
+        if let Err(e) = crate::cuda_raw::ctx_sync() {
+            tracing::warn!("cannot wait for the batch copies before freeing their buffers: {e}");
         }
     }
 }
