@@ -53,6 +53,22 @@ pub fn gather(windows: &Windows, set: &WindowSet, idx: &[u32], scale: TargetScal
     batch.rows = idx.len();
 }
 
+/// The first batch of epoch 0, exactly as a [`BatchSource`] with these settings hands it out,
+/// built without one: the warm-up step and `check_step` compute on it and leave the training's
+/// own source untouched.
+pub fn first_batch(windows: &Windows, scale: TargetScale, seed: u64, shuffle: bool, batch_size: usize) -> HostBatch {
+    let order = epoch_order(seed, 0, windows.train.len(), shuffle);
+    let mut batch = HostBatch::default();
+    gather(
+        windows,
+        &windows.train,
+        &order[..batch_size.min(order.len())],
+        scale,
+        &mut batch,
+    );
+    batch
+}
+
 /// Batches of the whole run (all epochs, in order), as the training loop consumes them.
 pub enum BatchSource {
     /// Built on demand by the caller's thread.

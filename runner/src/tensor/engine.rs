@@ -268,6 +268,25 @@ impl<D: Device<f32>> ReusedBuffers<D>
 where
     TrainError: From<D::Err>,
 {
+    /// The pair for a batch of `rows`, made by `make` the first time a batch of that size comes.
+    pub fn pair(
+        &mut self,
+        rows: usize,
+        make: impl FnOnce() -> Result<(Matrix<D>, Matrix<D>), TrainError>,
+    ) -> Result<&mut (Matrix<D>, Matrix<D>), TrainError> {
+        let fits = |slot: &Option<(Matrix<D>, Matrix<D>)>| slot.as_ref().is_some_and(|(x, _)| x.shape().0 == rows);
+        let slot = if self.full.is_none() || fits(&self.full) {
+            &mut self.full
+        } else {
+            &mut self.tail
+        };
+        if !fits(slot) {
+            *slot = Some(make()?);
+        }
+        Ok(slot.as_mut().expect("filled just above"))
+    }
+
+    /// `batch` copied into its pair with dfdx's `copy_from`; the pair's tensors, shared.
     pub fn fill(
         &mut self,
         dev: &D,
@@ -275,20 +294,12 @@ where
         input: usize,
         horizons: usize,
     ) -> Result<(Matrix<D>, Matrix<D>), TrainError> {
-        let fits =
-            |slot: &Option<(Matrix<D>, Matrix<D>)>| slot.as_ref().is_some_and(|(x, _)| x.shape().0 == batch.rows);
-        let slot = if self.full.is_none() || fits(&self.full) {
-            &mut self.full
-        } else {
-            &mut self.tail
-        };
-        if !fits(slot) {
-            *slot = Some((
+        let (x, y) = self.pair(batch.rows, || {
+            Ok((
                 dev.try_zeros_like(&(batch.rows, input))?,
                 dev.try_zeros_like(&(batch.rows, horizons))?,
-            ));
-        }
-        let (x, y) = slot.as_mut().expect("filled just above");
+            ))
+        })?;
         // The previous step's clones are gone by now, so these copies write in place.
         x.copy_from(&batch.x);
         y.copy_from(&batch.y);

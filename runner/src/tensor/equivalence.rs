@@ -13,7 +13,7 @@
 //!   grows with the batch and is judged against the tensor's own scale, not element by
 //!   element, where tiny gradients would make any relative bound meaningless.
 
-use super::batches::BatchSource;
+use super::batches::first_batch;
 use super::config::{HiddenState, TrainParams};
 use super::model::Model;
 use super::native::{self, Products};
@@ -63,7 +63,7 @@ impl StepComparison {
 /// Computes the first step of a training with `params` and `seed` on the CPU's native engine
 /// and with dfdx's autodiff on `dev`, dropout 0 and f32 products on both, and compares them.
 /// Changes nothing the training itself then computes: both models are throwaway copies built
-/// from the seed, and the batch comes from a separate batch source.
+/// from the seed, and the batch is built apart from the training's batch source.
 pub fn one_step<D: TrainDevice>(
     dev: &D,
     windows: &Arc<Windows>,
@@ -75,8 +75,7 @@ where
 {
     let arch = params.arch(windows.seq_len, windows.n_features, windows.horizons)?;
     let scale = TargetScale::of(&windows.train.targets);
-    let mut source = BatchSource::new(windows.clone(), scale, seed, params.shuffle, params.batch_size, 1, 0)?;
-    let batch = source.next_batch(0)?;
+    let batch = first_batch(windows, scale, seed, params.shuffle, params.batch_size);
     let (rows, input, horizons) = (batch.rows, windows.input_len(), windows.horizons);
 
     let cpu = Cpu::seed_from_u64(seed);

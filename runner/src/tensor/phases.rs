@@ -175,11 +175,11 @@ impl<S: Stamps> PhaseClock<S> {
             let (phase, end) = self.pending.pop_front().expect("checked non-empty above");
             let start = self
                 .open
-                .replace(end)
+                .take()
                 .ok_or_else(|| TrainError::Internal("a phase closed before the clock started".into()))?;
-            let end = self.open.as_ref().expect("replaced just above");
-            self.spent[phase as usize] += self.stamps.between(&start, end)?;
+            self.spent[phase as usize] += self.stamps.between(&start, &end)?;
             self.stamps.recycle(start);
+            self.open = Some(end);
         }
         Ok(())
     }

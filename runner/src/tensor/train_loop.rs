@@ -2,7 +2,7 @@
 //! -> AdamW), generic over the dfdx device, with the knobs experiments compare and the metrics
 //! they are judged on.
 
-use super::batches::BatchSource;
+use super::batches::{first_batch, BatchSource};
 use super::config::TrainParams;
 use super::engine::StepEngine;
 use super::eval;
@@ -242,9 +242,10 @@ pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowS
 ///
 /// It changes nothing the training computes: a throwaway copy of the model, with dropout off
 /// (so nothing is drawn from the device's generator), takes the step through a throwaway
-/// engine (its own optimizer state and generators), on the first batch of a separate batch
-/// source (the training's visiting order is untouched). The copy shares the parameters' buffers
-/// until its update writes them, and dfdx then copies them (`Arc::make_mut`).
+/// engine (its own optimizer state and generators), on the training's first batch, built apart
+/// from its batch source ([`first_batch`]: the training's visiting order is untouched). The
+/// copy shares the parameters' buffers until its update writes them, and dfdx then copies them
+/// (`Arc::make_mut`).
 ///
 /// The device itself is built per trial: dfdx 0.13's device owns the generator it was seeded
 /// with, and cannot be reseeded, so a device kept for the run could not give each trial its own
@@ -259,22 +260,13 @@ pub fn warm_up<D: TrainDevice, E: StepEngine<D>>(
 where
     TrainError: From<D::Err>,
 {
-    let mut source = BatchSource::new(
-        windows.clone(),
-        model.target,
-        seed,
-        params.shuffle,
-        params.batch_size,
-        1,
-        0,
-    )?;
-    let batch = source.next_batch(0)?;
+    let batch = first_batch(windows, model.target, seed, params.shuffle, params.batch_size);
     let mut copy = model.clone();
     copy.dropout = 0.0;
     dev.try_synchronize()?;
     let start = Instant::now();
     let mut engine = E::new(dev, &copy, params, seed)?;
-    engine.upload(dev, batch, params.buffer_reuse)?;
+    engine.upload(dev, &batch, params.buffer_reuse)?;
     let loss = engine.step(dev, &mut copy)?;
     let _ = loss.array();
     dev.try_synchronize()?;

@@ -12,7 +12,7 @@
 use super::{bind, stream};
 use crate::cuda_raw::{htod_async, Event, PinnedBuf};
 use crate::tensor::batches::HostBatch;
-use crate::tensor::engine::Uploader;
+use crate::tensor::engine::{ReusedBuffers, Uploader};
 use crate::tensor::{Matrix, Model, TrainError, TrainParams};
 use cudarc::driver::sys;
 use dfdx::shapes::HasShape;
@@ -34,9 +34,8 @@ pub struct PinnedRing {
     slots: Vec<Slot>,
     next: usize,
     stream: sys::CUstream,
-    /// Reused destinations: full batches, and the shorter last batch of an epoch.
-    full: Option<(Matrix<Cuda>, Matrix<Cuda>)>,
-    tail: Option<(Matrix<Cuda>, Matrix<Cuda>)>,
+    /// Reused destinations (`buffer_reuse`), written by the ring's own copies.
+    reused: ReusedBuffers<Cuda>,
 }
 
 impl Uploader<Cuda> for PinnedRing {
@@ -58,8 +57,7 @@ impl Uploader<Cuda> for PinnedRing {
             slots,
             next: 0,
             stream: stream(dev),
-            full: None,
-            tail: None,
+            reused: ReusedBuffers::default(),
         })
     }
 
@@ -87,44 +85,32 @@ impl Uploader<Cuda> for PinnedRing {
         // SAFETY: as above.
         let y_bytes = unsafe { slot.y.write(&batch.y) }.ok_or_else(too_big)?;
 
-        let (mut x, mut y) = if reuse {
-            let fits = |pair: &Option<(Matrix<Cuda>, Matrix<Cuda>)>| {
-                pair.as_ref().is_some_and(|(x, _)| x.shape().0 == batch.rows)
-            };
-            let pair = if self.full.is_none() || fits(&self.full) {
-                &mut self.full
-            } else {
-                &mut self.tail
-            };
-            if !fits(pair) {
-                // SAFETY: the copies below write every element before the step reads them.
-                *pair = Some(unsafe {
-                    (
-                        dev.try_alloc_uninit((batch.rows, input))?,
-                        dev.try_alloc_uninit((batch.rows, horizons))?,
-                    )
-                });
-            }
-            let (x, y) = pair.as_mut().expect("filled just above");
-            write(x, &slot.x, x_bytes, self.stream)?;
-            write(y, &slot.y, y_bytes, self.stream)?;
-            (x.clone(), y.clone())
-        } else {
-            // SAFETY: as above.
-            unsafe {
+        let stream = self.stream;
+        let uninit = || -> Result<(Matrix<Cuda>, Matrix<Cuda>), TrainError> {
+            // SAFETY: `copy` below writes every element before the step reads them.
+            Ok(unsafe {
                 (
                     dev.try_alloc_uninit((batch.rows, input))?,
                     dev.try_alloc_uninit((batch.rows, horizons))?,
                 )
-            }
+            })
         };
-        if !reuse {
-            write(&mut x, &slot.x, x_bytes, self.stream)?;
-            write(&mut y, &slot.y, y_bytes, self.stream)?;
-        }
+        let copy = |(x, y): &mut (Matrix<Cuda>, Matrix<Cuda>)| -> Result<(), TrainError> {
+            write(x, &slot.x, x_bytes, stream)?;
+            write(y, &slot.y, y_bytes, stream)
+        };
+        let pair = if reuse {
+            let pair = self.reused.pair(batch.rows, uninit)?;
+            copy(pair)?;
+            pair.clone()
+        } else {
+            let mut pair = uninit()?;
+            copy(&mut pair)?;
+            pair
+        };
         slot.copied.record(self.stream)?;
         slot.in_flight = true;
-        Ok((x, y))
+        Ok(pair)
     }
 }
 

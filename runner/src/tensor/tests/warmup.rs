@@ -111,3 +111,22 @@ fn the_warm_up_step_changes_neither_the_weights_nor_the_training() {
         assert_eq!(series(&a, "train_loss"), series(&b, "train_loss"), "{engine:?}");
     }
 }
+
+/// The batch the warm-up step and `check_step` compute on is the training's own first batch,
+/// inline or prefetched, shuffled or not, whole or shorter than `batch_size`.
+#[test]
+fn first_batch_is_the_training_sources_first_batch() {
+    use crate::tensor::batches::{first_batch, BatchSource};
+    let windows = learnable_windows(50, 10, 2);
+    let scale = crate::artifact::TargetScale::of(&windows.train.targets);
+    for (shuffle, batch_size, prefetch) in [(true, 16, 0), (false, 16, 0), (true, 64, 0), (true, 16, 2)] {
+        let built = first_batch(&windows, scale, 7, shuffle, batch_size);
+        let mut source = BatchSource::new(windows.clone(), scale, 7, shuffle, batch_size, 1, prefetch).unwrap();
+        let from_source = source.next_batch(0).unwrap();
+        let what = format!("shuffle {shuffle}, batch {batch_size}, prefetch {prefetch}");
+        assert_eq!(built.rows, from_source.rows, "{what}");
+        assert_eq!(built.rows, batch_size.min(50), "{what}");
+        assert_eq!(built.x, from_source.x, "{what}");
+        assert_eq!(built.y, from_source.y, "{what}");
+    }
+}
