@@ -446,7 +446,8 @@ pub(super) fn activation_slope(activation: Activation, z: f32, h: Option<f32>) -
 // portable binary uses the machine's full vector width. (`wide`'s vector `exp` fixes its width
 // when it is compiled, which gave the portable build 4-wide SSE: a quarter of an LSTM's
 // inference time went there.) The polynomials are Cephes' `expf` and `tanhf`, within a few
-// units in the last place of `f32::exp` and `f32::tanh` (tested).
+// units in the last place of `f32::exp` and `f32::tanh` (tested), evaluated with fused
+// multiply-adds (both targets have them; a CPU with neither falls back to libm's `fmaf`).
 
 /// e^x: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two so `n * LN2_HI` is exact), e^r by a
 /// degree-7 polynomial, 2^n from the exponent bits. Clamped to [-87, 88], where 2^n is normal.
@@ -455,13 +456,16 @@ fn exp_lane(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E + 0.5).floor();
-    let r = x - n * LN2_HI - n * LN2_LO;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1)
-        * r
-        + 0.5;
-    let er = p * r * r + r + 1.0;
-    f32::from_bits(((n as i32 + 127) as u32) << 23) * er
+    let n = x.mul_add(std::f32::consts::LOG2_E, 0.5).floor();
+    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
+    let p = [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5]
+        .iter()
+        .fold(1.987_569_1e-4_f32, |p, &c| p.mul_add(r, c));
+    let er = (p * r).mul_add(r, r) + 1.0;
+    // 2^n from n + 127 placed in the low mantissa bits by adding 2^23, then shifted into the
+    // exponent: exact for the integral n in [-126, 127] the clamp leaves, and vector
+    // instructions only (`n as i32` saturates, which compiles to a scalar loop per lane).
+    f32::from_bits((n + 8_388_735.0).to_bits() << 23) * er
 }
 
 /// `v = 1 / (1 + exp(-v))`.
@@ -478,11 +482,11 @@ pub(super) fn tanh_in_place(v: &mut [f32]) {
     for x in v {
         let a = x.abs();
         let z = *x * *x;
-        let small = ((((-5.704_988_7e-3 * z + 2.063_909e-2) * z - 5.373_971_5e-2) * z + 1.333_144_2e-1) * z
-            - 3.333_328e-1)
-            * z
-            * *x
-            + *x;
+        let small = [2.063_909e-2, -5.373_971_5e-2, 1.333_144_2e-1, -3.333_328e-1]
+            .iter()
+            .fold(-5.704_988_7e-3_f32, |p, &c| p.mul_add(z, c))
+            * z;
+        let small = small.mul_add(*x, *x);
         let large = (1.0 - 2.0 / (exp_lane(2.0 * a) + 1.0)).copysign(*x);
         *x = if a < 0.625 { small } else { large };
     }

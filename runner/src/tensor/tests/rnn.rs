@@ -55,6 +55,31 @@ fn native_engine_matches_dfdx_autodiff() {
     }
 }
 
+/// Inference keeps only rings of recent days (gates, cells, hidden states) where training
+/// keeps every day; the predictions are bit-identical, whatever the number of days against the
+/// rings' sizes (one day, a whole chunk, rings that wrap once and several times) and blocks.
+#[test]
+fn inference_rings_predict_exactly_as_training_buffers() {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    for kind in [ModelKind::Lstm, ModelKind::Gru] {
+        for days in [1, 2, 5, 9, 17] {
+            let (features, rows) = (3, 130);
+            let dev = Cpu::seed_from_u64(9);
+            let model = rnn(&dev, kind, features, &[6, 5], 1, 0.0, 10);
+            let x = random(rows * days * features, 11);
+            let mut native = engine(&dev, &model, 0, HiddenState::PerBatch, Products::F32).unwrap();
+            let (kept_all, kept_rings) = pool.install(|| {
+                let all = native.forward(&x, rows, true).unwrap().to_vec();
+                (all, native.forward(&x, rows, false).unwrap().to_vec())
+            });
+            assert_eq!(kept_all.len(), rows);
+            assert!(kept_all.iter().any(|v| *v != 0.0), "{kind:?} x{days}: predictions");
+            let bits = |v: &[f32]| v.iter().map(|p| p.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&kept_all), bits(&kept_rings), "{kind:?} x{days} days");
+        }
+    }
+}
+
 /// Backpropagation through time, checked numerically: the autodiff composition (the CUDA
 /// path's) without dropout, and the CPU engine with dropout between two layers, replaying the
 /// same masks with one parameter nudged.

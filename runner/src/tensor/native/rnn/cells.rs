@@ -8,6 +8,10 @@ use crate::tensor::native::{sigmoid_in_place, tanh_in_place};
 /// on the number of threads.
 pub(super) const BLOCK_ROWS: usize = 128;
 
+/// Days a block projects at once before running them (see `NativeRnn::forward`): small enough
+/// that their gates (`CHUNK_DAYS x BLOCK_ROWS x 4H` values) stay in the core's cache.
+pub(super) const CHUNK_DAYS: usize = 2;
+
 /// The blocks of a batch of `rows` windows.
 pub(super) fn blocks(rows: usize) -> Vec<std::ops::Range<usize>> {
     (0..rows)
@@ -67,9 +71,10 @@ pub(super) fn lstm_cell(
             &c_prev[row],
         );
         for j in 0..h {
-            c[j] = f[j] * cp[j] + i[j] * gg[j];
+            let v = f[j] * cp[j] + i[j] * gg[j];
+            c[j] = v;
+            tc[j] = v;
         }
-        tc.copy_from_slice(c);
         tanh_in_place(tc);
         for j in 0..h {
             ho[j] = o[j] * tc[j];

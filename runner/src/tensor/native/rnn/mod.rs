@@ -3,21 +3,23 @@
 //!
 //! The batch's windows are cut into blocks of [`cells::BLOCK_ROWS`]; inside, buffers are laid out
 //! block by block, and within a block day by day, so one block's rows of one day are
-//! contiguous. Per layer, the input projection of all days is one product over every row
-//! (`[days*rows, in] . W_ih`), and so are the weight gradients after the backward sweep
-//! (`X^T . dZ`, and `H_prev^T . dZ` per block). The recurrence itself (`h . W_hh` day by day,
-//! and its transpose going back) runs each block on its own thread from the first day to the
-//! last, with no synchronization between days. The gate activations, cells and hidden states
-//! of every day are kept from the forward pass for the backward one.
+//! contiguous. Going forward, each block runs on its own thread through every layer, with no
+//! synchronization: days come in chunks of [`cells::CHUNK_DAYS`], and for each chunk and layer
+//! the block projects the chunk's inputs (`[days*rows, in] . W_ih`, one product) and then runs
+//! its days (`h . W_hh` and the cell, day by day), so the projected gates are read back from
+//! the core's cache. Training keeps every day's gate activations, cells and hidden states for
+//! the backward pass; inference keeps only rings of the days still to be read (`Kept`). Going
+//! back, each block runs its days in reverse on its own thread, and the weight gradients are
+//! single products over every row (`X^T . dZ`, and `H_prev^T . dZ` per block).
 
 mod cells;
 
-use super::{alloc_grads, check_targets, CpuVec, HostParams, NativeNet, Products, View, DROPOUT_STREAM};
+use super::{alloc_grads, check_targets, CpuVec, HostParams, NativeNet, Operand, Products, View, DROPOUT_STREAM};
 use crate::arch::ModelKind;
 use crate::tensor::config::HiddenState;
 use crate::tensor::model::Model;
 use crate::tensor::TrainError;
-use cells::{block_regions, blocks, first_row, gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward};
+use cells::{block_regions, blocks, first_row, gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward, CHUNK_DAYS};
 use dfdx::tensor::Cpu;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -41,6 +43,93 @@ struct LayerBuffers {
     /// empty without dropout or on the top layer.
     dropped: Vec<f32>,
     mask: Vec<f32>,
+}
+
+/// How many days of each per-day buffer a forward pass keeps per window. Training keeps every
+/// day (backpropagation reads them). Inference keeps only what the recurrence reads again, as
+/// rings indexed by `day % kept`, small enough to stay in the core's cache: the gates of one
+/// chunk, the hidden states of two chunks (the layer above reads the current one, the next
+/// day reads the previous), and the cells of two days.
+#[derive(Clone, Copy)]
+struct Kept {
+    gates: usize,
+    h: usize,
+    c: usize,
+}
+
+impl Kept {
+    fn new(days: usize, train: bool) -> Self {
+        if train {
+            Self {
+                gates: days,
+                h: days,
+                c: days,
+            }
+        } else {
+            Self {
+                gates: CHUNK_DAYS.min(days),
+                h: (2 * CHUNK_DAYS).min(days),
+                c: 2.min(days),
+            }
+        }
+    }
+}
+
+/// Day `t - 1`'s slot of a ring of `kept` slots of `len` values (`zero` on day 0), and day
+/// `t`'s to write.
+fn prev_and_next<'a>(
+    buf: &'a mut [f32],
+    t: usize,
+    kept: usize,
+    len: usize,
+    zero: &'a [f32],
+) -> (&'a [f32], &'a mut [f32]) {
+    let next = t % kept;
+    if t == 0 {
+        return (zero, &mut buf[next * len..(next + 1) * len]);
+    }
+    let prev = (t - 1) % kept;
+    if prev < next {
+        let (done, rest) = buf.split_at_mut(next * len);
+        (&done[prev * len..(prev + 1) * len], &mut rest[..len])
+    } else {
+        let (rest, done) = buf.split_at_mut(prev * len);
+        (&done[..len], &mut rest[next * len..(next + 1) * len])
+    }
+}
+
+/// One layer's weights as the recurrence reads them.
+struct LayerWeights<'a> {
+    h: usize,
+    width_in: usize,
+    w_ih: Operand<'a>,
+    w_hh: Operand<'a>,
+    /// LSTM: `b_ih + b_hh`, added once.
+    bias: Vec<f32>,
+    b_ih: &'a [f32],
+    b_hh: &'a [f32],
+}
+
+/// One block's regions of a layer's [`LayerBuffers`] (empty where the layer has none).
+struct BlockBuffers<'a> {
+    gates: &'a mut [f32],
+    h: &'a mut [f32],
+    c: &'a mut [f32],
+    tanh_c: &'a mut [f32],
+    u: &'a mut [f32],
+    dropped: &'a mut [f32],
+    mask: &'a mut [f32],
+}
+
+impl BlockBuffers<'_> {
+    /// What the layer above reads (see [`LayerBuffers::output`]).
+    fn output(&self) -> &[f32] {
+        if self.dropped.is_empty() {
+            self.h
+        } else {
+            self.dropped
+        }
+    }
 }
 
 impl LayerBuffers {
@@ -183,19 +272,9 @@ impl NativeNet for NativeRnn {
         self.days = days;
         self.rows = rows;
         let blocks = blocks(rows);
-        // The batch in the block layout: block by block, day by day.
+        // The batch in the block layout (block by block, day by day), filled by each block's
+        // thread a chunk at a time just before its projection reads it.
         self.x.resize(x.len(), 0.0);
-        for b in &blocks {
-            for (r, window) in x[b.start * days * f..b.end * days * f]
-                .chunks_exact(days * f)
-                .enumerate()
-            {
-                for (t, day) in window.chunks_exact(f).enumerate() {
-                    let at = (first_row(b, days, t) + r) * f;
-                    self.x[at..at + f].copy_from_slice(day);
-                }
-            }
-        }
         let widest = self.hidden.iter().copied().max().unwrap_or(0);
         self.zero_state(rows * widest);
         let g = self.gates();
@@ -203,81 +282,143 @@ impl NativeNet for NativeRnn {
         let use_dropout = train && self.dropout > 0.0;
         let top = self.hidden.len() - 1;
         let n = days * rows;
+        let kept = Kept::new(days, train);
+        // Every layer's buffers sized for the batch, and the dropout masks drawn up front, layer
+        // by layer (the only use of the generator, so the same masks as one layer at a time).
         for l in 0..=top {
             let h = self.hidden[l];
-            let gh = g * h;
-            let width_in = if l == 0 { f } else { self.hidden[l - 1] };
-            let (below, this_and_above) = self.layers.split_at_mut(l);
-            let buf = &mut this_and_above[0];
-            let input = below.last().map_or(&self.x[..], LayerBuffers::output);
-            let p = 4 * l;
-            let (b_ih, b_hh) = (&self.params[p + 2], &self.params[p + 3]);
-            let (products, w_hh) = (self.params.products(), self.params.weight(p + 1, h, gh));
-            buf.gates.resize(n * gh, 0.0);
-            buf.h.resize(n * h, 0.0);
+            let buf = &mut self.layers[l];
+            buf.gates.resize(kept.gates * rows * g * h, 0.0);
+            buf.h.resize(kept.h * rows * h, 0.0);
             if lstm {
-                buf.c.resize(n * h, 0.0);
-                buf.tanh_c.resize(n * h, 0.0);
+                buf.c.resize(kept.c * rows * h, 0.0);
+                buf.tanh_c.resize(kept.c * rows * h, 0.0);
             } else {
-                buf.u.resize(n * gh, 0.0);
+                buf.u.resize(kept.gates * rows * g * h, 0.0);
             }
-            // The input projection of every day at once, then each block's recurrence on its
-            // own thread: the days are sequential, the blocks independent.
-            products.matmul(
-                &mut buf.gates,
-                View::new(input, n, width_in),
-                self.params.weight(p, width_in, gh),
-            );
-            let bias: Vec<f32> = b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect();
-            let h0 = &self.h0;
-            let parts = block_regions(&mut buf.gates, &blocks, days, gh)
-                .into_iter()
-                .zip(block_regions(&mut buf.h, &blocks, days, h))
-                .zip(block_regions(&mut buf.c, &blocks, days, h))
-                .zip(block_regions(&mut buf.tanh_c, &blocks, days, h))
-                .zip(block_regions(&mut buf.u, &blocks, days, gh))
-                .zip(blocks.iter().cloned())
-                .collect::<Vec<_>>();
-            parts.into_par_iter().for_each(|(((((z, hs), cs), tcs), us), b)| {
-                let m = b.len();
-                let zero = &h0[b.start * h..b.end * h];
-                for t in 0..days {
-                    let (h_done, h_rest) = hs.split_at_mut(t * m * h);
-                    let h_prev: &[f32] = if t == 0 { zero } else { &h_done[(t - 1) * m * h..] };
-                    let h_out = &mut h_rest[..m * h];
-                    let zt = &mut z[t * m * gh..(t + 1) * m * gh];
-                    if lstm {
-                        products.matmul_serial(zt, View::new(h_prev, m, h), w_hh, true);
-                        let (c_done, c_rest) = cs.split_at_mut(t * m * h);
-                        let c_prev: &[f32] = if t == 0 { zero } else { &c_done[(t - 1) * m * h..] };
-                        let tc = &mut tcs[t * m * h..(t + 1) * m * h];
-                        lstm_cell(zt, &bias, c_prev, &mut c_rest[..m * h], tc, h_out, h);
-                    } else {
-                        let ut = &mut us[t * m * gh..(t + 1) * m * gh];
-                        products.matmul_serial(ut, View::new(h_prev, m, h), w_hh, false);
-                        gru_cell(zt, ut, b_ih, b_hh, h_prev, h_out, h);
-                    }
-                }
-            });
+            buf.mask.clear();
+            buf.dropped.clear();
             if l < top && use_dropout {
                 let keep = 1.0 - self.dropout;
                 let p = self.dropout;
                 let rng = &mut self.rng;
-                buf.mask.clear();
                 buf.mask
                     .extend((0..n * h).map(|_| if rng.gen::<f32>() < p { 0.0 } else { 1.0 / keep }));
-                buf.dropped.clear();
-                buf.dropped.extend(buf.h.iter().zip(&buf.mask).map(|(v, m)| v * m));
-            } else {
-                buf.mask.clear();
-                buf.dropped.clear();
+                buf.dropped.resize(n * h, 0.0);
             }
         }
+        let weights: Vec<LayerWeights<'_>> = (0..=top)
+            .map(|l| {
+                let h = self.hidden[l];
+                let width_in = if l == 0 { f } else { self.hidden[l - 1] };
+                let p = 4 * l;
+                let (b_ih, b_hh) = (&self.params[p + 2], &self.params[p + 3]);
+                LayerWeights {
+                    h,
+                    width_in,
+                    w_ih: self.params.weight(p, width_in, g * h),
+                    w_hh: self.params.weight(p + 1, h, g * h),
+                    bias: b_ih.iter().zip(b_hh).map(|(a, b)| a + b).collect(),
+                    b_ih,
+                    b_hh,
+                }
+            })
+            .collect();
+        // Each block on its own thread, from the first day to the last: the blocks are
+        // independent through every layer, so nothing waits on another block.
+        let mut per_block: Vec<Vec<BlockBuffers<'_>>> = blocks.iter().map(|_| Vec::with_capacity(top + 1)).collect();
+        for (l, buf) in self.layers.iter_mut().enumerate() {
+            let (h, gh) = (self.hidden[l], g * self.hidden[l]);
+            let regions = block_regions(&mut buf.gates, &blocks, kept.gates, gh)
+                .into_iter()
+                .zip(block_regions(&mut buf.h, &blocks, kept.h, h))
+                .zip(block_regions(&mut buf.c, &blocks, kept.c, h))
+                .zip(block_regions(&mut buf.tanh_c, &blocks, kept.c, h))
+                .zip(block_regions(&mut buf.u, &blocks, kept.gates, gh))
+                .zip(block_regions(&mut buf.dropped, &blocks, days, h))
+                .zip(block_regions(&mut buf.mask, &blocks, days, h));
+            for (out, ((((((gates, h), c), tanh_c), u), dropped), mask)) in per_block.iter_mut().zip(regions) {
+                out.push(BlockBuffers {
+                    gates,
+                    h,
+                    c,
+                    tanh_c,
+                    u,
+                    dropped,
+                    mask,
+                });
+            }
+        }
+        let (h0, products) = (&self.h0, self.params.products());
+        let weights = &weights;
+        let work = per_block
+            .into_iter()
+            .zip(block_regions(&mut self.x, &blocks, days, f))
+            .zip(blocks.clone());
+        work.collect::<Vec<_>>()
+            .into_par_iter()
+            .for_each(|((mut bufs, x_block), b)| {
+                let m = b.len();
+                let windows = &x[b.start * days * f..b.end * days * f];
+                // Days in chunks: a chunk's input projection, then its days, so the projected
+                // gates are read back while still in the core's cache.
+                for t0 in (0..days).step_by(CHUNK_DAYS) {
+                    let t1 = (t0 + CHUNK_DAYS).min(days);
+                    for t in t0..t1 {
+                        for (r, window) in windows.chunks_exact(days * f).enumerate() {
+                            x_block[(t * m + r) * f..(t * m + r + 1) * f].copy_from_slice(&window[t * f..(t + 1) * f]);
+                        }
+                    }
+                    let x_block = &*x_block;
+                    for (l, w) in weights.iter().enumerate() {
+                        let (h, gh) = (w.h, g * w.h);
+                        let (below, this_and_above) = bufs.split_at_mut(l);
+                        let cur = &mut this_and_above[0];
+                        // The chunk's days are contiguous in every ring (`Kept`).
+                        let (input, first) = match below.last() {
+                            None => (x_block, t0),
+                            Some(below) => (below.output(), t0 % kept.h),
+                        };
+                        let g0 = t0 % kept.gates;
+                        products.matmul_serial(
+                            &mut cur.gates[g0 * m * gh..(g0 + t1 - t0) * m * gh],
+                            View::new(&input[first * m * w.width_in..], (t1 - t0) * m, w.width_in),
+                            w.w_ih,
+                            false,
+                        );
+                        let zero = &h0[b.start * h..b.end * h];
+                        for t in t0..t1 {
+                            let (h_prev, h_out) = prev_and_next(cur.h, t, kept.h, m * h, zero);
+                            let gt = t % kept.gates;
+                            let zt = &mut cur.gates[gt * m * gh..(gt + 1) * m * gh];
+                            if lstm {
+                                products.matmul_serial(zt, View::new(h_prev, m, h), w.w_hh, true);
+                                let (c_prev, c_out) = prev_and_next(cur.c, t, kept.c, m * h, zero);
+                                let ct = t % kept.c;
+                                let tc = &mut cur.tanh_c[ct * m * h..(ct + 1) * m * h];
+                                lstm_cell(zt, &w.bias, c_prev, c_out, tc, h_out, h);
+                            } else {
+                                let ut = &mut cur.u[gt * m * gh..(gt + 1) * m * gh];
+                                products.matmul_serial(ut, View::new(h_prev, m, h), w.w_hh, false);
+                                gru_cell(zt, ut, w.b_ih, w.b_hh, h_prev, h_out, h);
+                            }
+                        }
+                        if !cur.mask.is_empty() {
+                            let days_done = t0 * m * h..t1 * m * h;
+                            cur.dropped[days_done.clone()]
+                                .iter_mut()
+                                .zip(&cur.h[days_done.clone()])
+                                .zip(&cur.mask[days_done])
+                                .for_each(|((d, v), k)| *d = v * k);
+                        }
+                    }
+                }
+            });
         // The head on each window's last-day hidden state.
         let h = self.hidden[top];
         self.last.resize(rows * h, 0.0);
         for b in &blocks {
-            let from = first_row(b, days, days - 1) * h;
+            let from = first_row(b, kept.h, (days - 1) % kept.h) * h;
             self.last[b.start * h..b.end * h].copy_from_slice(&self.layers[top].h[from..from + b.len() * h]);
         }
         let head = 4 * self.hidden.len();
