@@ -1,4 +1,5 @@
-//! The recurrence's block layout ([`BLOCK_ROWS`] windows per block) and the LSTM and GRU cells,
+//! The recurrence's block layout ([`BLOCK_ROWS`] windows per block, days in chunks, inference's
+//! rings of recent days) and the LSTM and GRU cells,
 //! forward and backward, over one block's rows of one day.
 
 use crate::tensor::native::{sigmoid_in_place, tanh_in_place};
@@ -42,6 +43,59 @@ pub(super) fn block_regions<'a>(
         rest = tail;
     }
     out
+}
+
+/// How many days of each per-day buffer a forward pass keeps per window. Training keeps every
+/// day (backpropagation reads them). Inference keeps only what the recurrence reads again, as
+/// rings indexed by `day % kept`, small enough to stay in the core's cache: the gates of one
+/// chunk, the hidden states of two chunks (the layer above reads the current one, the next
+/// day reads the previous), and the cells of two days.
+#[derive(Clone, Copy)]
+pub(super) struct Kept {
+    pub(super) gates: usize,
+    pub(super) h: usize,
+    pub(super) c: usize,
+}
+
+impl Kept {
+    pub(super) fn new(days: usize, train: bool) -> Self {
+        if train {
+            Self {
+                gates: days,
+                h: days,
+                c: days,
+            }
+        } else {
+            Self {
+                gates: CHUNK_DAYS.min(days),
+                h: (2 * CHUNK_DAYS).min(days),
+                c: 2.min(days),
+            }
+        }
+    }
+}
+
+/// Day `t - 1`'s slot of a ring of `kept` slots of `len` values (`zero` on day 0), and day
+/// `t`'s to write.
+pub(super) fn prev_and_next<'a>(
+    buf: &'a mut [f32],
+    t: usize,
+    kept: usize,
+    len: usize,
+    zero: &'a [f32],
+) -> (&'a [f32], &'a mut [f32]) {
+    let next = t % kept;
+    if t == 0 {
+        return (zero, &mut buf[next * len..(next + 1) * len]);
+    }
+    let prev = (t - 1) % kept;
+    if prev < next {
+        let (done, rest) = buf.split_at_mut(next * len);
+        (&done[prev * len..(prev + 1) * len], &mut rest[..len])
+    } else {
+        let (rest, done) = buf.split_at_mut(prev * len);
+        (&done[..len], &mut rest[next * len..(next + 1) * len])
+    }
 }
 
 /// One day of an LSTM block: `z` (`[m, 4H]`, `x W_ih + h W_hh`) gets the biases and becomes

@@ -19,7 +19,10 @@ use crate::arch::ModelKind;
 use crate::tensor::config::HiddenState;
 use crate::tensor::model::Model;
 use crate::tensor::TrainError;
-use cells::{block_regions, blocks, first_row, gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward, CHUNK_DAYS};
+use cells::{
+    block_regions, blocks, first_row, gru_cell, gru_cell_backward, lstm_cell, lstm_cell_backward, prev_and_next, Kept,
+    CHUNK_DAYS,
+};
 use dfdx::tensor::Cpu;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -43,59 +46,6 @@ struct LayerBuffers {
     /// empty without dropout or on the top layer.
     dropped: Vec<f32>,
     mask: Vec<f32>,
-}
-
-/// How many days of each per-day buffer a forward pass keeps per window. Training keeps every
-/// day (backpropagation reads them). Inference keeps only what the recurrence reads again, as
-/// rings indexed by `day % kept`, small enough to stay in the core's cache: the gates of one
-/// chunk, the hidden states of two chunks (the layer above reads the current one, the next
-/// day reads the previous), and the cells of two days.
-#[derive(Clone, Copy)]
-struct Kept {
-    gates: usize,
-    h: usize,
-    c: usize,
-}
-
-impl Kept {
-    fn new(days: usize, train: bool) -> Self {
-        if train {
-            Self {
-                gates: days,
-                h: days,
-                c: days,
-            }
-        } else {
-            Self {
-                gates: CHUNK_DAYS.min(days),
-                h: (2 * CHUNK_DAYS).min(days),
-                c: 2.min(days),
-            }
-        }
-    }
-}
-
-/// Day `t - 1`'s slot of a ring of `kept` slots of `len` values (`zero` on day 0), and day
-/// `t`'s to write.
-fn prev_and_next<'a>(
-    buf: &'a mut [f32],
-    t: usize,
-    kept: usize,
-    len: usize,
-    zero: &'a [f32],
-) -> (&'a [f32], &'a mut [f32]) {
-    let next = t % kept;
-    if t == 0 {
-        return (zero, &mut buf[next * len..(next + 1) * len]);
-    }
-    let prev = (t - 1) % kept;
-    if prev < next {
-        let (done, rest) = buf.split_at_mut(next * len);
-        (&done[prev * len..(prev + 1) * len], &mut rest[..len])
-    } else {
-        let (rest, done) = buf.split_at_mut(prev * len);
-        (&done[..len], &mut rest[next * len..(next + 1) * len])
-    }
 }
 
 /// One layer's weights as the recurrence reads them.
