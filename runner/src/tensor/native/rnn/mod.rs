@@ -68,28 +68,23 @@ struct BlockBuffers<'a> {
     tanh_c: &'a mut [f32],
     u: &'a mut [f32],
     dropped: &'a mut [f32],
-    mask: &'a mut [f32],
+    mask: &'a [f32],
 }
 
-impl BlockBuffers<'_> {
-    /// What the layer above reads (see [`LayerBuffers::output`]).
-    fn output(&self) -> &[f32] {
-        if self.dropped.is_empty() {
-            self.h
-        } else {
-            self.dropped
-        }
+/// What the layer above reads: the hidden states `h`, after dropout (`dropped`) when there is
+/// any.
+fn layer_output<'a>(h: &'a [f32], dropped: &'a [f32]) -> &'a [f32] {
+    if dropped.is_empty() {
+        h
+    } else {
+        dropped
     }
 }
 
 impl LayerBuffers {
-    /// What the layer above reads: the hidden states, after dropout when there is any.
+    /// What the layer above reads (see [`layer_output`]).
     fn output(&self) -> &[f32] {
-        if self.dropped.is_empty() {
-            &self.h
-        } else {
-            &self.dropped
-        }
+        layer_output(&self.h, &self.dropped)
     }
 }
 
@@ -327,7 +322,7 @@ impl NativeNet for NativeRnn {
                         // The chunk's days are contiguous in every ring (`Kept`).
                         let (input, first) = match below.last() {
                             None => (x_block, t0),
-                            Some(below) => (below.output(), t0 % kept.h),
+                            Some(below) => (layer_output(below.h, below.dropped), t0 % kept.h),
                         };
                         let g0 = t0 % kept.gates;
                         products.matmul_serial(
