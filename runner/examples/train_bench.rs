@@ -5,7 +5,9 @@
 //! Run: `cargo run --release --example train_bench -- [--reps N] [--threads N] [--config small|large|all]
 //! [--device cpu|cuda]` and compare with `bench/torch_mlp.py` (same shapes, batch sizes and data
 //! layout). With `--device cuda` (a build with the `cuda` feature) only the `measured` rows run;
-//! their seed-1 loss can be compared with the CPU run's as a smoke test.
+//! their seed-1 loss can be compared with the CPU run's as a smoke test. `--only-defaults` runs
+//! just the `measured (defaults)` row, the one compared with PyTorch, for alternating rounds and
+//! profiles.
 
 use dfdx::optim::Adam;
 use dfdx::prelude::*;
@@ -118,6 +120,7 @@ fn main() {
     let mut threads = 2usize;
     let mut config = String::from("all");
     let mut device = DeviceKind::Cpu;
+    let mut only_defaults = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().expect("a value after the flag");
@@ -125,6 +128,7 @@ fn main() {
             "--reps" => reps = value().parse().expect("--reps N"),
             "--threads" => threads = value().parse().expect("--threads N"),
             "--config" => config = value(),
+            "--only-defaults" => only_defaults = true,
             "--device" => {
                 device = match value().as_str() {
                     "cpu" => DeviceKind::Cpu,
@@ -186,7 +190,8 @@ fn main() {
                 CpuEngine::Autodiff,
             ),
         ];
-        for (what, buffer_reuse, prefetch, loss_sync_every, phase_timing, cpu_engine) in variants {
+        let variants = if only_defaults { &variants[..1] } else { &variants[..] };
+        for &(what, buffer_reuse, prefetch, loss_sync_every, phase_timing, cpu_engine) in variants {
             if device == DeviceKind::Cuda && cpu_engine == CpuEngine::Autodiff {
                 continue; // CUDA always steps with dfdx's autodiff
             }
@@ -212,7 +217,7 @@ fn main() {
                 runs[0].1
             );
         }
-        if device == DeviceKind::Cuda {
+        if device == DeviceKind::Cuda || only_defaults {
             continue; // the compile-time comparison below is written for the CPU device
         }
         compile_time(&windows, batch_size, 0);

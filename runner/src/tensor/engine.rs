@@ -176,6 +176,30 @@ impl NativeCpuEngine {
     pub(super) fn scaler_mut(&mut self) -> Option<&mut LossScaler> {
         self.scaler.as_mut()
     }
+
+    /// Forward, backward, (f16: unscaling, overflow skip), clipping and the update; returns the
+    /// loss.
+    fn step_on_pool(&mut self, model: &mut Model<Cpu>) -> Result<f32, TrainError> {
+        let loss = match &mut self.scaler {
+            None => self.net.loss_and_grads(&self.x, &self.y, self.rows)?,
+            Some(scaler) => {
+                let loss = self
+                    .net
+                    .loss_and_grads_scaled(&self.x, &self.y, self.rows, scaler.scale())?;
+                if !scaler.unscale(self.net.grads_mut().iter_mut().map(|g| &mut g[..])) {
+                    // An f16 overflow: no update (the loss still counts, as in PyTorch).
+                    return Ok(loss);
+                }
+                loss
+            }
+        };
+        if let Some(max_norm) = self.grad_clip {
+            native::clip_global_norm(self.net.grads_mut(), max_norm);
+        }
+        self.opt.step_buffers(model, self.net.grads())?;
+        self.net.refresh(model);
+        Ok(loss)
+    }
 }
 
 impl StepEngine<Cpu> for NativeCpuEngine {
@@ -223,29 +247,16 @@ impl StepEngine<Cpu> for NativeCpuEngine {
         if self.rows == 0 {
             return Err(TrainError::Internal("a step without an uploaded batch".into()));
         }
-        let loss = match &mut self.scaler {
-            None => self.net.loss_and_grads(&self.x, &self.y, self.rows)?,
-            Some(scaler) => {
-                let loss = self
-                    .net
-                    .loss_and_grads_scaled(&self.x, &self.y, self.rows, scaler.scale())?;
-                if !scaler.unscale(self.net.grads_mut().iter_mut().map(|g| &mut g[..])) {
-                    // An f16 overflow: no update (the loss still counts, as in PyTorch).
-                    return Ok(dev.try_tensor(loss)?);
-                }
-                loss
-            }
-        };
-        if let Some(max_norm) = self.grad_clip {
-            native::clip_global_norm(self.net.grads_mut(), max_norm);
-        }
-        self.opt.step_buffers(model, self.net.grads())?;
-        self.net.refresh(model);
+        // The whole step runs on a thread of the pool, so its products and elementwise passes
+        // fork from a worker (a cheap join) instead of each being injected into the pool from
+        // outside and waited for on a lock (7% of a small MLP's step).
+        let loss = rayon::scope(|_| self.step_on_pool(model))?;
         Ok(dev.try_tensor(loss)?)
     }
 
     fn predict(&mut self, _: &Cpu, _: &Model<Cpu>, batch: &HostBatch) -> Result<Vec<f32>, TrainError> {
-        Ok(self.net.forward(&batch.x, batch.rows, false)?.to_vec())
+        // On a thread of the pool, as `step` is.
+        rayon::scope(|_| Ok(self.net.forward(&batch.x, batch.rows, false)?.to_vec()))
     }
 
     fn record(&self, rec: &mut Recorder) {

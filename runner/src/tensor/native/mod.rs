@@ -407,6 +407,7 @@ pub(super) fn chunk_len(len: usize, width: usize) -> usize {
     per_task * width
 }
 
+#[inline(always)]
 pub(super) fn activate(activation: Activation, z: f32) -> f32 {
     match activation {
         Activation::Relu => z.max(0.0),
@@ -419,6 +420,7 @@ pub(super) fn activate(activation: Activation, z: f32) -> f32 {
 }
 
 /// d act / dz at `z`; `h` is `act(z)` when the caller has it without dropout scaling.
+#[inline(always)]
 pub(super) fn activation_slope(activation: Activation, z: f32, h: Option<f32>) -> f32 {
     match activation {
         Activation::Relu => {
