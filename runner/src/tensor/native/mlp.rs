@@ -124,8 +124,8 @@ impl NativeNet for NativeMlp {
                 .zip(h.par_chunks_mut(chunk))
                 .enumerate()
                 .for_each(|(c, (zc, hc))| {
-                    let masks = (!mask.is_empty()).then(|| &mask[c * chunk..c * chunk + zc.len()]);
-                    bias_activate(zc, hc, bias, masks, activation);
+                    let mask = (!mask.is_empty()).then(|| &mask[c * chunk..c * chunk + zc.len()]);
+                    bias_activate(zc, hc, bias, mask, activation);
                 });
         }
         Ok(&self.pre[last])
