@@ -109,8 +109,14 @@ impl ClaimSpec {
 }
 
 /// The spec format this binary writes. A reader accepts every version up to it; fields added
-/// later carry `#[serde(default)]` so that older specs still read.
-pub const RUN_SPEC_VERSION: u32 = 1;
+/// later carry `#[serde(default)]` so that older specs still read. Version 2 added sequential
+/// plans; runs stored before it were analysed unpaired unless they spanned several hosts
+/// (`PAIRED_SINCE`).
+pub const RUN_SPEC_VERSION: u32 = 2;
+
+/// The first spec version whose reports analysed every interleaved run in its blocks. A spec
+/// recovered from an old run's manifest has version 0.
+pub const PAIRED_SINCE: u32 = 2;
 
 /// Everything the reports need about a run, fixed when it started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,9 +140,16 @@ pub struct StoredSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleSpec {
     pub warmup: u32,
+    /// The fixed count, or a sequential plan's `max`.
     pub repetitions: u32,
     pub order: Order,
     pub seed: Option<u64>,
+    /// `repetitions = { min, max }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::stats::SequentialPlan>,
+    /// `max_time`, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -191,6 +204,8 @@ impl StoredSpec {
                 repetitions: exp.schedule.repetitions,
                 order: exp.schedule.order,
                 seed: exp.schedule.seed,
+                sequential: exp.schedule.sequential,
+                max_time_seconds: exp.schedule.max_time.map(|d| d.as_secs_f64()),
             },
             stages: exp
                 .stages
@@ -315,7 +330,11 @@ impl StoredSpec {
                 "Run {run} was stored before runs carried their own spec; its configs and comparison \
                  settings were read from its stored manifest."
             );
-            return (StoredSpec::of(&exp, seed), vec![note]);
+            let spec = StoredSpec {
+                version: 0,
+                ..StoredSpec::of(&exp, seed)
+            };
+            return (spec, vec![note]);
         }
         lenient(run, manifest_text, smoke, seed, trials)
     }
@@ -450,7 +469,8 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
             .unwrap_or(default)
     };
     let spec = StoredSpec {
-        version: RUN_SPEC_VERSION,
+        // Recovered, not stored: analysed by an older version (see PAIRED_SINCE).
+        version: 0,
         experiment: string(table("experiment"), "name").unwrap_or_default().to_owned(),
         description: string(table("experiment"), "description")
             .unwrap_or_default()
@@ -468,6 +488,8 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
                 .and_then(|t| t.get("seed"))
                 .and_then(toml::Value::as_integer)
                 .and_then(|i| u64::try_from(i).ok()),
+            sequential: None,
+            max_time_seconds: None,
         },
         stages,
         compare: CompareSpec {

@@ -13,13 +13,17 @@ pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
     for f in files {
         match load_manifest(g, f, smoke) {
             Ok(exp) => {
-                let trials = exp.configs.len() as u32 * (exp.schedule.warmup + exp.schedule.repetitions);
+                let per_block = exp.configs.len() as u32;
+                let trials = per_block * (exp.schedule.warmup + exp.schedule.repetitions);
+                let count = match exp.schedule.sequential {
+                    Some(p) => format!("{}-{trials} trials", per_block * (exp.schedule.warmup + p.min)),
+                    None => plural(trials as usize, "trial"),
+                };
                 println!(
-                    "ok: {} ({}, {}, {})",
+                    "ok: {} ({}, {}, {count})",
                     f.display(),
                     plural(exp.configs.len(), "config"),
                     plural(exp.stages.len(), "stage"),
-                    plural(trials as usize, "trial")
                 );
             }
             Err(e) => {

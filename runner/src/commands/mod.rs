@@ -3,6 +3,7 @@
 
 mod check;
 mod data;
+mod looks;
 mod queue;
 mod report;
 mod run;

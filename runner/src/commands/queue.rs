@@ -81,6 +81,20 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
             o.file.display()
         )));
     }
+    // Workers claim blocks from a queue filled up front; nothing there looks at the results
+    // between blocks to decide whether more are needed.
+    if let Some(plan) = exp.schedule.sequential {
+        return Err(CommandError::BadInput(format!(
+            "{}: `repetitions = {{ min = {}, max = {} }}` adds blocks until the comparisons are decided, which a \
+             queue of workers cannot do: its blocks are all queued when it is submitted\n\
+             hint: run it on one machine with `measured run {}`, or submit a fixed count such as `repetitions = {}`",
+            o.file.display(),
+            plan.min,
+            plan.max,
+            o.file.display(),
+            plan.min.max(8)
+        )));
+    }
     if !positive(o.lease_seconds) {
         return Err(CommandError::BadInput("--lease-seconds must be positive".into()));
     }

@@ -1,5 +1,6 @@
 //! `measured run`: executes (or resumes) a run, stores every finished trial, journals what the database could not take, and prints a summary.
 
+use super::looks::{planned_through, SequentialJudge};
 use super::{
     cancel_flag, experiment_env, load_with_revs, prepare_revisions, reproduce_command, runtime, stored_run,
     summary_table, templates_dir, RevOptions,
@@ -7,7 +8,7 @@ use super::{
 use crate::db;
 use crate::db::Db;
 use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::exec::{self, ConsoleReporter, JsonReporter, Outcome, Reporter, RunSpec, StoreReporter};
+use crate::exec::{self, BlockJudgement, ConsoleReporter, JsonReporter, Outcome, Reporter, RunSpec, StoreReporter};
 use crate::globals::Globals;
 use crate::journal::{self, Journal};
 use crate::manifest::{self, Experiment};
@@ -207,9 +208,14 @@ fn run_with(
     };
     if !g.quiet {
         eprintln!(
-            "run {run_id}: {} ({} configs, {} trials, seed {seed}) -> {}",
+            "run {run_id}: {} ({} configs, {}{} trials, seed {seed}) -> {}",
             exp.name,
             exp.configs.len(),
+            if exp.schedule.sequential.is_some() {
+                "up to "
+            } else {
+                ""
+            },
             trials.len(),
             db::redact_url(&g.database)
         );
@@ -231,14 +237,45 @@ fn run_with(
         .map(JsonReporter::create)
         .transpose()
         .context("cannot create the events file")?;
+    let mut judge = sequential_judge(rt, db, g, &run_id, &env, skip.is_empty())?;
     let summary = {
         let mut reporters: Vec<&mut dyn Reporter> = vec![&mut console, &mut storer];
         if let Some(j) = json.as_mut() {
             reporters.push(j);
         }
-        exec::execute(&spec, &services, &cancel, &mut reporters).map_err(|e| CommandError::Runtime(e.into()))?
+        match judge.as_ref().map(SequentialJudge::before_resuming) {
+            Some(BlockJudgement {
+                blocks,
+                stop: Some(reason),
+                ..
+            }) if !skip.is_empty() => exec::ExecSummary {
+                outcome: Outcome::Finished,
+                ran: 0,
+                failed: 0,
+                stopped: None,
+                ended_early: Some((blocks, reason)),
+            },
+            _ => exec::execute(
+                &spec,
+                &services,
+                &cancel,
+                &mut reporters,
+                judge.as_mut().map(|j| j as &mut dyn exec::BlockJudge),
+            )
+            .map_err(|e| CommandError::Runtime(e.into()))?,
+        }
     };
-    let db = match storer.finish(summary.outcome.as_str(), Duration::from_secs_f64(o.db_wait_seconds)) {
+    // A sequential run that ended early planned the trials of the blocks it ran.
+    let planned = summary
+        .ended_early
+        .as_ref()
+        .map_or(trials.len() as u32, |(blocks, _)| planned_through(&trials, *blocks));
+    let settled = summary.ended_early.is_some().then_some(planned);
+    let db = match storer.finish(
+        summary.outcome.as_str(),
+        settled,
+        Duration::from_secs_f64(o.db_wait_seconds),
+    ) {
         Ok(db) => db,
         Err(u) => {
             // `--resume` started here opens the database a plain resume finds: name any other.
@@ -253,15 +290,17 @@ fn run_with(
     println!("{}", summary_table(&exp, &stored));
     let failed = stored.iter().filter(|t| !t.ok).count();
     let n_stored = stored.len();
-    let status = final_status(summary.outcome, stored.len(), trials.len());
+    let status = final_status(summary.outcome, stored.len(), planned as usize);
     if status != summary.outcome.as_str() {
         rt.block_on(store::set_run_status(db, &run_id, status, None))?;
     }
     println!(
-        "run {run_id} {status}: {} of {} trials stored, {failed} failed",
+        "run {run_id} {status}: {} of {planned} trials stored, {failed} failed",
         stored.len(),
-        trials.len()
     );
+    if let Some((blocks, reason)) = &summary.ended_early {
+        println!("run {run_id} ended after {blocks} blocks: {reason}");
+    }
     for warning in crate::rundata::machine_load(&stored).warnings() {
         eprintln!("warning: {warning}");
     }
@@ -270,7 +309,7 @@ fn run_with(
             "error: run {run_id} ran every trial but the database holds only {} of {}; \
              the missing ones run again with: measured run --resume {run_id}",
             stored.len(),
-            trials.len()
+            planned
         );
         return Ok(EXIT_FAILED);
     }
@@ -287,6 +326,12 @@ fn run_with(
         for line in &written.report.summary {
             println!("  {line}");
         }
+        if let Some(seq) = &written.report.method.sequential {
+            println!("  {}", seq.stop_sentence());
+        }
+        for warning in written.report.stability.iter().flat_map(|s| s.warnings()) {
+            eprintln!("warning: {warning}");
+        }
         println!("report: {}", written.paths.markdown.display());
         regressed = crate::report::regression(&written.report);
     }
@@ -295,7 +340,7 @@ fn run_with(
         return Ok(EXIT_INTERRUPTED);
     }
     if let Some(error) = &summary.stopped {
-        eprintln!("{}", stopped_message(&run_id, error, n_stored, trials.len()));
+        eprintln!("{}", stopped_message(&run_id, error, n_stored, planned as usize));
         return Ok(EXIT_FAILED);
     }
     if o.fail_on_regression && regressed {
@@ -309,6 +354,26 @@ fn run_with(
     } else {
         EXIT_OK
     })
+}
+
+/// The judge of a sequential run (`None` for a fixed design): its stored row, spec and, for
+/// a resumed run, the trials already stored, read before any trial runs.
+fn sequential_judge(
+    rt: &tokio::runtime::Runtime,
+    db: &Db,
+    g: &Globals,
+    run_id: &str,
+    env: &Fingerprint,
+    fresh: bool,
+) -> Result<Option<SequentialJudge>, CommandError> {
+    let row = rt.block_on(store::load_run(db, run_id))?;
+    let stored = if fresh {
+        Vec::new()
+    } else {
+        rt.block_on(store::load_trials(db, run_id))?
+    };
+    let spec = stored_run(row.clone(), Vec::new())?.spec;
+    Ok(SequentialJudge::of(row, spec, env.clone(), &g.database, stored))
 }
 
 /// Why a run stopped early, and what to do.

@@ -120,7 +120,7 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
             .map(|b| format!("  branch {b}"))
             .unwrap_or_default()
     );
-    if let Some(e) = env {
+    if let Some(e) = &env {
         let _ = writeln!(
             out,
             "host {}  cpu {} ({} cores)  os {}  gpu {}",
@@ -138,6 +138,7 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     }
     let _ = writeln!(out, "trials: {} of {} stored", trials.len(), row.planned_trials);
     show_machine_and_notes(&mut out, &trials);
+    show_design(&mut out, &row, &trials, env.as_ref(), &g.database);
     out.push('\n');
     let mut by_stage: BTreeMap<u32, ()> = BTreeMap::new();
     for t in &trials {
@@ -175,6 +176,47 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         }
     }
     Ok(out)
+}
+
+/// How steady the machine was on the primary metric (drift and jitter, with any warning),
+/// and for a sequential run why it stopped. Nothing for a run whose spec cannot be read.
+fn show_design(
+    out: &mut String,
+    row: &store::RunRow,
+    trials: &[TrialRecord],
+    env: Option<&crate::measure::Fingerprint>,
+    database: &str,
+) {
+    let Ok(stored) = crate::rundata::StoredRun::new(row.clone(), trials.to_vec()) else {
+        return;
+    };
+    let report = crate::report::build_report(&stored.data(env, database));
+    if let Some(s) = &report.stability {
+        let base = s.rows.iter().find(|r| r.config == s.baseline).map(|r| &r.figures);
+        if let Some(f) = base {
+            let _ = writeln!(
+                out,
+                "stability of {} on {}: level change {:+.1}% from the first third of its trials to the last, \
+                 trial-to-trial CV {:.1}%{}",
+                s.baseline,
+                s.metric,
+                (f.level_change - 1.0) * 100.0,
+                f.cv * 100.0,
+                match (s.drifting, s.jittery) {
+                    (true, true) => " (drifting, jittery)",
+                    (true, false) => " (drifting)",
+                    (false, true) => " (jittery)",
+                    (false, false) => " (steady)",
+                }
+            );
+        }
+        for w in s.warnings() {
+            let _ = writeln!(out, "warning: {w}");
+        }
+    }
+    if let Some(seq) = &report.method.sequential {
+        let _ = writeln!(out, "sequential: {}", seq.stop_sentence());
+    }
 }
 
 /// How busy the machine was (figures, then any warning) and the stages' distinct notes.

@@ -47,12 +47,45 @@ pub enum RunEvent<'a> {
         run_id: &'a str,
         trial: &'a TrialRecord,
     },
+    /// A sequential run looked at its questions after `blocks` measured blocks.
+    Look {
+        run_id: &'a str,
+        blocks: u32,
+        /// What the look found: the questions decided and those still open.
+        summary: &'a str,
+    },
+    /// The run ends before its planned trials: every question is decided, or its time
+    /// budget is spent.
+    EndedEarly {
+        run_id: &'a str,
+        blocks: u32,
+        reason: &'a str,
+    },
     RunFinished {
         run_id: &'a str,
         status: &'a str,
         trials_run: usize,
         failed: usize,
     },
+}
+
+/// What a [`BlockJudge`] makes of a completed block.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct BlockJudgement {
+    /// Complete measured blocks so far.
+    pub blocks: u32,
+    /// A look's findings, for the console and the events file.
+    pub look: Option<String>,
+    /// Why the run ends here (decided, out of time); `None` goes on.
+    pub stop: Option<String>,
+}
+
+/// Decides after each measured block whether a sequential run goes on
+/// (`repetitions = { min, max }`).
+pub trait BlockJudge {
+    /// Called once measured block `block` is complete, with the trials this process has run
+    /// so far (warm-ups included, in order).
+    fn after_block(&mut self, block: u32, ran: &[TrialRecord]) -> BlockJudgement;
 }
 
 /// A consumer of run events (console, store, JSON lines).
@@ -99,6 +132,8 @@ pub struct ExecSummary {
     pub failed: usize,
     /// Why the run stopped early (the error every config's first trial failed with).
     pub stopped: Option<String>,
+    /// A sequential run that ended before its planned trials: its complete blocks and why.
+    pub ended_early: Option<(u32, String)>,
 }
 
 /// An error on one line (a command's stderr tail joined), at most 300 characters: for notes.
@@ -159,12 +194,16 @@ pub struct StageCache {
     entries: HashMap<String, Artifact>,
 }
 
-/// Runs every trial of `spec` not in `spec.skip`, in plan order.
+// Long because: the trial loop with its three ways to end early (cancelled, every first trial
+// failed alike, a sequential run decided), each commented where it happens.
+/// Runs every trial of `spec` not in `spec.skip`, in plan order. With a `judge`, the run may
+/// end after any complete measured block.
 pub fn execute(
     spec: &RunSpec<'_>,
     services: &Services,
     cancel: &AtomicBool,
     reporters: &mut [&mut dyn Reporter],
+    mut judge: Option<&mut dyn BlockJudge>,
 ) -> Result<ExecSummary, ExecError> {
     let to_run: Vec<&ScheduledTrial> = spec.trials.iter().filter(|t| !spec.skip.contains(&t.index)).collect();
     emit(
@@ -183,13 +222,15 @@ pub fn execute(
         ran: 0,
         failed: 0,
         stopped: None,
+        ended_early: None,
     };
+    let mut ran: Vec<TrialRecord> = Vec::new();
     let configs = spec.exp.configs.len();
     // Each config's first trial run here, until every config has had one.
     let mut firsts: Vec<Option<TrialRecord>> = vec![None; configs];
     let mut judged = spec.exp.schedule.keep_going;
     let total = to_run.len();
-    for (n, trial) in to_run.into_iter().enumerate() {
+    for (n, &trial) in to_run.iter().enumerate() {
         if cancel.load(Ordering::SeqCst) {
             summary.outcome = Outcome::Interrupted;
             break;
@@ -218,6 +259,36 @@ pub fn execute(
                 trial: &record,
             },
         )?;
+        // A measured block is complete when the next trial to run belongs to another one.
+        let block_done = !trial.warmup && to_run.get(n + 1).is_none_or(|next| next.block != trial.block);
+        if judge.is_some() {
+            ran.push(record.clone());
+        }
+        if let (true, Some(j)) = (block_done, judge.as_deref_mut()) {
+            let judged_block = j.after_block(trial.block, &ran);
+            if let Some(look) = &judged_block.look {
+                emit(
+                    reporters,
+                    &RunEvent::Look {
+                        run_id: spec.run_id,
+                        blocks: judged_block.blocks,
+                        summary: look,
+                    },
+                )?;
+            }
+            if let Some(reason) = judged_block.stop {
+                emit(
+                    reporters,
+                    &RunEvent::EndedEarly {
+                        run_id: spec.run_id,
+                        blocks: judged_block.blocks,
+                        reason: &reason,
+                    },
+                )?;
+                summary.ended_early = Some((judged_block.blocks, reason));
+                break;
+            }
+        }
         if !judged {
             if let Some(slot) = firsts.get_mut(trial.config) {
                 slot.get_or_insert(record);

@@ -107,6 +107,14 @@ impl Reporter for ConsoleReporter {
                         .suspend(|| eprintln!("trial {} ({}) failed: {text}", trial.index, trial.config));
                 }
             }
+            RunEvent::Look { blocks, summary, .. } if !self.quiet => {
+                self.bar.suspend(|| eprintln!("look after {blocks} blocks: {summary}"));
+            }
+            RunEvent::EndedEarly { blocks, reason, .. } if !self.quiet => {
+                self.bar
+                    .suspend(|| eprintln!("run ends after {blocks} blocks: {reason}"));
+            }
+            RunEvent::Look { .. } | RunEvent::EndedEarly { .. } => {}
             RunEvent::RunFinished { .. } => {
                 self.bar.finish_and_clear();
                 if !self.held_back.is_empty() && !self.quiet {
@@ -370,7 +378,8 @@ impl StoreReporter {
     /// database, then checks the database against the journal and writes again whatever it
     /// lost. The journal is deleted only once the database holds all of it. Returns the
     /// connection in use at the end (a new one if the results file was replaced).
-    pub fn finish(mut self, status: &str, wait: Duration) -> Result<Db, Unstored> {
+    /// `planned`: the trial count a sequential run that ended early settled on.
+    pub fn finish(mut self, status: &str, planned: Option<u32>, wait: Duration) -> Result<Db, Unstored> {
         let finished_at = matches!(status, "finished" | super::STOPPED).then(chrono::Utc::now);
         if let Some(h) = self.heartbeat.take() {
             h.abort();
@@ -383,7 +392,7 @@ impl StoreReporter {
             trials: journal::read(s.journal.path()).map_or(s.pending.len(), |c| c.trials.len()),
             error,
         };
-        if let Err(e) = self.journal.append_status(status, finished_at) {
+        if let Err(e) = self.journal.append_status(status, finished_at, planned) {
             return Err(unstored(&self, e.to_string()));
         }
         loop {

@@ -40,6 +40,9 @@ enum Entry {
     Status {
         status: String,
         finished_at: Option<DateTime<Utc>>,
+        /// A sequential run that ended early: the trials it settled on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        planned: Option<u32>,
     },
 }
 
@@ -150,11 +153,18 @@ impl Journal {
         })
     }
 
-    /// Appends how the run ended.
-    pub fn append_status(&mut self, status: &str, finished_at: Option<DateTime<Utc>>) -> Result<(), JournalError> {
+    /// Appends how the run ended (and, for a sequential run that ended early, how many trials
+    /// it planned in the end).
+    pub fn append_status(
+        &mut self,
+        status: &str,
+        finished_at: Option<DateTime<Utc>>,
+        planned: Option<u32>,
+    ) -> Result<(), JournalError> {
         self.append(&Entry::Status {
             status: status.to_owned(),
             finished_at,
+            planned,
         })
     }
 
@@ -181,6 +191,8 @@ pub struct Contents {
     pub trials: Vec<TrialRecord>,
     /// How the run ended, when it got that far.
     pub status: Option<(String, Option<DateTime<Utc>>)>,
+    /// The trial count a sequential run that ended early settled on.
+    pub planned: Option<u32>,
 }
 
 /// Reads a journal back. A torn last line (the process died while writing it) is ignored:
@@ -214,6 +226,7 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
     let mut header = None;
     let mut trials = Vec::new();
     let mut status = None;
+    let mut planned = None;
     let last = lines.len();
     for (i, line) in lines.iter().enumerate() {
         let complete = line.ends_with(b"\n");
@@ -228,13 +241,25 @@ pub fn read(path: &Path) -> Result<Contents, JournalError> {
             }
             Ok(Entry::Run { .. }) => return Err(err(format!("line {}: a second run header", i + 1))),
             Ok(Entry::Trial { trial }) => trials.push(*trial),
-            Ok(Entry::Status { status: s, finished_at }) => status = Some((s, finished_at)),
+            Ok(Entry::Status {
+                status: s,
+                finished_at,
+                planned: p,
+            }) => {
+                status = Some((s, finished_at));
+                planned = p;
+            }
             Err(_) if i + 1 == last && !complete => {}
             Err(e) => return Err(err(format!("line {}: {e}", i + 1))),
         }
     }
     let header = header.ok_or_else(|| err("no run header".into()))?;
-    Ok(Contents { header, trials, status })
+    Ok(Contents {
+        header,
+        trials,
+        status,
+        planned,
+    })
 }
 
 /// The journals under `results_dir` of the run `run` (an id or a unique prefix; `None`: all).
@@ -319,6 +344,9 @@ pub async fn flush(db: &Db, c: &Contents) -> Result<Flushed, JournalError> {
         } else {
             out.already += 1;
         }
+    }
+    if let Some(planned) = c.planned {
+        store::set_planned_trials(db, id, planned).await?;
     }
     if let Some((status, finished_at)) = &c.status {
         store::set_run_status(db, id, status, *finished_at).await?;

@@ -50,6 +50,12 @@ fn trial(index: u32, env: &str) -> TrialRecord {
             other_cpu: Some(0.75),
             cores: Some(4),
             cpu_mhz: (index != 2).then_some(2600.5),
+            ticks: Some(crate::measure::TickDelta {
+                busy: 300 + u64::from(index),
+                own: 100,
+                total: 800,
+                cpus: 4,
+            }),
         },
         stages: vec![StageRecord {
             name: "work".into(),
@@ -134,7 +140,7 @@ fn flush_restores_a_lost_run_and_stores_each_trial_exactly_once() {
         for i in 0..3 {
             j.append_trial(&trial(i, &h.env.hash)).unwrap();
         }
-        j.append_status("finished", Some(Utc::now())).unwrap();
+        j.append_status("finished", Some(Utc::now()), None).unwrap();
         let c = read(&path).unwrap();
         // The database never saw the run (a new file): the run row comes back too.
         let first = flush(&db, &c).await.unwrap();

@@ -6,7 +6,7 @@ use super::diag::{ManifestError, ManifestErrors};
 use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource};
 use super::spans::{Seg, SpanIndex};
 use super::validate::{in_file_order, Override, Validator};
-use super::{ClaimDef, CompareDef, Config, Experiment, Schedule, StageDef};
+use super::{ClaimDef, CompareDef, Config, Experiment, Order, Schedule, StageDef};
 use crate::hint::did_you_mean;
 use std::ops::Range;
 use std::path::Path;
@@ -377,16 +377,32 @@ impl Validator {
     }
 
     /// A design whose repetitions cannot reach `alpha` reports "inconclusive" whatever the data:
-    /// the exact rank test has a smallest possible p-value. Runs on one host are compared with
-    /// the Mann-Whitney test (floor 2 / C(2n, n)); the claim rule needs 5 per side as well.
+    /// the exact rank test has a smallest possible p-value. Interleaved runs are compared in
+    /// blocks with the signed-rank test (floor `2 / 2^n`), sequential-order runs with the
+    /// Mann-Whitney test (floor `2 / C(2n, n)`). A sequential plan needs the floor at its first
+    /// look. A claim needs a bounded 95% interval as well.
     pub(super) fn reachable_alpha(&mut self, schedule: &Schedule, compare: &CompareDef) {
-        let n = schedule.repetitions as usize;
-        let floor = crate::stats::min_attainable_p(n, false);
+        let paired = schedule.order == Order::Interleaved;
+        let (n, what, are) = match schedule.sequential {
+            Some(plan) => (
+                plan.min as usize,
+                format!("a first look after {} blocks", plan.min),
+                "is",
+            ),
+            None => (
+                schedule.repetitions as usize,
+                format!("{} repetitions per config", schedule.repetitions),
+                "are",
+            ),
+        };
+        let floor = crate::stats::min_attainable_p(n, paired);
         let needed = (1..=64)
-            .find(|&k| crate::stats::min_attainable_p(k, false) < compare.alpha)
+            .find(|&k| crate::stats::min_attainable_p(k, paired) < compare.alpha)
             .unwrap_or(64);
         let needed_claims = if compare.claims.is_empty() {
             0
+        } else if paired {
+            crate::stats::MIN_CLAIM_REPETITIONS.max(crate::stats::min_values_for_interval(crate::stats::INTERVAL_ERROR))
         } else {
             crate::stats::MIN_CLAIM_REPETITIONS
         };
@@ -395,16 +411,24 @@ impl Validator {
             .value
             .or_else(|| self.key_span(&["schedule"]))
             .or_else(|| self.value_span(&["compare", "alpha"]));
+        let fix = |k: usize| match schedule.sequential {
+            Some(plan) => format!(
+                "start with `min = {k}` or more (`repetitions = {{ min = {k}, max = {} }}`)",
+                plan.max.max(k as u32)
+            ),
+            None => format!("use repetitions = {k} or more"),
+        };
+        let design = if paired {
+            format!("the signed-rank test over {n} blocks")
+        } else {
+            format!("the rank test with {n} vs {n} samples")
+        };
         if floor >= compare.alpha {
-            let paired = (1..=64)
-                .find(|&k| crate::stats::min_attainable_p(k, true) < compare.alpha)
-                .unwrap_or(64);
             self.err(
                 ManifestError::new(
                     format!(
-                        "{n} repetitions per config can never reach alpha {}: the smallest p-value the \
-                         rank test can give with {n} vs {n} samples is {}, so every comparison would be \
-                         inconclusive whatever the data",
+                        "{what} can never reach alpha {}: the smallest p-value {design} can give is {}, so \
+                         every comparison would be inconclusive whatever the data",
                         compare.alpha,
                         format_args!("{floor:.3}")
                     ),
@@ -412,22 +436,21 @@ impl Validator {
                 )
                 .label("too few repetitions")
                 .hint(format!(
-                    "use repetitions = {} or more (runs spread over several hosts are compared in \
-                     blocks and need {paired}), or raise `alpha` in [compare]",
-                    needed.max(needed_claims)
+                    "{}, or raise `alpha` in [compare]",
+                    fix(needed.max(needed_claims))
                 )),
             );
         } else if n < needed_claims {
             self.err(
                 ManifestError::new(
                     format!(
-                        "{n} repetitions per config are too few to judge a claim: a claim needs at least \
-                         {needed_claims} per side, below which the bootstrap interval covers less than it says"
+                        "{what} {are} too few to judge a claim: a claim needs at least {needed_claims}, below \
+                         which no 95% interval is bounded or it covers less than it says"
                     ),
                     span,
                 )
                 .label("too few repetitions")
-                .hint(format!("use repetitions = {needed_claims} or more")),
+                .hint(fix(needed_claims)),
             );
         }
     }

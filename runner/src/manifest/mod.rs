@@ -67,7 +67,12 @@ impl Experiment {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Schedule {
     pub warmup: u32,
+    /// Measured trials per config: the fixed count, or a sequential run's `max`.
     pub repetitions: u32,
+    /// `repetitions = { min, max }`: blocks are added until decided.
+    pub sequential: Option<crate::stats::SequentialPlan>,
+    /// `max_time`: the most time the measured blocks of a sequential run may take.
+    pub max_time: Option<std::time::Duration>,
     pub order: Order,
     /// `None`: a fresh seed is drawn per run (and stored with it).
     pub seed: Option<u64>,

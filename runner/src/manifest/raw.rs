@@ -83,10 +83,15 @@ pub(crate) struct RawSchedule {
     /// Warm-up trials per config, run first and not counted.
     #[serde(default = "default_warmup")]
     pub warmup: u32,
-    /// Measured trials per config (at least 1; 5 or more for a useful confidence interval).
+    /// Measured trials per config: a number (at least 1; 8 blocks or more for a verdict at
+    /// alpha 0.01), or `{ min = 8, max = 400 }` to add blocks until every comparison and claim
+    /// is decided (sequential, with the error spent over the looks; needs `order =
+    /// "interleaved"`).
     #[serde(default = "default_repetitions")]
-    #[schemars(range(min = 1))]
-    pub repetitions: u32,
+    pub repetitions: RawRepetitions,
+    /// With `repetitions = { min, max }`: the most time the measured blocks may take, as
+    /// `"15m"`, `"90s"` or `"1h 30m"`; no new block starts once the next would pass it.
+    pub max_time: Option<String>,
     #[serde(default)]
     pub order: Order,
     /// Seed of the trial order and the stage seeds; drawn at random and stored with the run
@@ -101,8 +106,89 @@ fn default_warmup() -> u32 {
     1
 }
 
-fn default_repetitions() -> u32 {
-    5
+fn default_repetitions() -> RawRepetitions {
+    RawRepetitions::Fixed(8)
+}
+
+/// `repetitions = 8` or `repetitions = { min = 8, max = 400 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
+#[schemars(untagged, deny_unknown_fields, rename = "Repetitions")]
+pub(crate) enum RawRepetitions {
+    /// That many measured trials per config.
+    Fixed(#[schemars(range(min = 1))] u32),
+    /// Blocks are added from `min` until decided, up to `max`.
+    Sequential {
+        #[schemars(range(min = 1))]
+        min: u32,
+        #[schemars(range(min = 1))]
+        max: u32,
+    },
+}
+
+impl RawRepetitions {
+    /// The most measured trials per config the run may take.
+    pub fn most(self) -> u32 {
+        match self {
+            RawRepetitions::Fixed(n) => n,
+            RawRepetitions::Sequential { max, .. } => max,
+        }
+    }
+}
+
+// A hand-written visitor rather than `#[serde(untagged)]`, whose only error is "data did not
+// match any variant": this one says what is wrong with a number or a table.
+impl<'de> Deserialize<'de> for RawRepetitions {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawRepetitions;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a whole number of repetitions, or a table `{ min = 8, max = 400 }`")
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawRepetitions, E> {
+                u32::try_from(v).map(RawRepetitions::Fixed).map_err(|_| {
+                    E::custom(format!(
+                        "`repetitions` = {v} is not a whole number from 0 to {}",
+                        u32::MAX
+                    ))
+                })
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawRepetitions, E> {
+                self.visit_i64(i64::try_from(v).unwrap_or(-1))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawRepetitions, A::Error> {
+                use serde::de::Error;
+                let (mut min, mut max) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    let slot = match key.as_str() {
+                        "min" => &mut min,
+                        "max" => &mut max,
+                        other => {
+                            return Err(A::Error::custom(format!(
+                                "unknown key `{other}` in `repetitions`: expected `min` and `max`"
+                            )))
+                        }
+                    };
+                    let v: i64 = map.next_value()?;
+                    *slot = Some(u32::try_from(v).map_err(|_| {
+                        A::Error::custom(format!(
+                            "`repetitions.{key}` = {v} is not a whole number from 0 to {}",
+                            u32::MAX
+                        ))
+                    })?);
+                }
+                match (min, max) {
+                    (Some(min), Some(max)) => Ok(RawRepetitions::Sequential { min, max }),
+                    _ => Err(A::Error::custom("`repetitions` as a table needs both `min` and `max`")),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Default for RawSchedule {
@@ -110,6 +196,7 @@ impl Default for RawSchedule {
         Self {
             warmup: default_warmup(),
             repetitions: default_repetitions(),
+            max_time: None,
             order: Order::default(),
             seed: None,
             keep_going: false,

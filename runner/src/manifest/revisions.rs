@@ -328,7 +328,7 @@ mod tests {
         assert!(colon.contains(WORKTREE), "{colon}");
     }
 
-    const TWO: &str = "[experiment]\nname = \"x\"\n[schedule]\nrepetitions = 6\n\
+    const TWO: &str = "[experiment]\nname = \"x\"\n[schedule]\nrepetitions = 8\n\
                        [stages.s]\nkind = \"command\"\nargv = [\"true\"]\n\
                        [variants.before]\ngit = \"main\"\nbuild = \"make\"\n\
                        [variants.after]\ngit = \"HEAD\"\nbuild = \"make\"\n";

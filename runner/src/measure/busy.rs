@@ -27,6 +27,12 @@ pub const FREQUENCY_DROP: f64 = 0.9;
 /// second, so over a few milliseconds one tick more or less swings the figure by whole cores.
 const MIN_SECONDS_FOR_MAX: f64 = 0.5;
 
+/// Fewest clock ticks of wall time (per CPU) over which other processes' CPU time is judged:
+/// at 100 ticks a second, one second. The counters move in whole ticks, and this process's
+/// own ticks and the CPUs' busy ticks are read a moment apart, so over a shorter window a
+/// single tick decides the figure; below it the figure is unknown.
+pub const MIN_WINDOW_TICKS: u64 = 100;
+
 /// How loaded the machine was during the measured trials (`report.json`'s `load`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadFigures {
@@ -37,14 +43,21 @@ pub struct LoadFigures {
     pub max: f64,
     /// Cores available to the run (the largest count when trials ran on different machines).
     pub cores: u32,
-    /// Cores' worth of CPU that other processes used, averaged over the measured trials
-    /// weighted by their wall time; `null` where it could not be read.
+    /// Cores' worth of CPU that other processes used over the measured trials: their CPU
+    /// counters summed over the run, so short trials add up to a window the counters resolve
+    /// (runs stored before the counters were kept: the per-trial figures of trials of at
+    /// least half a second, weighted by wall time); `null` where it could not be read or the
+    /// window is shorter than a second.
     pub other_cpu_mean: Option<f64>,
+    /// The counters were read, but the measured trials cover less than a second of wall
+    /// time, too little for their resolution: how busy other processes kept the machine is
+    /// unknown (and the run is not called busy for it).
+    pub other_cpu_unknown: bool,
     /// The highest per-trial figure among trials of at least half a second; `null` when none
     /// was that long.
     pub other_cpu_max: Option<f64>,
-    /// `other_cpu_mean` above half the cores (or, where it could not be read, `mean` above
-    /// half the cores).
+    /// `other_cpu_mean` above half the cores (or, where no counter could be read at all,
+    /// `mean` above half the cores).
     pub busy: bool,
     /// Measured trials with readings.
     pub trials: usize,
@@ -105,43 +118,80 @@ fn load_figures(trials: &[(&TrialLoad, f64)]) -> Option<LoadFigures> {
         .flat_map(|w| [w.0.load_before, w.0.load_after])
         .flatten()
         .fold(f64::NEG_INFINITY, f64::max);
-    // Shares of each trial's own core count, so trials from machines of different sizes weigh
-    // alike; weighted by wall time, so a long trial counts for what it lasted.
+    let other = other_cpu(&with);
     let others: Vec<(f64, f64, u32)> = with
         .iter()
         .filter_map(|w| Some((w.0.other_cpu?, w.1.max(0.0), w.3)))
         .collect();
-    let total_weight: f64 = others.iter().map(|o| o.1).sum();
-    let weight = |o: &(f64, f64, u32)| {
-        if total_weight > 0.0 {
-            o.1 / total_weight
-        } else {
-            1.0 / others.len() as f64
-        }
-    };
-    let (other_cpu_mean, other_share) = if others.is_empty() {
-        (None, None)
-    } else {
-        (
-            Some(others.iter().map(|o| o.0 * weight(o)).sum::<f64>()),
-            Some(others.iter().map(|o| o.0 / f64::from(o.2) * weight(o)).sum::<f64>()),
-        )
-    };
     let other_cpu_max = others
         .iter()
         .filter(|o| o.1 >= MIN_SECONDS_FOR_MAX)
         .map(|o| o.0)
         .reduce(f64::max);
     let load_share = with.iter().map(|w| w.2 / f64::from(w.3)).sum::<f64>() / with.len() as f64;
+    // The load average decides only where no counter could be read: it counts the run's own
+    // threads, so over trials too short for the counters the answer is "unknown", not "busy".
+    let (other_cpu_mean, busy) = match other {
+        OtherCpu::Known(mean, share) => (Some(mean), share > BUSY_FRACTION),
+        OtherCpu::TooShort => (None, false),
+        OtherCpu::Unreadable => (None, load_share > BUSY_FRACTION),
+    };
     Some(LoadFigures {
         mean,
         max,
         cores,
         other_cpu_mean,
+        other_cpu_unknown: matches!(other, OtherCpu::TooShort),
         other_cpu_max,
-        busy: other_share.unwrap_or(load_share) > BUSY_FRACTION,
+        busy,
         trials: with.len(),
     })
+}
+
+/// What the CPU counters say of other processes over the trials.
+enum OtherCpu {
+    /// Mean cores' worth, and that as a share of the cores.
+    Known(f64, f64),
+    /// The counters were read, but the trials cover too little time for their resolution.
+    TooShort,
+    /// No trial could read them.
+    Unreadable,
+}
+
+/// Other processes' mean CPU over the trials. Trials that kept their counters are summed: the
+/// busy ticks minus this process's, over the wall ticks, with no clamping per trial (one
+/// trial's tick read early and its neighbour's read late cancel). Older trials give their
+/// per-trial figures, from trials long enough for the counters, weighted by wall time.
+fn other_cpu(with: &[(&TrialLoad, f64, f64, u32)]) -> OtherCpu {
+    let counted: Vec<&super::TickDelta> = with.iter().filter_map(|w| w.0.ticks.as_ref()).collect();
+    if !counted.is_empty() {
+        let wall: f64 = counted.iter().map(|t| t.total as f64 / f64::from(t.cpus.max(1))).sum();
+        if wall < MIN_WINDOW_TICKS as f64 {
+            return OtherCpu::TooShort;
+        }
+        let other: i128 = counted.iter().map(|t| i128::from(t.busy) - i128::from(t.own)).sum();
+        let cores: f64 = counted.iter().map(|t| f64::from(t.cpus)).sum::<f64>() / counted.len() as f64;
+        let mean = (other.max(0) as f64 / wall).min(cores);
+        return OtherCpu::Known(mean, mean / cores);
+    }
+    if with.iter().all(|w| w.0.other_cpu.is_none()) {
+        return OtherCpu::Unreadable;
+    }
+    // Shares of each trial's own core count, so trials from machines of different sizes weigh
+    // alike; weighted by wall time, so a long trial counts for what it lasted.
+    let others: Vec<(f64, f64, u32)> = with
+        .iter()
+        .filter(|w| w.1 >= MIN_SECONDS_FOR_MAX)
+        .filter_map(|w| Some((w.0.other_cpu?, w.1, w.3)))
+        .collect();
+    let total: f64 = others.iter().map(|o| o.1).sum();
+    if others.is_empty() || total <= 0.0 {
+        return OtherCpu::TooShort;
+    }
+    OtherCpu::Known(
+        others.iter().map(|o| o.0 * o.1 / total).sum(),
+        others.iter().map(|o| o.0 / f64::from(o.2) * o.1 / total).sum(),
+    )
 }
 
 fn frequency_figures(trials: &[(&TrialLoad, f64)]) -> Option<FrequencyFigures> {
@@ -212,6 +262,7 @@ pub fn frequency_warning(f: &FrequencyFigures) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::TickDelta;
 
     fn trial(before: f64, after: f64, other: Option<f64>, cores: u32, mhz: Option<f64>) -> TrialLoad {
         TrialLoad {
@@ -220,6 +271,7 @@ mod tests {
             other_cpu: other,
             cores: Some(cores),
             cpu_mhz: mhz,
+            ticks: None,
         }
     }
 
@@ -265,10 +317,94 @@ mod tests {
     }
 
     #[test]
-    fn short_trials_give_no_maximum() {
+    fn short_trials_give_no_maximum_and_no_mean() {
         let a = trial(0.0, 0.0, Some(2.0), 4, None);
         let l = MachineLoad::of([(&a, 0.01)]).load.unwrap();
-        assert_eq!((l.other_cpu_mean, l.other_cpu_max, l.busy), (Some(2.0), None, false));
+        assert_eq!((l.other_cpu_mean, l.other_cpu_max, l.busy), (None, None, false));
+    }
+
+    /// Trials of 1.5 ms on an idle 2-core machine whose counters tick 100 times a second,
+    /// simulated: the run's own thread is the only work. The CPUs' busy ticks and this
+    /// process's own ticks are read a moment apart, so a tick can land between the two reads.
+    /// Judged trial by trial, the few trials that see a tick at all say "a whole core busy";
+    /// summed over the run, the ticks cancel and the machine is idle. Under a second of trials
+    /// in all, the figure is unknown.
+    #[test]
+    fn short_trials_are_judged_over_the_run_at_the_counters_resolution() {
+        const TICK_US: u64 = 10_000;
+        // (busy, own, total) at time `t` in microseconds: one core busy while a trial runs;
+        // own time is charged in whole ticks of accumulated run time.
+        struct Clock {
+            busy: u64,
+            own_us: u64,
+            ticks_seen: u64,
+        }
+        let mut clock = Clock {
+            busy: 0,
+            own_us: 0,
+            ticks_seen: 0,
+        };
+        let advance = |c: &mut Clock, from: u64, to: u64, running: bool| {
+            for tick in (from / TICK_US + 1)..=(to / TICK_US) {
+                let _ = tick;
+                c.ticks_seen += 1;
+                c.busy += u64::from(running);
+            }
+            if running {
+                c.own_us += to - from;
+            }
+        };
+        let mut loads = Vec::new();
+        let mut t = 0u64;
+        for i in 0..2_000u64 {
+            // Each reading takes 20 us between the CPUs' counters and this process's.
+            let gap = 20;
+            let run = 1_500 + (i * 37) % 400;
+            let before = (clock.busy, clock.ticks_seen * 2);
+            advance(&mut clock, t, t + gap, true);
+            let own_before = clock.own_us / TICK_US;
+            advance(&mut clock, t + gap, t + run, true);
+            let after = (clock.busy, clock.ticks_seen * 2);
+            advance(&mut clock, t + run, t + run + gap, true);
+            let own_after = clock.own_us / TICK_US;
+            // Between trials the run stores the trial: 1 ms, idle on the CPUs it measures.
+            advance(&mut clock, t + run + gap, t + run + gap + 1_000, false);
+            t += run + gap + 1_000;
+            let d = TickDelta {
+                busy: after.0 - before.0,
+                own: own_after - own_before,
+                total: after.1 - before.1,
+                cpus: 2,
+            };
+            let wall_ticks = d.total as f64 / 2.0;
+            loads.push(TrialLoad {
+                load_before: Some(0.6),
+                load_after: Some(0.6),
+                other_cpu: (wall_ticks > 0.0).then(|| (d.busy.saturating_sub(d.own) as f64 / wall_ticks).min(2.0)),
+                cores: Some(2),
+                cpu_mhz: None,
+                ticks: Some(d),
+            });
+        }
+        let secs = 0.0017;
+        // The old reading, trial by trial: the trials that saw a tick claim whole cores.
+        let per_trial: Vec<f64> = loads.iter().filter_map(|l| l.other_cpu).collect();
+        let old = per_trial.iter().sum::<f64>() / per_trial.len() as f64;
+        assert!(old > 0.5, "the simulation reproduces the misfire: {old}");
+        // Over the run: about 3.4 s of trials, well past the resolution.
+        let l = MachineLoad::of(loads.iter().map(|l| (l, secs))).load.unwrap();
+        let other = l.other_cpu_mean.expect("a long enough window");
+        assert!(other < 0.1 && !l.busy, "{l:?}");
+        assert!(MachineLoad::of(loads.iter().map(|l| (l, secs))).warnings().is_empty());
+        // Twenty such trials last 40 ms: unknown, even with the load average above half the
+        // cores (the run's own threads count in it).
+        let mut loaded: Vec<TrialLoad> = loads[..20].to_vec();
+        for l in &mut loaded {
+            l.load_before = Some(1.8);
+            l.load_after = Some(1.8);
+        }
+        let l = MachineLoad::of(loaded.iter().map(|l| (l, secs))).load.unwrap();
+        assert_eq!((l.other_cpu_mean, l.other_cpu_unknown, l.busy), (None, true, false));
     }
 
     #[test]

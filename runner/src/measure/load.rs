@@ -34,6 +34,23 @@ pub struct TrialLoad {
     /// Mean clock of the CPUs just after the trial, in MHz.
     #[serde(default)]
     pub cpu_mhz: Option<f64>,
+    /// The CPU counters' changes over the trial, from which `other_cpu` was computed. A run
+    /// sums them over its trials: one short trial sees a tick or none, so only a window of
+    /// many ticks says how busy the machine was (`super::busy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticks: Option<TickDelta>,
+}
+
+/// How the CPU counters moved over one trial, in clock ticks (usually 100 a second).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TickDelta {
+    /// Busy ticks of the CPUs the run may use.
+    pub busy: u64,
+    /// Ticks of this process and the children it waited for.
+    pub own: u64,
+    /// All ticks of those CPUs, busy or idle (the trial's wall time times `cpus`).
+    pub total: u64,
+    pub cpus: u32,
 }
 
 impl TrialLoad {
@@ -83,11 +100,17 @@ impl LoadProbe {
 
     /// Reads again and returns the trial's figures.
     pub fn finish(&self) -> TrialLoad {
-        let other_cpu = match (self.ticks, read_ticks()) {
+        let now = read_ticks();
+        let other_cpu = match (self.ticks, now) {
             (Some(a), Some(b)) => other_cores(a, b),
             _ => None,
         };
+        let ticks = match (self.ticks, now) {
+            (Some(a), Some(b)) => delta(a, b),
+            _ => None,
+        };
         TrialLoad {
+            ticks,
             load_before: self.load_before,
             load_after: read_load1(),
             other_cpu,
@@ -139,6 +162,20 @@ fn read_cpu_mhz() -> Option<f64> {
         }
     }
     (!khz.is_empty()).then(|| khz.iter().sum::<f64>() / khz.len() as f64 / 1000.0)
+}
+
+/// The counters' change between two readings; `None` when the CPU set changed or a counter
+/// went back.
+fn delta(a: Ticks, b: Ticks) -> Option<TickDelta> {
+    if a.cpus != b.cpus || b.cpus == 0 {
+        return None;
+    }
+    Some(TickDelta {
+        busy: b.busy.checked_sub(a.busy)?,
+        own: b.own.checked_sub(a.own)?,
+        total: b.total.checked_sub(a.total)?,
+        cpus: u32::try_from(b.cpus).ok()?,
+    })
 }
 
 /// Cores' worth of CPU used by other processes between two readings; `None` when no time

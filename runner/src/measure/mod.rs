@@ -11,5 +11,5 @@ mod rss;
 pub use busy::{busy_warning, frequency_warning, FrequencyFigures, LoadFigures, MachineLoad};
 pub use env::Fingerprint;
 pub(crate) use env::NO_REPO_COMMANDS;
-pub use load::{LoadProbe, TrialLoad};
+pub use load::{LoadProbe, TickDelta, TrialLoad};
 pub use rss::{peak_rss_bytes, reset_peak_rss, rss_bytes, PeakScope, PROCESS_PEAK_NOTE};

@@ -62,6 +62,22 @@ pub fn describe(
         warm,
         measured
     );
+    if let Some(p) = exp.schedule.sequential {
+        let looks: Vec<String> = p.looks().iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "sequential: the run looks at its comparisons and claims after {} blocks and stops once every one is \
+             decided{}; the trials below are its most",
+            looks.join(", "),
+            exp.schedule
+                .max_time
+                .map(|t| format!(
+                    " or another block would pass max_time ({})",
+                    humantime::format_duration(t)
+                ))
+                .unwrap_or_default()
+        );
+    }
     for t in trials {
         let _ = writeln!(
             out,

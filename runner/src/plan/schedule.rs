@@ -89,6 +89,8 @@ mod tests {
             keep_going: false,
             warmup,
             repetitions: reps,
+            sequential: None,
+            max_time: None,
             order,
             seed: Some(1),
         }

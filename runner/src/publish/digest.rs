@@ -71,6 +71,7 @@ impl From<Settings> for CompareSettings {
             band: s.band,
             resamples: s.resamples,
             seed: s.seed,
+            sequential: None,
         }
     }
 }

@@ -44,7 +44,7 @@ impl FixtureSpec {
         FixtureSpec {
             experiment: experiment.to_owned(),
             runs,
-            repetitions: 6,
+            repetitions: 8,
             machines: 1,
             step_at: Some(runs / 2),
             step_factor: 1.2,

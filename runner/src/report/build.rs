@@ -45,26 +45,28 @@ pub(crate) fn method(run: &RunData, comparisons: &[Comparison], samples: Samples
             continue;
         }
         let reason = match (design, samples) {
-            (Design::Independent, Samples::OneRun) if hosts.len() <= 1 => {
-                "all trials ran on one host, so repetitions are independent samples".to_owned()
+            (Design::Independent, Samples::OneRun) if !run.design.paired => {
+                "the schedule ran each config's repetitions one after another (order = \"sequential\"), so no \
+                 block holds both sides"
+                    .to_owned()
             }
-            (Design::Independent, Samples::OneRun) => format!(
-                "trials ran on {} hosts, but the blocks do not hold both sides of these comparisons",
-                hosts.len()
-            ),
+            (Design::Independent, Samples::OneRun) => {
+                "the blocks do not hold both sides of these comparisons (their trials failed or did not record the \
+                 metric)"
+                    .to_owned()
+            }
             (Design::Independent, Samples::TwoRuns) => {
                 "the two runs' trials are independent samples of each config".to_owned()
             }
-            (Design::Paired, Samples::OneRun) if hosts.len() > 1 => format!(
-                "trials blocked by host: each block ran both sides on one of {} hosts",
+            (Design::Paired, _) if hosts.len() > 1 => format!(
+                "trials ran in blocks on {} hosts: each block ran both sides on one host, back to back",
                 hosts.len()
             ),
-            (Design::Paired, Samples::OneRun) => {
-                "trials are blocked: each block ran both sides back to back".to_owned()
-            }
-            (Design::Paired, Samples::TwoRuns) => {
-                "both runs were blocked by host, and blocks with the same number are paired".to_owned()
-            }
+            (Design::Paired, _) => format!(
+                "the run was interleaved: each of its {} blocks ran every config once, back to back, in shuffled \
+                 order, so a drift between blocks cancels",
+                run.design.blocks
+            ),
         };
         tests.push(RankTest {
             test,
@@ -81,13 +83,20 @@ pub(crate) fn method(run: &RunData, comparisons: &[Comparison], samples: Samples
         comparisons: n,
         p_adjustment: (n > 1).then_some(PAdjustment::BenjaminiHochberg),
         tests,
+        sequential: None,
     }
 }
 
-// Long because: it assembles the report model section by section, each a short computation over the
-// same run.
-/// Builds the report model of one run.
-pub fn build_report(run: &RunData) -> Report {
+/// The primary metric's unit and direction, the comparison plan, and its comparisons
+/// (Benjamini-Hochberg adjusted across them).
+pub(crate) struct PrimaryComparisons {
+    pub unit: String,
+    pub direction: crate::stats::Direction,
+    pub plan: Vec<(usize, usize)>,
+    pub comparisons: Vec<Comparison>,
+}
+
+pub(crate) fn primary_comparisons(run: &RunData) -> PrimaryComparisons {
     let settings = settings_of(run);
     let primary = &run.compare.primary;
     let unit = run
@@ -97,12 +106,59 @@ pub fn build_report(run: &RunData) -> Report {
         .unwrap_or_else(|| "s".to_owned());
     let direction = direction_of(run, primary, Some(&unit));
     let plan = comparison_plan(run);
-
     let raw: Vec<Comparison> = plan
         .iter()
         .map(|&(i, j)| compare_configs(&run.configs[j], &run.configs[i], primary, direction, &settings))
         .collect();
-    let comparisons = Comparison::adjust_family(raw);
+    PrimaryComparisons {
+        unit,
+        direction,
+        plan,
+        comparisons: Comparison::adjust_family(raw),
+    }
+}
+
+/// The comparison records of `p`: each with its configs' names and the guards it failed.
+fn comparison_records(run: &RunData, p: &PrimaryComparisons, guards: &[GuardRow]) -> Vec<ComparisonRecord> {
+    p.plan
+        .iter()
+        .zip(&p.comparisons)
+        .map(|(&(i, j), c)| {
+            let cand = &run.configs[i].name;
+            ComparisonRecord {
+                config: cand.clone(),
+                against: run.configs[j].name.clone(),
+                metric: run.compare.primary.clone(),
+                comparison: c.clone(),
+                failed_guards: guards
+                    .iter()
+                    .filter(|g| &g.config == cand && g.result.verdict == GuardVerdict::Fail)
+                    .map(|g| g.metric.clone())
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// The questions `run` answers as it stands: its primary comparisons and the claims it can
+/// judge, each decided or open. What a sequential run looks at after each planned block.
+pub fn questions(run: &RunData) -> Vec<super::Question> {
+    let p = primary_comparisons(run);
+    let records = comparison_records(run, &p, &[]);
+    let (claims, _) = claim_rows(run, &p.plan, &settings_of(run));
+    super::sequential::questions(&records, &claims)
+}
+
+// Long because: it assembles the report model section by section, each a short computation over the
+// same run.
+/// Builds the report model of one run.
+pub fn build_report(run: &RunData) -> Report {
+    let settings = settings_of(run);
+    let primary = &run.compare.primary;
+    let p = primary_comparisons(run);
+    let (unit, direction) = (p.unit.clone(), p.direction);
+    let plan = p.plan.clone();
+    let comparisons = p.comparisons.clone();
 
     let quality = super::quality::quality_rows(run);
     let mut guards: Vec<GuardRow> = plan
@@ -123,24 +179,7 @@ pub fn build_report(run: &RunData) -> Report {
         guards.extend(super::quality::quality_guards(run, &quality, run.compare.alpha));
     }
 
-    let records: Vec<ComparisonRecord> = plan
-        .iter()
-        .zip(&comparisons)
-        .map(|(&(i, j), c)| {
-            let cand = &run.configs[i].name;
-            ComparisonRecord {
-                config: cand.clone(),
-                against: run.configs[j].name.clone(),
-                metric: primary.clone(),
-                comparison: c.clone(),
-                failed_guards: guards
-                    .iter()
-                    .filter(|g| &g.config == cand && g.result.verdict == GuardVerdict::Fail)
-                    .map(|g| g.metric.clone())
-                    .collect(),
-            }
-        })
-        .collect();
+    let records = comparison_records(run, &p, &guards);
 
     let results = run
         .configs
@@ -183,6 +222,10 @@ pub fn build_report(run: &RunData) -> Report {
     let (claims, claim_notes) = claim_rows(run, &plan, &settings);
     let mut notes = run.notes.clone();
     notes.extend(claim_notes);
+    let stability = super::stability::stability_report(run);
+    notes.extend(stability.iter().flat_map(|s| s.warnings()));
+    let mut method = method(run, &comparisons, Samples::OneRun);
+    method.sequential = super::sequential::sequential_summary(run, &super::sequential::questions(&records, &claims));
     if run.status != "finished" {
         notes.insert(
             0,
@@ -207,7 +250,7 @@ pub fn build_report(run: &RunData) -> Report {
             direction,
             about: about_metric(run, primary),
         },
-        method: method(run, &comparisons, Samples::OneRun),
+        method,
         summary: Vec::new(),
         results,
         guards,
@@ -247,6 +290,7 @@ pub fn build_report(run: &RunData) -> Report {
         load: run.machine.load.clone(),
         cpu_frequency: run.machine.frequency.clone(),
         stage_notes: run.stage_notes.clone(),
+        stability,
         charts: charts::chart_refs(run),
         comparisons: records,
         regression,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::build::{method, Samples};
 use super::model::{finite, ComparisonRecord, Interval, Method, Primary};
 use super::prose::{compare_summary_line, Style};
-use super::samples::{compare_configs, direction_of, metric_samples, settings_of};
+use super::samples::{compare_across_runs, direction_of, metric_samples, settings_of};
 use super::{ReportError, RunData};
 use crate::stats::{guard, median, Comparison, GuardResult, GuardVerdict, Tolerance, Verdict};
 
@@ -248,7 +248,7 @@ pub fn compare_runs(a: &RunData, b: &RunData, allow_different_data: bool) -> Res
     let direction = direction_of(a, primary, Some(&unit));
     let raw: Vec<Comparison> = matched
         .iter()
-        .map(|&(i, j)| compare_configs(&a.configs[i], &b.configs[j], primary, direction, &settings))
+        .map(|&(i, j)| compare_across_runs(&a.configs[i], &b.configs[j], primary, direction, &settings))
         .collect();
     let comparisons = Comparison::adjust_family(raw);
 

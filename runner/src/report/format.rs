@@ -177,6 +177,14 @@ pub(crate) fn percent(fraction: f64) -> String {
     format!("{body}%")
 }
 
+/// An unsigned percentage with one decimal: `12.6%`.
+pub(crate) fn percent_abs(fraction: f64) -> String {
+    if !fraction.is_finite() {
+        return "—".to_owned();
+    }
+    format!("{:.1}%", fraction * 100.0)
+}
+
 /// Makes arbitrary text safe inside a Markdown table cell.
 pub(crate) fn cell(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -80,6 +80,7 @@ pub fn build_history(experiment: &str, metric: &str, direction: Option<Direction
             band: 0.02,
             resamples: 10_000,
             seed: 0,
+            sequential: None,
         },
         super::samples::settings_of,
     );

@@ -28,6 +28,8 @@ mod quality;
 mod samples;
 mod scaling;
 mod scaling_view;
+mod sequential;
+mod stability;
 mod tables;
 mod view;
 
@@ -42,7 +44,7 @@ use chrono::{DateTime, Utc};
 use crate::metrics::Metric;
 use crate::runspec::CompareSpec;
 
-pub use build::build_report;
+pub use build::{build_report, questions};
 pub(crate) use charts::{padded_range, palette_color, render_charts, FONT as CHART_FONT};
 pub use compare::{compare_runs, CompareModel};
 pub use compare_view::{compare_view, CompareReport};
@@ -52,6 +54,7 @@ pub use markdown::{render_compare_markdown, render_markdown};
 pub use model::{Interval, Report, StageNoteRow};
 pub use output::{compare_output, report_output, OutputFormat};
 pub(crate) use samples::{direction_of, metric_samples, settings_of};
+pub use sequential::{Question, SequentialSummary};
 
 /// One stored run, as the store hands it to the report (warm-up trials already excluded).
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +92,22 @@ pub struct RunData {
     pub machine: crate::measure::MachineLoad,
     /// Distinct notes the stages recorded.
     pub stage_notes: Vec<StageNoteRow>,
+    /// How the trials were laid out, which decides the statistics.
+    pub design: RunDesign,
+}
+
+/// The design a run's trials ran in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunDesign {
+    /// Blocks pair the configs: an interleaved schedule (each block runs every config once,
+    /// back to back, in shuffled order), or trials spread over hosts in whole blocks.
+    pub paired: bool,
+    /// Measured blocks that hold a trial of every config.
+    pub blocks: u32,
+    /// `repetitions = { min, max }`: blocks were added until decided.
+    pub sequential: Option<crate::stats::SequentialPlan>,
+    /// The sequential run's `max_time`, in seconds.
+    pub max_time_seconds: Option<f64>,
 }
 
 impl RunData {
@@ -120,9 +139,15 @@ pub struct ConfigData {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialData {
+    /// Position in the run's time order.
+    pub index: u32,
     pub repetition: u32,
-    /// Block of an interleaved schedule; paired statistics need it on every trial.
+    /// Block of a paired design (see [`RunDesign::paired`]); paired statistics need it on every
+    /// trial.
     pub block: Option<u32>,
+    /// The schedule's block, paired or not (a sequential order numbers each config's
+    /// repetitions).
+    pub scheduled_block: u32,
     pub host: String,
     pub ok: bool,
     pub error: Option<String>,

@@ -20,7 +20,7 @@ pub use crate::measure::{FrequencyFigures, LoadFigures};
 use crate::stats::{ClaimVerdict, Comparison, Direction, GuardResult, Tolerance, Verdict};
 
 /// Version of the `report.json` layout below.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// An interval `(low, high)`.
 pub type Interval = (f64, f64);
@@ -107,6 +107,10 @@ pub struct Report {
     /// Distinct notes the stages recorded (symbols dropped, skipped), in order of first
     /// appearance.
     pub stage_notes: Vec<StageNoteRow>,
+    /// How steady the machine was on the primary metric: each config's level change and
+    /// trial-to-trial CV, and the drifting and jittery flags (from the baseline); `null` when
+    /// the baseline has fewer than 6 trials.
+    pub stability: Option<super::stability::StabilityReport>,
     pub charts: Vec<ChartRef>,
     /// Raw statistics of every primary-metric comparison.
     pub comparisons: Vec<ComparisonRecord>,
@@ -144,6 +148,9 @@ pub struct Method {
     /// The rank tests that ran, each with how many comparisons used it and why; empty when
     /// there was no comparison.
     pub tests: Vec<RankTest>,
+    /// A sequential run (`repetitions = { min, max }`): its looks, the levels of the one this
+    /// report is, and why it stopped; `null` for a fixed number of repetitions.
+    pub sequential: Option<super::sequential::SequentialSummary>,
 }
 
 /// One rank test a report's comparisons used.
@@ -250,13 +257,16 @@ pub struct ClaimRow {
     /// The config it was measured against; `null` when the variant has no comparison.
     pub against: Option<String>,
     pub metric: String,
-    /// `supported`, `refuted`, `untestable`, `not_reproduced` or `not_this_experiments_claim`.
+    /// `supported`, `refuted`, `inconclusive`, `untestable`, `not_reproduced` or
+    /// `not_this_experiments_claim`.
     pub verdict: ClaimVerdict,
     /// The claim as a speedup interval.
     pub claimed: Option<Interval>,
     pub speedup: Option<f64>,
     pub speedup_ci: Option<Interval>,
     pub reason: String,
+    /// For an inconclusive claim: estimated repetitions per side (blocks) that would settle it.
+    pub reps_needed: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -379,8 +389,8 @@ pub struct Databases {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ChartRef {
-    /// `stages`, `distribution`, `sweep`, `loss`, `bandwidth` or `scaling`: where the template
-    /// places the chart.
+    /// `stages`, `distribution`, `run`, `sweep`, `loss`, `bandwidth` or `scaling`: where the
+    /// template places the chart.
     pub kind: String,
     pub title: String,
     pub file: String,

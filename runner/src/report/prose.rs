@@ -24,13 +24,32 @@ pub(crate) fn n_clause(c: &Comparison) -> String {
     }
 }
 
+/// What a comparison's interval is: `95% CI`, or for a look of a sequential run `repeated 95%
+/// CI` (one of the looks' intervals, which hold the truth together with 95% probability).
+pub(crate) fn ci_label(c: &Comparison) -> &'static str {
+    if c.look.is_some() {
+        "repeated 95% CI"
+    } else {
+        "95% CI"
+    }
+}
+
+/// `repetitions per side` or `blocks`, for how many more a comparison needs.
+fn units_needed(c: &Comparison) -> &'static str {
+    match c.design {
+        Design::Paired => "blocks",
+        Design::Independent => "repetitions per side",
+    }
+}
+
 /// One plain-English sentence for a comparison of `cand` against `base` on `metric`.
 pub(crate) fn comparison_sentence(cand: &str, base: &str, metric: &str, unit: &str, c: &Comparison) -> String {
     let (better, worse) = verdict_words(unit);
     let p = format::p_clause(c.p_for_verdict());
     let adjusted = if c.p_adjusted.is_some() { " BH-adjusted" } else { "" };
+    let label = ci_label(c);
     let stats = format!(
-        "95% CI {}, {p}{adjusted}, {}",
+        "{label} {}, {p}{adjusted}, {}",
         format::factor_interval(c.speedup_ci),
         n_clause(c)
     );
@@ -42,7 +61,7 @@ pub(crate) fn comparison_sentence(cand: &str, base: &str, metric: &str, unit: &s
         Verdict::Slower => {
             let inverted = c.speedup_ci.map(|(lo, hi)| (1.0 / hi, 1.0 / lo));
             format!(
-                "{cand} is {} {worse} than {base} on {metric} (95% CI {}, {p}{adjusted}, {})",
+                "{cand} is {} {worse} than {base} on {metric} ({label} {}, {p}{adjusted}, {})",
                 format::factor(1.0 / c.speedup),
                 format::factor_interval(inverted),
                 n_clause(c)
@@ -63,14 +82,25 @@ pub(crate) fn comparison_sentence(cand: &str, base: &str, metric: &str, unit: &s
                 // Past a thousand the estimate mostly says the effect sits at the noise band's
                 // edge; a precise-looking large number would overstate what it knows.
                 Some(n) if n > MAX_REPS_SHOWN => format!(
-                    "; more than {MAX_REPS_SHOWN} repetitions per side would be needed: any effect is close to the ±{}% noise band",
+                    "; more than {MAX_REPS_SHOWN} {} would be needed: any effect is close to the ±{}% noise band",
+                    units_needed(c),
                     format::trimmed(c.band * 100.0)
                 ),
-                Some(n) => format!("; about {n} repetitions per side would settle it"),
+                Some(n) => format!("; about {n} {} would settle it", units_needed(c)),
                 None => String::new(),
             };
+            let detectable = c
+                .detectable
+                .map(|d| {
+                    format!(
+                        "; at this n and noise it could detect a speedup of {} or more ({:.0}% power)",
+                        format::factor(d),
+                        crate::stats::DETECTABLE_POWER * 100.0
+                    )
+                })
+                .unwrap_or_default();
             format!(
-                "{cand} vs {base} on {metric} is inconclusive (speedup {}, {stats}){more}",
+                "{cand} vs {base} on {metric} is inconclusive (speedup {}, {stats}){detectable}{more}",
                 format::factor(c.speedup)
             )
         }
@@ -259,6 +289,15 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
                     measured_speedup(row.speedup, row.speedup_ci)
                 )
             }
+            (Some(_), Some(_)) if row.verdict == ClaimVerdict::Inconclusive => format!(
+                "measured {} against claimed {}: {}{}",
+                measured_speedup(row.speedup, row.speedup_ci),
+                format::factor_interval(row.claimed),
+                row.reason,
+                row.reps_needed
+                    .map(|n| format!("; about {n} repetitions per side (blocks) would settle it"))
+                    .unwrap_or_default()
+            ),
             (Some(_), Some(_)) => format!(
                 "measured {} against claimed {}",
                 measured_speedup(row.speedup, row.speedup_ci),
@@ -325,8 +364,9 @@ pub(crate) fn method_sentence(m: &Method) -> String {
                 t.reason
             ),
             RankTestKind::WilcoxonSignedRank => format!(
-                "paired Wilcoxon signed-rank over blocks{count}, geometric mean of per-block ratios with a \
-                 {level}% percentile-bootstrap CI over blocks ({bootstrap}); paired because {}",
+                "paired Wilcoxon signed-rank over blocks{count}, speedup from the Hodges-Lehmann median of the \
+                 per-block log ratios with the {level}% interval that inverts the test (exact to 50 blocks); \
+                 paired because {}",
                 t.reason
             ),
         });
@@ -338,10 +378,30 @@ pub(crate) fn method_sentence(m: &Method) -> String {
         first[..1].make_ascii_uppercase();
         first
     };
+    let sequential = m.sequential.as_ref().map(sequential_clause).unwrap_or_default();
     format!(
-        "{tests}; alpha {}{adjust}; noise band ±{}%.",
+        "{tests}; alpha {}{adjust}; noise band ±{}%.{sequential}",
         m.alpha,
         format::trimmed(m.band * 100.0)
+    )
+}
+
+/// What a sequential run's looks did, for the method sentence.
+fn sequential_clause(s: &super::SequentialSummary) -> String {
+    let looks = s.looks_taken.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    format!(
+        " Sequential: blocks were added from {} up to {}{}, with looks after {looks} blocks ({} planned); alpha and \
+         the intervals' 5% are spent over the looks (Lan-DeMets, Pocock-type spending, summed by the union \
+         bound), so this look tested at alpha {} and its interval is a {}% interval, one of a set that holds \
+         the truth together with 95% probability whenever the run stops.",
+        s.min,
+        s.max,
+        s.max_time_seconds
+            .map(|t| format!(" within {}", format::duration(t.round() as i64)))
+            .unwrap_or_default(),
+        s.looks_planned.len(),
+        format::sig(s.alpha_at_look, 2),
+        crate::stats::percent_level(s.confidence_at_look)
     )
 }
 

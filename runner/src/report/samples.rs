@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{ConfigData, RunData, TrialData};
-use crate::stats::{compare, compare_paired, CompareSettings, Comparison, Direction};
+use crate::stats::{compare, compare_paired, CompareSettings, Comparison, Direction, SequentialState};
 
 /// The value of `metric` in one trial, with its unit; `None` when the trial did not record it.
 pub(crate) fn trial_value(trial: &TrialData, metric: &str) -> Option<(f64, String)> {
@@ -69,6 +69,10 @@ pub(crate) fn settings_of(run: &RunData) -> CompareSettings {
         band: run.compare.band,
         resamples: run.compare.resamples,
         seed: run.compare.seed,
+        sequential: run.design.sequential.map(|plan| SequentialState {
+            plan,
+            blocks: run.design.blocks,
+        }),
     }
 }
 
@@ -94,6 +98,19 @@ pub(crate) fn compare_configs(
         Some(pairs) => compare_paired(&pairs, direction, settings),
         None => compare(&a.values, &b.values, direction, settings),
     }
+}
+
+/// Compares `metric` of the same config in two runs: always unpaired, since blocks with the
+/// same number in two runs ran at different times.
+pub(crate) fn compare_across_runs(
+    before: &ConfigData,
+    after: &ConfigData,
+    metric: &str,
+    direction: Direction,
+    settings: &CompareSettings,
+) -> Comparison {
+    let (a, b) = (metric_samples(before, metric), metric_samples(after, metric));
+    compare(&a.values, &b.values, direction, settings)
 }
 
 /// Which config each non-baseline config is compared against, as `(candidate, baseline)` indices

@@ -138,6 +138,26 @@ pub(crate) fn failed_trials(run: &RunData) -> Vec<FailedTrialRow> {
         .collect()
 }
 
+/// The note on the configs of a claim's variant that its conditions leave out (`context`, as
+/// `(candidate, baseline)` pairs); `None` when there are none.
+fn context_note(run: &RunData, spec: &crate::runspec::ClaimSpec, context: &[(usize, usize)]) -> Option<String> {
+    if context.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = context
+        .iter()
+        .map(|(i, _)| format!("`{}`", run.configs[*i].name))
+        .collect();
+    Some(format!(
+        "Claim \"{}\" on `{}` is for {}: {} {} not judged against it (measured, as context only).",
+        spec.text,
+        spec.variant,
+        spec.requires.describe_params(),
+        names.join(", "),
+        if names.len() == 1 { "is" } else { "are" },
+    ))
+}
+
 /// The claim rows of a report, and notes on the configs a claim does not cover.
 ///
 /// A claim made at given parameter values (`requires.params`, e.g. 500 symbols) is judged only
@@ -165,6 +185,7 @@ pub(crate) fn claim_rows(
             speedup: None,
             speedup_ci: None,
             reason,
+            reps_needed: None,
         };
         let matching: Vec<&(usize, usize)> = plan
             .iter()
@@ -184,20 +205,7 @@ pub(crate) fn claim_rows(
             .iter()
             .map(|&&p| p)
             .partition(|(i, _)| crate::stats::params_unmet(&spec.requires, &run.configs[*i].params).is_empty());
-        if !context.is_empty() {
-            let names: Vec<String> = context
-                .iter()
-                .map(|(i, _)| format!("`{}`", run.configs[*i].name))
-                .collect();
-            notes.push(format!(
-                "Claim \"{}\" on `{}` is for {}: {} {} not judged against it (measured, as context only).",
-                spec.text,
-                spec.variant,
-                spec.requires.describe_params(),
-                names.join(", "),
-                if names.len() == 1 { "is" } else { "are" },
-            ));
-        }
+        notes.extend(context_note(run, spec, &context));
         if covered.is_empty() {
             let had: Vec<String> = context
                 .iter()
@@ -237,6 +245,7 @@ pub(crate) fn claim_rows(
                 claimed: Some(e.claimed),
                 speedup: finite(c.speedup),
                 speedup_ci: c.speedup_ci,
+                reps_needed: e.reps_needed.filter(|_| e.verdict == ClaimVerdict::Inconclusive),
                 ..row(cand.name.clone(), e.verdict, e.reason)
             });
         }

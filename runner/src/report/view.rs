@@ -63,6 +63,10 @@ pub struct ReportView<'a> {
     pub dirty: Option<String>,
     pub notes: &'a [String],
     pub stage_notes: Vec<StageNoteView>,
+    /// The Stability section; `None` when the baseline has too few trials.
+    pub stability: Option<super::stability::StabilityView>,
+    /// Why a sequential run stopped, in a sentence; `None` for a fixed design.
+    pub stop: Option<String>,
     pub charts: &'a [ChartRef],
     pub comparisons: &'a [ComparisonRecord],
     pub regression: bool,
@@ -459,6 +463,8 @@ pub fn view(r: &Report) -> ReportView<'_> {
                 ),
             })
             .collect(),
+        stability: r.stability.as_ref().map(super::stability::stability_view),
+        stop: r.method.sequential.as_ref().map(|s| s.stop_sentence()),
         charts: &r.charts,
         comparisons: &r.comparisons,
         regression: r.regression,

@@ -1,10 +1,11 @@
 //! From stored rows to the report's input (store -> **rundata** -> stats/report).
 
 use crate::db::Db;
+use crate::manifest::Order;
 use crate::measure::{Fingerprint, MachineLoad};
 use crate::record::{StageStatus, TrialRecord};
-use crate::report::{ConfigData, RunData, StageData, StageNoteRow, TrialData};
-use crate::runspec::{SpecError, StoredSpec};
+use crate::report::{ConfigData, RunData, RunDesign, StageData, StageNoteRow, TrialData};
+use crate::runspec::{SpecError, StoredSpec, PAIRED_SINCE};
 use crate::store::{self, RunRow, StoreError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -83,9 +84,16 @@ pub fn run_data(
         .filter(|t| !t.warmup)
         .map(|t| t.environment_hash.as_str())
         .collect();
-    // Paired (within-block) statistics only pay off when blocks ran on different hosts: on one
-    // host, unpaired rank tests have the lower p-value floor at small repetition counts.
-    let paired = hosts.len() > 1;
+    // Each block of an interleaved schedule runs every config once, back to back, in shuffled
+    // order: configs are compared within blocks, which cancels drift between blocks. Trials
+    // spread over hosts are served in whole blocks, so they pair the same way.
+    let paired = spec.schedule.order == Order::Interleaved || hosts.len() > 1;
+    let design = RunDesign {
+        paired,
+        blocks: complete_blocks(trials, spec.configs.len()),
+        sequential: spec.schedule.sequential.filter(|_| paired),
+        max_time_seconds: spec.schedule.max_time_seconds,
+    };
     let configs = spec
         .configs
         .iter()
@@ -98,8 +106,10 @@ pub fn run_data(
                 .iter()
                 .filter(|t| t.config == c.name && !t.warmup)
                 .map(|t| TrialData {
+                    index: t.index,
                     repetition: t.repetition,
                     block: paired.then_some(t.block),
+                    scheduled_block: t.block,
                     host: t.worker.split(':').next().unwrap_or_default().to_owned(),
                     ok: t.ok,
                     error: t.error.clone(),
@@ -164,6 +174,13 @@ pub fn run_data(
             "Trials ran on {} different hosts; comparisons are paired within blocks.",
             hosts.len()
         ));
+    } else if paired && spec.version < PAIRED_SINCE {
+        notes.push(format!(
+            "This run was stored by an earlier version of measured, whose report compared its configs \
+             unpaired; its trials carry their blocks, so this report compares them paired, within each \
+             of its {} blocks.",
+            design.blocks
+        ));
     }
     notes.extend(revision_note(spec, trials));
     if row.status != "finished" {
@@ -209,7 +226,18 @@ pub fn run_data(
         notes,
         machine,
         stage_notes,
+        design,
     }
+}
+
+/// Measured blocks that hold a trial of each of `configs` configs (the last block of an
+/// interrupted run may not).
+pub fn complete_blocks(trials: &[TrialRecord], configs: usize) -> u32 {
+    let mut per_block: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
+    for t in trials.iter().filter(|t| !t.warmup) {
+        per_block.entry(t.block).or_default().insert(t.config.as_str());
+    }
+    per_block.values().filter(|c| c.len() >= configs.max(1)).count() as u32
 }
 
 /// How busy the machine was during the measured (not warm-up) trials.

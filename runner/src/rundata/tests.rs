@@ -219,6 +219,7 @@ fn load_figures_leave_out_warm_up_trials_and_old_runs_say_nothing() {
         other_cpu: Some(8.0),
         cores: Some(8),
         cpu_mhz: Some(1000.0),
+        ticks: None,
     };
     let mut measured = trial(1, "a", "n1", 1, false);
     measured.load = crate::measure::TrialLoad {
@@ -227,6 +228,7 @@ fn load_figures_leave_out_warm_up_trials_and_old_runs_say_nothing() {
         other_cpu: Some(0.2),
         cores: Some(8),
         cpu_mhz: Some(3000.0),
+        ticks: None,
     };
     let m = machine_load(&[warm.clone(), measured]);
     let l = m.load.as_ref().unwrap();

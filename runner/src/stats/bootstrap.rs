@@ -157,15 +157,6 @@ pub(crate) fn ratio_of_medians_replicates(
         .collect()
 }
 
-/// Bootstrap replicates of the mean of `values` (used for per-block log ratios).
-pub(crate) fn mean_replicates(values: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
-    let mut src = IndexSource::new(seed);
-    let n = values.len();
-    (0..resamples)
-        .map(|_| (0..n).map(|_| values[src.index(n)]).sum::<f64>() / n as f64)
-        .collect()
-}
-
 /// Bootstrap replicates of `stat` over the medians of several independent samples: each round
 /// resamples every sample with replacement (the trials of each config on their own) and hands
 /// `stat` the resampled medians in input order. Used by the scaling fits, which see every

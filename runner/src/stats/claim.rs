@@ -220,8 +220,13 @@ impl Claim {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClaimVerdict {
+    /// The measured interval lies inside the claimed range (widened by the noise band).
     Supported,
+    /// The measured interval lies wholly outside the claimed range (widened by the band).
     Refuted,
+    /// The measured interval overlaps the claim's edge: more repetitions would settle it.
+    Inconclusive,
+    /// No run of this experiment could test the claim (the reason says why).
     Untestable,
     /// The run did not meet the conditions the claim was made under (device, cores, the
     /// parameters it names): it can neither support nor refute it.
@@ -237,6 +242,7 @@ impl ClaimVerdict {
         match self {
             ClaimVerdict::Supported => "supported",
             ClaimVerdict::Refuted => "refuted",
+            ClaimVerdict::Inconclusive => "inconclusive",
             ClaimVerdict::Untestable => "untestable",
             ClaimVerdict::NotReproduced => "not reproduced here",
             ClaimVerdict::NotThisExperiment => "not this experiment's claim",
@@ -253,6 +259,16 @@ pub struct ClaimEvaluation {
     /// The measured 95% speedup interval, when there is one.
     pub measured: Option<(f64, f64)>,
     pub reason: String,
+    /// For an inconclusive verdict: estimated repetitions per side (or blocks) that would
+    /// settle it.
+    pub reps_needed: Option<usize>,
+}
+
+impl ClaimVerdict {
+    /// Whether the claim is settled: supported or refuted.
+    pub fn decided(self) -> bool {
+        matches!(self, ClaimVerdict::Supported | ClaimVerdict::Refuted)
+    }
 }
 
 /// Fewest measured repetitions per side for a claim to be judged.
@@ -263,52 +279,72 @@ pub fn evaluate(claim: &Claim, comparison: &Comparison) -> ClaimVerdict {
     assess(claim, comparison).verdict
 }
 
-/// Supported if the measured speedup interval overlaps the claimed one; refuted if it lies
-/// entirely outside; untestable when the comparison is degenerate, or the measured interval
-/// also contains 1 (no effect) while the claim excludes 1, so the data cannot tell.
+/// The claimed speedup range widened by the noise band on both sides: a measurement inside
+/// the band of the claim's edge is as close as the experiment can tell.
+pub fn widened(claimed: (f64, f64), band: f64) -> (f64, f64) {
+    (claimed.0 * (1.0 - band), claimed.1 * (1.0 + band))
+}
+
+/// Supported when the measured speedup interval lies inside the claimed range widened by the
+/// noise band; refuted when it lies wholly outside that range; inconclusive otherwise (its
+/// interval straddles an edge of the claim), with the repetitions that would settle it.
+/// Untestable only when nothing could be measured (no sample of the metric) or the claim is
+/// not a finite speedup.
 pub fn assess(claim: &Claim, comparison: &Comparison) -> ClaimEvaluation {
     let claimed = claim.speedup_interval(comparison.direction);
     let measured = comparison.speedup_ci;
     let n = comparison.n_baseline.min(comparison.n_candidate);
+    let mut reps_needed = None;
     let (verdict, reason) = match measured {
+        _ if !claimed.0.is_finite() => (
+            ClaimVerdict::Untestable,
+            "the claim is not a finite speedup (an improvement of 100% or more in a cost)".to_owned(),
+        ),
         // The percentile bootstrap covers less than it claims on tiny samples (about 88% at
         // n = 3 per side in simulation, 96% or more from n = 5): too few to settle a claim.
         Some(_) if n < MIN_CLAIM_REPETITIONS => (
-            ClaimVerdict::Untestable,
+            ClaimVerdict::Inconclusive,
             format!(
                 "a claim needs at least {MIN_CLAIM_REPETITIONS} repetitions per side (this has {} vs {}): \
                  below that the 95% interval covers the truth less often than it says",
                 comparison.n_baseline, comparison.n_candidate
             ),
         ),
-        None => (
+        None if n == 0 => (
             ClaimVerdict::Untestable,
+            comparison
+                .reason
+                .clone()
+                .unwrap_or_else(|| "the metric has no sample on one side".to_owned()),
+        ),
+        None => (
+            ClaimVerdict::Inconclusive,
             comparison
                 .reason
                 .clone()
                 .unwrap_or_else(|| "no interval could be computed".to_owned()),
         ),
-        Some(_) if !claimed.0.is_finite() => (
-            ClaimVerdict::Untestable,
-            "the claim is not a finite speedup (an improvement of 100% or more in a cost)".to_owned(),
-        ),
         Some((lo, hi)) => {
-            let overlaps = lo <= claimed.1 && hi >= claimed.0;
-            let claim_has_one = claimed.0 <= 1.0 && claimed.1 >= 1.0;
-            if overlaps && lo <= 1.0 && hi >= 1.0 && !claim_has_one {
-                (
-                    ClaimVerdict::Untestable,
-                    "the measured interval also contains no effect (1.00x)".to_owned(),
-                )
-            } else if overlaps {
+            let (wlo, whi) = widened(claimed, comparison.band);
+            let band = format!("±{}%", super::compare::percent_level(comparison.band));
+            if lo >= wlo && hi <= whi {
                 (
                     ClaimVerdict::Supported,
-                    "measured interval overlaps the claim".to_owned(),
+                    format!("the measured interval lies inside the claim (widened by the {band} noise band)"),
                 )
-            } else if hi < claimed.0 {
+            } else if hi < wlo {
                 (ClaimVerdict::Refuted, "measured speedup is below the claim".to_owned())
-            } else {
+            } else if lo > whi {
                 (ClaimVerdict::Refuted, "measured speedup is above the claim".to_owned())
+            } else {
+                reps_needed = claim_reps_needed(comparison.speedup, (lo, hi), (wlo, whi), n);
+                let edge = if lo < wlo { "lower" } else { "upper" };
+                (
+                    ClaimVerdict::Inconclusive,
+                    format!(
+                        "the measured interval straddles the claim's {edge} edge (widened by the {band} noise band)"
+                    ),
+                )
             }
         }
     };
@@ -317,7 +353,29 @@ pub fn assess(claim: &Claim, comparison: &Comparison) -> ClaimEvaluation {
         claimed,
         measured,
         reason,
+        reps_needed,
     }
+}
+
+/// Repetitions (or blocks) at which an interval shrinking with `1 / sqrt(n)` around
+/// `speedup` would clear the nearest edge of `(wlo, whi)`: lie inside it when the estimate is
+/// inside, wholly outside when it is outside. `None` when the estimate sits on an edge.
+fn claim_reps_needed(speedup: f64, (lo, hi): (f64, f64), (wlo, whi): (f64, f64), n: usize) -> Option<usize> {
+    if !(speedup > 0.0 && lo > 0.0 && hi.is_finite()) || n == 0 {
+        return None;
+    }
+    let centre = speedup.ln();
+    let half = (hi.ln() - lo.ln()) / 2.0;
+    let gap = [wlo, whi]
+        .iter()
+        .filter(|e| e.is_finite() && **e > 0.0)
+        .map(|e| (centre - e.ln()).abs())
+        .fold(f64::INFINITY, f64::min);
+    if !(gap > 1e-9 && gap.is_finite()) {
+        return None;
+    }
+    let needed = (n as f64 * (half / gap).powi(2)).ceil().max(n as f64 + 1.0);
+    (needed <= 1e6).then_some(needed as usize)
 }
 
 #[cfg(test)]
@@ -416,7 +474,7 @@ mod tests {
     fn a_claim_needs_five_repetitions_per_side() {
         let claim = c("3x..4x");
         let few = assess(&claim, &measured_n(3.5, 3.9, 4));
-        assert_eq!(few.verdict, ClaimVerdict::Untestable);
+        assert_eq!(few.verdict, ClaimVerdict::Inconclusive);
         assert!(
             few.reason.contains("at least 5 repetitions per side (this has 4 vs 4)"),
             "{}",
@@ -426,28 +484,41 @@ mod tests {
     }
 
     #[test]
-    fn verdicts_follow_the_overlap_rules() {
+    fn verdicts_need_the_interval_inside_or_outside_the_widened_claim() {
         let claim = c("3x..4x");
+        // Inside 3x..4x widened by the 2% band (2.94x..4.08x): supported.
         assert_eq!(evaluate(&claim, &measured(3.5, 3.9)), ClaimVerdict::Supported);
-        assert_eq!(evaluate(&claim, &measured(3.9, 4.5)), ClaimVerdict::Supported);
+        assert_eq!(evaluate(&claim, &measured(2.95, 4.05)), ClaimVerdict::Supported);
+        // Straddling an edge: not settled either way.
+        let straddle = assess(&claim, &measured(3.9, 4.5));
+        assert_eq!(straddle.verdict, ClaimVerdict::Inconclusive);
+        assert!(
+            straddle.reason.contains("upper edge") && straddle.reps_needed.is_some(),
+            "{straddle:?}"
+        );
+        // Wholly outside: refuted.
         assert_eq!(evaluate(&claim, &measured(1.2, 1.4)), ClaimVerdict::Refuted);
         assert_eq!(evaluate(&claim, &measured(4.2, 5.0)), ClaimVerdict::Refuted);
         // Too wide: contains both the claim and "no effect".
-        assert_eq!(evaluate(&claim, &measured(0.8, 3.5)), ClaimVerdict::Untestable);
+        assert_eq!(evaluate(&claim, &measured(0.8, 3.5)), ClaimVerdict::Inconclusive);
         // A claim that includes 1 is supported by an interval around 1.
         assert_eq!(evaluate(&c("<= 1.5x"), &measured(0.9, 1.1)), ClaimVerdict::Supported);
-        // Point claims get ±10%: 1.5x covers 1.35..1.65.
-        assert_eq!(evaluate(&c("1.5x"), &measured(1.6, 1.7)), ClaimVerdict::Supported);
+        // Point claims get ±10%: 1.5x covers 1.35..1.65, widened to 1.323..1.683.
+        assert_eq!(evaluate(&c("1.5x"), &measured(1.6, 1.68)), ClaimVerdict::Supported);
         assert_eq!(evaluate(&c("1.5x"), &measured(1.7, 1.8)), ClaimVerdict::Refuted);
         // 100% less time is not a finite speedup.
         assert_eq!(evaluate(&c("100%"), &measured(2.0, 3.0)), ClaimVerdict::Untestable);
+        // An overlap is not support: 1.17x-1.60x against a 5-15% improvement.
+        assert_eq!(evaluate(&c("5-15%"), &measured(1.17, 1.60)), ClaimVerdict::Inconclusive);
     }
 
     #[test]
-    fn degenerate_comparison_is_untestable() {
+    fn a_comparison_without_interval_is_inconclusive_and_one_without_samples_untestable() {
         let cmp = crate::stats::compare(&[1.0], &[2.0], Direction::LowerIsBetter, &CompareSettings::default());
         let a = assess(&c("2x"), &cmp);
-        assert_eq!(a.verdict, ClaimVerdict::Untestable);
+        assert_eq!(a.verdict, ClaimVerdict::Inconclusive);
         assert!(a.reason.contains("2 repetitions"));
+        let none = crate::stats::compare(&[], &[2.0], Direction::LowerIsBetter, &CompareSettings::default());
+        assert_eq!(evaluate(&c("2x"), &none), ClaimVerdict::Untestable);
     }
 }

@@ -2,11 +2,20 @@
 
 use serde::Serialize;
 
-use super::bootstrap::{mean_replicates, percentile_interval, ratio_of_medians_replicates};
+use super::bootstrap::{percentile_interval, ratio_of_medians_replicates};
 use super::dist::normal_isf;
+use super::paired::{min_values_for_interval, WalshAverages};
 use super::rank::{mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
+use super::sequential::Look;
 use super::summary::median;
 use super::{CompareSettings, Direction, Verdict};
+
+/// Two-sided error of every interval a comparison reports: 95% intervals. A sequential run
+/// spends it over its looks.
+pub const INTERVAL_ERROR: f64 = 0.05;
+
+/// Power at which [`Comparison::detectable`] is stated.
+pub const DETECTABLE_POWER: f64 = 0.8;
 
 /// How the two sides were sampled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -14,7 +23,8 @@ use super::{CompareSettings, Direction, Verdict};
 pub enum Design {
     /// Independent repetitions per side (Mann-Whitney U, ratio of medians).
     Independent,
-    /// Blocks that ran both sides back to back (signed-rank, geometric mean of block ratios).
+    /// Blocks that ran both sides back to back (signed-rank on the per-block log ratios,
+    /// Hodges-Lehmann estimate with the interval that inverts the test).
     Paired,
 }
 
@@ -27,11 +37,16 @@ pub struct Comparison {
     pub n_candidate: usize,
     pub baseline_median: f64,
     pub candidate_median: f64,
-    /// candidate / baseline (ratio of medians, or geometric mean of block ratios); NaN when
-    /// undefined.
+    /// candidate / baseline: the ratio of medians (independent), or the exponential of the
+    /// Hodges-Lehmann median of the per-block log ratios (paired); NaN when undefined.
     pub ratio: f64,
-    /// 95% bootstrap interval of `ratio`; `None` when it could not be computed.
+    /// Interval of `ratio` at level `confidence`; `None` when it could not be computed.
     pub ratio_ci: Option<(f64, f64)>,
+    /// Nominal level of `ratio_ci`: 0.95, or a sequential look's share of it (the interval is
+    /// then one of a set that holds the truth together with 95% probability).
+    pub confidence: f64,
+    /// The look of a sequential run this comparison was made at; `None` for a fixed design.
+    pub look: Option<Look>,
     /// > 1 means better in the metric's direction.
     pub speedup: f64,
     pub speedup_ci: Option<(f64, f64)>,
@@ -42,8 +57,12 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// For an inconclusive verdict: estimated repetitions per side (or blocks) that would settle it.
     pub reps_needed: Option<usize>,
+    /// The smallest speedup (> 1) this comparison would have called faster with 80% power, at
+    /// its n and the noise its interval shows; `None` without an interval.
+    pub detectable: Option<f64>,
     /// Why the verdict is what it is, when that is not evident from the numbers.
     pub reason: Option<String>,
+    /// Significance level the verdict used: the run's alpha, or a sequential look's share.
     pub alpha: f64,
     pub band: f64,
 }
@@ -82,6 +101,7 @@ impl Comparison {
             Some(ci) => ci,
             None => return,
         };
+        self.detectable = detectable(lo, hi, self.confidence, self.alpha, self.band);
         let p = self.p_for_verdict();
         let (low_edge, high_edge) = (1.0 - self.band, 1.0 + self.band);
         let below = hi < low_edge;
@@ -158,8 +178,31 @@ fn reps_needed(ratio: f64, (lo, hi): (f64, f64), p: f64, n: usize, paired: bool,
     Some(needed as usize)
 }
 
+/// `0.95` as `95`, `0.9937` as `99.37`: a level in percent with the digits it has, up to two.
+pub fn percent_level(level: f64) -> String {
+    let s = format!("{:.2}", level * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// Beyond this many repetitions an estimate is not worth stating (shown as "more than").
 const MAX_REPS_NEEDED: f64 = 1e6;
+
+/// The smallest speedup the verdict rule would call faster with [`DETECTABLE_POWER`], given
+/// a ratio interval `(lo, hi)` at level `confidence`: its half-width in log space gives the
+/// standard error `se`, and "faster" needs the interval's near end past the band edge and the
+/// estimate past the test's critical value, so the effect must reach
+/// `max(ln(1 + band) + z_ci se, z_alpha se) + z_power se`. A normal approximation, stated as
+/// such; `None` for an interval that is not positive and finite.
+fn detectable(lo: f64, hi: f64, confidence: f64, alpha: f64, band: f64) -> Option<f64> {
+    if !(lo > 0.0 && hi.is_finite() && hi >= lo && confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let z_ci = normal_isf((1.0 - confidence) / 2.0);
+    let se = (hi.ln() - lo.ln()) / (2.0 * z_ci);
+    let needed =
+        ((1.0 + band).ln() + z_ci * se).max(normal_isf(alpha / 2.0) * se) + normal_isf(1.0 - DETECTABLE_POWER) * se;
+    Some(needed.exp())
+}
 
 fn oriented(ratio: f64, ci: Option<(f64, f64)>, direction: Direction) -> (f64, Option<(f64, f64)>) {
     match direction {
@@ -192,7 +235,10 @@ fn skeleton(design: Direction, settings: &CompareSettings, kind: Design) -> Comp
         p_adjusted: None,
         verdict: Verdict::Inconclusive,
         reps_needed: None,
+        detectable: None,
         reason: None,
+        confidence: 1.0 - INTERVAL_ERROR,
+        look: None,
         alpha: settings.alpha,
         band: settings.band,
     }
@@ -230,11 +276,21 @@ pub fn compare(baseline: &[f64], candidate: &[f64], direction: Direction, settin
     }
 }
 
-/// Compares a block design: `pairs` holds `(baseline, candidate)` per block. Ratio is the
-/// geometric mean of per-block ratios with a bootstrap over blocks; p from the Wilcoxon
-/// signed-rank test on the log ratios.
+/// Compares a block design: `pairs` holds `(baseline, candidate)` per block. The ratio is the
+/// exponential of the Hodges-Lehmann estimate of the per-block log ratios, its interval the
+/// Walsh averages that invert the signed-rank test, and p the signed-rank test's (see
+/// `stats::paired`). With `settings.sequential`, the test and interval use the levels of
+/// that look (see `stats::sequential`).
 pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &CompareSettings) -> Comparison {
     let mut c = skeleton(direction, settings, Design::Paired);
+    let mut error = INTERVAL_ERROR;
+    if let Some(seq) = settings.sequential {
+        let look = seq.plan.look(seq.blocks, settings.alpha, INTERVAL_ERROR);
+        c.alpha = look.alpha;
+        error = look.error;
+        c.confidence = 1.0 - error;
+        c.look = Some(look);
+    }
     c.n_baseline = pairs.len();
     c.n_candidate = pairs.len();
     if pairs.iter().any(|(a, b)| !a.is_finite() || !b.is_finite()) {
@@ -251,16 +307,26 @@ pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &Com
         return degenerate(c, "per-block ratios need positive values");
     }
     let logs: Vec<f64> = pairs.iter().map(|(a, b)| (b / a).ln()).collect();
-    c.ratio = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+    let mut walsh = WalshAverages::of(&logs);
+    c.ratio = walsh.median().exp();
     c.p_value = wilcoxon_signed_rank(&logs).1;
-    let reps = mean_replicates(&logs, settings.resamples, settings.seed)
-        .into_iter()
-        .map(f64::exp)
-        .collect();
-    c.ratio_ci = percentile_interval(reps, 0.95);
-    (c.speedup, c.speedup_ci) = oriented(c.ratio, c.ratio_ci, direction);
-    c.decide();
-    c
+    (c.speedup, _) = oriented(c.ratio, None, direction);
+    match walsh.interval(error) {
+        Some((lo, hi)) => {
+            c.ratio_ci = Some((lo.exp(), hi.exp()));
+            (c.speedup, c.speedup_ci) = oriented(c.ratio, c.ratio_ci, direction);
+            c.decide();
+            c
+        }
+        None => {
+            let reason = format!(
+                "too few blocks for a {}% interval, which needs {}",
+                percent_level(c.confidence),
+                min_values_for_interval(error)
+            );
+            degenerate(c, &reason)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -27,11 +27,23 @@
 //! `sigma^2 = n1 n2 / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1)))` and continuity correction
 //! `z = (max(U1, U2) - n1 n2 / 2 - 0.5) / sigma`, `p = 2 * (1 - Phi(z))`, capped at 1.
 //!
-//! **Paired design** ([`compare_paired`]): per block `r_i = ln(candidate_i / baseline_i)`; the
-//! ratio is the geometric mean `exp(mean(r))`; its interval is a percentile bootstrap over
-//! blocks. The p-value is the Wilcoxon signed-rank test on `r` (zero differences dropped): exact
-//! when n <= 50 with no ties and no zeros, else the normal approximation with tie correction and
-//! no continuity correction.
+//! **Paired design** ([`compare_paired`]): per block `r_i = ln(candidate_i / baseline_i)`. The
+//! ratio is `exp(HL(r))`, the Hodges-Lehmann estimate (median of the Walsh averages
+//! `(r_i + r_j) / 2`, `i <= j`); its interval holds the Walsh averages between the `k`-th
+//! smallest and the `k`-th largest, `k` the signed-rank null distribution's `P(W+ <= k - 1) <=
+//! error / 2` (exact to 50 blocks, normal beyond). The p-value is the Wilcoxon signed-rank test
+//! on `r` (zero differences dropped): exact when n <= 50 with no ties and no zeros, else the
+//! normal approximation with tie correction and no continuity correction. Because each block's
+//! configs run in shuffled order, `r_i` is symmetric about the true effect under any drift,
+//! which is all these need (`stats::paired` explains why not a bootstrap of the mean).
+//!
+//! **Sequential runs** ([`SequentialPlan`]): paired comparisons at a look use that look's share
+//! of alpha for the test and of the 5% for the interval (Pocock-type alpha spending, summed by
+//! the union bound; `stats::sequential`).
+//!
+//! **Stability** ([`stability`]): the baseline's level change (median of the last third of its
+//! trials over the first third's, with a bootstrap interval) and its trial-to-trial CV from
+//! successive differences (`stats::drift`).
 //!
 //! **Verdict** with the noise band `[1 - band, 1 + band]` on the ratio:
 //! better/worse when `p < alpha` and the whole ratio interval lies outside the band on one side;
@@ -64,9 +76,12 @@ mod claim;
 mod compare;
 mod conditions;
 mod dist;
+mod drift;
 mod guard;
+mod paired;
 mod rank;
 mod scaling;
+mod sequential;
 mod summary;
 
 #[cfg(test)]
@@ -75,12 +90,15 @@ mod tests;
 pub use bootstrap::{bootstrap_median_ci, quantile_sorted};
 pub use claim::MIN_CLAIM_REPETITIONS;
 pub use claim::{assess, evaluate, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict};
-pub use compare::{compare, compare_paired, Comparison, Design};
+pub use compare::{compare, compare_paired, percent_level, Comparison, Design, DETECTABLE_POWER, INTERVAL_ERROR};
 pub use conditions::{params_unmet, unmet, ClaimConditions, PARALLELISM_PARAMS};
 pub(crate) use dist::student_t_quantile;
+pub use drift::{stability, Stability, JITTER_CV, MIN_STABILITY_TRIALS};
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
+pub use paired::{hodges_lehmann, min_values_for_interval, walsh_interval};
 pub use rank::{benjamini_hochberg, mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
 pub use scaling::{amdahl_fit, cost_exponent, power_fit, serial_fraction, speedup, AmdahlFit, Estimate, PowerFit};
+pub use sequential::{spent, Look, SequentialPlan, LOOK_GROWTH};
 pub use summary::{median, Summary};
 
 use serde::{Deserialize, Serialize};
@@ -124,6 +142,16 @@ pub struct CompareSettings {
     pub resamples: usize,
     /// Seed of the bootstrap RNG, so reports are reproducible.
     pub seed: u64,
+    /// A sequential run's plan and the blocks it has completed: paired comparisons then use
+    /// the levels of that look. `None` for a fixed number of repetitions.
+    pub sequential: Option<SequentialState>,
+}
+
+/// Where a sequential run stands: its plan and how many blocks are complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SequentialState {
+    pub plan: SequentialPlan,
+    pub blocks: u32,
 }
 
 impl Default for CompareSettings {
@@ -133,6 +161,7 @@ impl Default for CompareSettings {
             band: 0.02,
             resamples: 10_000,
             seed: 0x6d65_6173_7572_6564,
+            sequential: None,
         }
     }
 }

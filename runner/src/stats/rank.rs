@@ -96,12 +96,44 @@ fn signed_rank_counts(n: usize) -> Vec<f64> {
     c
 }
 
+/// The null CDF of W+ for `n` non-zero differences, `P(W+ <= w)` for `w` in `0..=n(n+1)/2`;
+/// computed once per `n` (up to [`super::paired::EXACT_MAX`]) and kept, since sequential
+/// looks and simulations ask for the same few `n` again and again.
+pub(super) fn signed_rank_cdf(n: usize) -> std::sync::Arc<Vec<f64>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<usize, Arc<Vec<f64>>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(hit) = cache.lock().ok().and_then(|m| m.get(&n).cloned()) {
+        return hit;
+    }
+    let counts = signed_rank_counts(n);
+    let total: f64 = counts.iter().sum();
+    let mut running = 0.0;
+    let cdf: Arc<Vec<f64>> = Arc::new(
+        counts
+            .iter()
+            .map(|c| {
+                running += c;
+                running / total
+            })
+            .collect(),
+    );
+    if n <= super::paired::EXACT_MAX {
+        if let Ok(mut m) = cache.lock() {
+            m.insert(n, cdf.clone());
+        }
+    }
+    cdf
+}
+
 /// Two-sided Wilcoxon signed-rank test of the differences `d` against 0. Returns
-/// `(W, p)` with `W = min(W+, W-)`. Zero differences are dropped (`zero_method="wilcox"`);
-/// exact when n <= 50 with no ties or zeros, else the normal approximation with tie correction
-/// and no continuity correction (as `scipy.stats.wilcoxon`'s `correction=False` default; recent
-/// scipy also uses an exact method when ties or zeros are present, so p-values differ there).
-/// No non-zero difference at all gives p = 1.
+/// `(W, p)` with `W = min(W+, W-)`. Zero differences are dropped (`zero_method="wilcox"`).
+/// Up to 50 non-zero differences the p-value is exact: from the tabled null distribution
+/// without ties, and from the distribution of W+ given the tied (average) ranks with ties, as
+/// recent scipy does. Beyond 50, the normal approximation with tie correction and no
+/// continuity correction (`scipy.stats.wilcoxon`'s `correction=False` default). No non-zero
+/// difference at all gives p = 1.
 pub fn wilcoxon_signed_rank(d: &[f64]) -> (f64, f64) {
     let had_zeros = d.contains(&0.0);
     let nonzero: Vec<f64> = d.iter().copied().filter(|v| *v != 0.0).collect();
@@ -120,9 +152,10 @@ pub fn wilcoxon_signed_rank(d: &[f64]) -> (f64, f64) {
     let total = (n * (n + 1)) as f64 / 2.0;
     let w = w_plus.min(total - w_plus);
     let p = if n <= 50 && ties.is_empty() && !had_zeros {
-        let counts = signed_rank_counts(n);
-        let all: f64 = counts.iter().sum();
-        2.0 * counts[..=(w.round() as usize)].iter().sum::<f64>() / all
+        2.0 * signed_rank_cdf(n)[w.round() as usize]
+    } else if n <= 50 {
+        // Ties: the exact distribution of W+ given these (average) ranks, each sign a coin flip.
+        tied_signed_rank_p(&ranks, w)
     } else {
         let nf = n as f64;
         let tie_term: f64 = ties.iter().map(|&t| (t * t * t - t) as f64).sum();
@@ -135,6 +168,24 @@ pub fn wilcoxon_signed_rank(d: &[f64]) -> (f64, f64) {
         }
     };
     (w, p.clamp(0.0, 1.0))
+}
+
+/// The exact two-sided p-value of W = min(W+, W-) given average ranks `ranks` (multiples of
+/// one half): each rank's sign is a fair coin under the null. Ranks are doubled to integers,
+/// and the null distribution of their signed sum is counted by dynamic programming.
+fn tied_signed_rank_p(ranks: &[f64], w: f64) -> f64 {
+    let doubled: Vec<usize> = ranks.iter().map(|r| (r * 2.0).round() as usize).collect();
+    let total: usize = doubled.iter().sum();
+    let mut counts = vec![0.0f64; total + 1];
+    counts[0] = 1.0;
+    for &r in &doubled {
+        for k in (r..=total).rev() {
+            counts[k] += counts[k - r];
+        }
+    }
+    let all: f64 = counts.iter().sum();
+    let at_most = (w * 2.0).round() as usize;
+    (2.0 * counts[..=at_most.min(total)].iter().sum::<f64>() / all).min(1.0)
 }
 
 /// The smallest two-sided p-value an exact rank test can produce with `n` repetitions per side
@@ -204,6 +255,32 @@ mod tests {
         }
         assert_eq!(benjamini_hochberg(&[f64::NAN, 0.5]), vec![1.0, 1.0]);
         assert!(benjamini_hochberg(&[]).is_empty());
+    }
+
+    /// With ties, the exact p-value is the share of sign patterns whose W is as extreme,
+    /// counted here by brute force over all 2^n of them.
+    #[test]
+    fn tied_signed_rank_p_counts_every_sign_pattern() {
+        let d = [0.3, 0.3, -0.1, 0.2, 0.2, 0.2, 0.5, -0.3, 0.4];
+        let (w, p) = wilcoxon_signed_rank(&d);
+        let abs: Vec<f64> = d.iter().map(|v: &f64| v.abs()).collect();
+        let (ranks, ties) = ranks_with_ties(&abs);
+        assert!(!ties.is_empty());
+        let total: f64 = ranks.iter().sum();
+        let n = d.len();
+        let extreme = (0..1u32 << n)
+            .filter(|mask| {
+                let plus: f64 = (0..n).filter(|i| mask & (1 << i) != 0).map(|i| ranks[i]).sum();
+                plus.min(total - plus) <= w + 1e-9
+            })
+            .count();
+        assert!(
+            (p - extreme as f64 / f64::from(1u32 << n)).abs() < 1e-12,
+            "{p} vs {extreme}"
+        );
+        // All of one sign, tied or not: the smallest p the test can give, 2 / 2^n.
+        let same = [0.1, 0.1, 0.1, 0.2, 0.2, 0.3, 0.4, 0.4];
+        assert!((wilcoxon_signed_rank(&same).1 - 2.0 / 256.0).abs() < 1e-15);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::results::{RunRow, StoreError};
 use crate::db::Db;
-use crate::measure::{Fingerprint, TrialLoad};
+use crate::measure::{Fingerprint, TickDelta, TrialLoad};
 use crate::metrics::Metric;
 use crate::on_pool;
 use crate::record::{StageRecord, StageStatus, TrialRecord};
@@ -114,13 +114,25 @@ fn escape_like(s: &str) -> String {
     s.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect()
 }
 
+/// A trial's stored tick counts, when all four are there and none is negative (database
+/// content is input).
+fn tick_delta(busy: Option<i64>, own: Option<i64>, total: Option<i64>, cpus: Option<i64>) -> Option<TickDelta> {
+    Some(TickDelta {
+        busy: u64::try_from(busy?).ok()?,
+        own: u64::try_from(own?).ok()?,
+        total: u64::try_from(total?).ok()?,
+        cpus: u32::try_from(cpus?).ok().filter(|c| *c > 0)?,
+    })
+}
+
 /// Every stored trial of a run, with stages and metrics, in trial order.
 pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, StoreError> {
     on_pool!(db, |pool| {
         let trial_rows = sqlx::query(
             "SELECT trial_index, config, variant, sweep, repetition, block, warmup, status, error, seconds, started_at, \
              finished_at, environment_hash, worker, git_commit, git_dirty, load_before, load_after, cpu_other, cpu_cores, \
-             cpu_mhz FROM trials WHERE run_id = $1 ORDER BY trial_index",
+             cpu_mhz, cpu_busy_ticks, cpu_own_ticks, cpu_total_ticks, cpu_tick_cpus FROM trials WHERE run_id = $1 \
+             ORDER BY trial_index",
         )
         .bind(run_id)
         .fetch_all(pool)
@@ -166,6 +178,12 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
                         .try_get::<Option<i64>, _>("cpu_cores")?
                         .and_then(|c| u32::try_from(c).ok()),
                     cpu_mhz: r.try_get("cpu_mhz")?,
+                    ticks: tick_delta(
+                        r.try_get("cpu_busy_ticks")?,
+                        r.try_get("cpu_own_ticks")?,
+                        r.try_get("cpu_total_ticks")?,
+                        r.try_get("cpu_tick_cpus")?,
+                    ),
                 },
                 stages: Vec::new(),
             });

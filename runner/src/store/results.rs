@@ -344,6 +344,25 @@ pub async fn set_run_status(
     })
 }
 
+/// A tick count as a database integer (no counter reaches `i64::MAX` ticks; saturate if one
+/// ever did).
+fn ticks_column(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Records the trial count a sequential run settled on when it ended before its plan's
+/// maximum, so that `finished` still means every planned trial is stored.
+pub async fn set_planned_trials(db: &Db, id: &str, planned: u32) -> Result<(), StoreError> {
+    on_pool!(db, |pool| {
+        sqlx::query("UPDATE runs SET planned_trials = $1 WHERE id = $2")
+            .bind(i64::from(planned))
+            .bind(id)
+            .execute(pool)
+            .await?;
+        Ok(())
+    })
+}
+
 /// Stores one finished trial with its stage results and metrics, atomically.
 /// The trial's environment (`t.environment_hash`) must already be stored: see
 /// [`upsert_environment`], done once per worker rather than once per trial.
@@ -359,8 +378,10 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         sqlx::query(
             "INSERT INTO trials (run_id, trial_index, config, variant, sweep, repetition, block, warmup, status, error, \
              seconds, started_at, finished_at, environment_hash, worker, git_commit, git_dirty, \
-             load_before, load_after, cpu_other, cpu_cores, cpu_mhz) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
+             load_before, load_after, cpu_other, cpu_cores, cpu_mhz, cpu_busy_ticks, cpu_own_ticks, cpu_total_ticks, \
+             cpu_tick_cpus) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
+             $23, $24, $25, $26)",
         )
         .bind(run_id)
         .bind(i64::from(t.index))
@@ -385,6 +406,10 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         .bind(t.load.other_cpu)
         .bind(t.load.cores.map(i64::from))
         .bind(t.load.cpu_mhz)
+        .bind(t.load.ticks.map(|d| ticks_column(d.busy)))
+        .bind(t.load.ticks.map(|d| ticks_column(d.own)))
+        .bind(t.load.ticks.map(|d| ticks_column(d.total)))
+        .bind(t.load.ticks.map(|d| i64::from(d.cpus)))
         .execute(&mut *tx)
         .await?;
         if !t.stages.is_empty() {

@@ -8,7 +8,7 @@ const HALVED: &str = r#"
 name = "conditions"
 [schedule]
 warmup = 0
-repetitions = 6
+repetitions = 8
 seed = 3
 [stages.work]
 kind = "command"
@@ -109,7 +109,7 @@ const SIZES: &str = r#"
 name = "sizes"
 [schedule]
 warmup = 0
-repetitions = 5
+repetitions = 8
 seed = 3
 [stages.work]
 kind = "command"
@@ -177,7 +177,7 @@ const OTHERS: &str = r#"
 name = "others"
 [schedule]
 warmup = 0
-repetitions = 5
+repetitions = 8
 seed = 3
 [stages.work]
 kind = "command"

@@ -473,7 +473,7 @@ fn failing(dir: &Path, keep_going: bool, differently: bool) -> PathBuf {
         dir,
         "fail.toml",
         &format!(
-            "[experiment]\nname = \"fails\"\n[schedule]\nwarmup = 1\nrepetitions = 5\nkeep_going = {keep_going}\n\
+            "[experiment]\nname = \"fails\"\n[schedule]\nwarmup = 1\nrepetitions = 8\nkeep_going = {keep_going}\n\
              [stages.work]\nkind = \"command\"\nshell = true\nargv = [\"echo broken >&2; exit {code}\"]\n\
              env = {{ CODE = \"3\" }}\n[variants.a]\n[variants.b]\n\"stages.work.env\" = {{ CODE = \"4\" }}\n"
         ),
@@ -514,7 +514,7 @@ fn a_run_whose_first_trials_all_fail_alike_stops_unless_told_to_keep_going() {
     let count = |sql: &str| scalar(db.to_str().unwrap(), &sql.replace("RUN", &id));
     assert_eq!(
         count("SELECT COUNT(*) FROM trials WHERE run_id = 'RUN'"),
-        12,
+        18,
         "keep_going runs everything"
     );
     assert_eq!(
@@ -534,7 +534,7 @@ fn a_run_whose_first_trials_all_fail_alike_stops_unless_told_to_keep_going() {
             db.to_str().unwrap(),
             &format!("SELECT COUNT(*) FROM trials WHERE run_id = '{id}'")
         ),
-        12
+        18
     );
 }
 

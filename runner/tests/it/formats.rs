@@ -15,7 +15,7 @@ name = "formats"
 description = "Known values, not timings"
 [schedule]
 warmup = 0
-repetitions = 6
+repetitions = 8
 seed = 3
 [stages.work]
 kind = "command"
@@ -148,7 +148,7 @@ fn json_formats_parse_and_hold_numbers() {
     assert_eq!(printed, file, "--format json prints report.json");
     assert_plain(&report, "");
     let b = &report["results"][1];
-    assert_eq!((b["config"].as_str(), b["n"].as_u64()), (Some("b"), Some(6)));
+    assert_eq!((b["config"].as_str(), b["n"].as_u64()), (Some("b"), Some(8)));
     assert!((b["median"].as_f64().unwrap() - 0.011).abs() < 1e-12, "{b}");
     assert!(b["speedup"].is_f64() && b["p"].is_f64(), "{b}");
 
@@ -164,7 +164,7 @@ fn json_formats_parse_and_hold_numbers() {
     assert_eq!(cmp["primary"]["unit"], "s");
     for (row, config, before_median) in [(&cmp["results"][0], "a", 0.21), (&cmp["results"][1], "b", 0.11)] {
         assert_eq!(row["config"], config);
-        assert_eq!((row["n_before"].as_u64(), row["n_after"].as_u64()), (Some(6), Some(6)));
+        assert_eq!((row["n_before"].as_u64(), row["n_after"].as_u64()), (Some(8), Some(8)));
         assert!(
             (row["before_median"].as_f64().unwrap() - before_median).abs() < 1e-12,
             "{row}"

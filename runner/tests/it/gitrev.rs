@@ -51,7 +51,7 @@ fn manifest(variants: &str) -> String {
 name = "revisions"
 [schedule]
 warmup = 0
-repetitions = 6
+repetitions = 8
 seed = 11
 [stages.bench]
 kind = "command"
@@ -133,7 +133,7 @@ fn two_commits_as_variants_give_the_true_slowdown_and_each_trial_its_commit() {
     assert!(notes.iter().any(|n| n.as_str().unwrap().contains(&note)), "{notes:?}");
 
     let commits = trial_commits(&dir.path().join("r.sqlite"));
-    assert_eq!(commits.len(), 12, "{commits:?}");
+    assert_eq!(commits.len(), 16, "{commits:?}");
     for c in &commits {
         let expected = if c.starts_with("before ") { &first } else { &second };
         assert_eq!(c.split_once(' ').unwrap().1, expected, "{commits:?}");
@@ -233,7 +233,7 @@ fn working_tree_against_head(database: &str) {
             &format!("SELECT COUNT(*) FROM trials WHERE git_dirty AND variant = '{variant}'"),
         )
     };
-    assert_eq!((dirty("HEAD"), dirty("worktree")), (0, 6));
+    assert_eq!((dirty("HEAD"), dirty("worktree")), (0, 8));
 }
 
 #[test]
@@ -354,14 +354,14 @@ fn a_resumed_run_keeps_the_commits_its_first_trials_ran() {
     let out = run(run_cmd(&db, &dir.path().join("out"), &[]).arg(&m));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     // Half the trials lost, and HEAD moved on since.
-    forget_trials_from(&db, 6);
+    forget_trials_from(&db, 8);
     write(&repo, "bench.sh", &bench_sh("0.500"));
     git(&repo, &["commit", "-q", "-a", "-m", "third"]);
     let id = strings(db.to_str().unwrap(), "SELECT id FROM runs").remove(0);
     let resumed = run(&mut run_cmd(&db, &dir.path().join("out"), &["--resume", &id]));
     assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
     let mut commits = trial_commits(&db);
-    assert_eq!(commits.len(), 12);
+    assert_eq!(commits.len(), 16);
     commits.sort();
     commits.dedup();
     assert_eq!(commits, [format!("after {second}"), format!("before {first}")]);

@@ -22,7 +22,7 @@ fn bench(dir: &Path, name: &str) -> std::path::PathBuf {
 name = "{name}"
 [schedule]
 warmup = 0
-repetitions = 6
+repetitions = 8
 seed = 5
 [stages.bench]
 kind = "command"

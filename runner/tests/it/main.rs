@@ -23,6 +23,7 @@ mod queue;
 mod report_json;
 mod reports;
 mod runs;
+mod sequential;
 mod stage_notes;
 mod stored;
 mod transfer;

@@ -10,17 +10,17 @@ fn trial_lines(out: &str) -> Vec<String> {
 }
 
 #[test]
-fn plan_shows_36_interleaved_trials_reproducibly() {
+fn plan_shows_54_interleaved_trials_reproducibly() {
     let path = fixture("valid/ab_sweep.toml");
     let a = run(bin().arg("plan").arg(&path));
     assert_eq!(a.status.code(), Some(0), "{}", text(&a));
     let out = String::from_utf8_lossy(&a.stdout).to_string();
     assert!(
-        out.contains("trials: 36 (6 warm-up, not counted; 30 measured)"),
+        out.contains("trials: 54 (6 warm-up, not counted; 48 measured)"),
         "{out}"
     );
     let lines = trial_lines(&out);
-    assert_eq!(lines.len(), 36);
+    assert_eq!(lines.len(), 54);
     // Interleaved: each block of 6 holds every config once, so baseline and fast alternate.
     for block in lines.chunks(6) {
         let mut names: Vec<&str> = block.iter().map(|l| l.split_whitespace().last().unwrap()).collect();

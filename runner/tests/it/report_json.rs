@@ -13,7 +13,7 @@ name = "extra"
 description = "Known values, one metric more than [compare] names"
 [schedule]
 warmup = 0
-repetitions = 6
+repetitions = 8
 seed = 3
 [stages.work]
 kind = "command"
@@ -96,7 +96,7 @@ fn report_json_holds_numbers_units_and_plain_verdicts() {
     let results = json["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
     for row in results {
-        assert_eq!(row["n"], 6, "{row}");
+        assert_eq!(row["n"], 8, "{row}");
         assert_eq!(row["unit"], "s");
         assert!(row["median"].is_f64() && is_number_pair(&row["median_ci"]), "{row}");
     }
@@ -160,7 +160,7 @@ fn an_extra_metric_a_command_prints_is_in_both_reports() {
     );
     let (a, b) = (rows[0], rows[1]);
     assert_eq!((a["config"].as_str(), a["unit"].as_str()), (Some("a"), Some("count")));
-    assert_eq!((a["n"].as_u64(), a["median"].as_f64()), (Some(6), Some(40.0)));
+    assert_eq!((a["n"].as_u64(), a["median"].as_f64()), (Some(8), Some(40.0)));
     assert_eq!((a["against"].is_null(), a["ratio"].is_null()), (true, true));
     assert_eq!((b["against"].as_str(), b["median"].as_f64()), (Some("a"), Some(50.0)));
     assert_eq!(b["series"], false);
@@ -186,11 +186,11 @@ fn an_extra_metric_a_command_prints_is_in_both_reports() {
     let md = std::fs::read_to_string(folder.join("report.md")).unwrap();
     assert!(md.contains("## Metrics"), "{md}");
     assert!(
-        md.contains("| `work.items` | count | a | 6 | 40.00 | 40.00–40.00 | — | — | — |"),
+        md.contains("| `work.items` | count | a | 8 | 40.00 | 40.00–40.00 | — | — | — |"),
         "{md}"
     );
     assert!(
-        md.contains("| `work.items` | count | b | 6 | 50.00 | 50.00–50.00 | a | 1.25x | 1.25x–1.25x |"),
+        md.contains("| `work.items` | count | b | 8 | 50.00 | 50.00–50.00 | a | 1.25x | 1.25x–1.25x |"),
         "{md}"
     );
 }

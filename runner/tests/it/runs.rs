@@ -11,7 +11,7 @@ name = "ab"
 
 [schedule]
 warmup = 1
-repetitions = 5
+repetitions = 8
 seed = 11
 
 [stages.work]
@@ -34,35 +34,35 @@ fn check_ab_rows(url: &str) {
     assert_eq!(scalar(url, "SELECT COUNT(*) FROM runs"), 1);
     assert_eq!(
         scalar(url, "SELECT COUNT(*) FROM trials"),
-        12,
-        "2 configs x (1 warm-up + 5 repetitions)"
+        18,
+        "2 configs x (1 warm-up + 8 repetitions)"
     );
     assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials WHERE warmup"), 2);
-    assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials WHERE status = 'ok'"), 12);
-    assert_eq!(scalar(url, "SELECT COUNT(*) FROM stage_results"), 24);
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials WHERE status = 'ok'"), 18);
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM stage_results"), 36);
     assert_eq!(
         scalar(url, "SELECT COUNT(*) FROM metrics"),
-        24,
+        36,
         "two metric lines per trial"
     );
     assert_eq!(
         scalar(url, "SELECT CAST(SUM(m.value) AS BIGINT) FROM metrics m JOIN trials t ON t.run_id = m.run_id AND t.trial_index = m.trial_index WHERE m.name = 'answer' AND t.variant = 'fast'"),
-        12,
-        "6 fast trials reported answer = 2"
+        18,
+        "9 fast trials reported answer = 2"
     );
     assert_eq!(
         scalar(
             url,
             "SELECT COUNT(*) FROM metrics WHERE name = 'curve' AND step = 2 AND unit = 'loss'"
         ),
-        12
+        18
     );
     assert_eq!(strings(url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
     // Stored stage times are the stage's wall time: at least the 30 ms the baseline sleeps.
     // (A lower bound the sleep guarantees; which variant is faster is not a test's question.)
     let slow = scalar(url, "SELECT CAST(MIN(s.seconds) * 1000000 AS BIGINT) FROM stage_results s JOIN trials t ON t.run_id = s.run_id AND t.trial_index = s.trial_index WHERE s.stage = 'work' AND t.variant = 'baseline'");
     assert!(slow >= 30_000, "baseline min {slow} us");
-    assert!(scalar(url, "SELECT COUNT(*) FROM stage_results WHERE peak_rss_bytes > 0") == 24);
+    assert!(scalar(url, "SELECT COUNT(*) FROM stage_results WHERE peak_rss_bytes > 0") == 36);
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn run_stores_every_trial_stage_and_metric_in_sqlite() {
     let out = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("12 of 12 trials stored, 0 failed"),
+        String::from_utf8_lossy(&out.stdout).contains("18 of 18 trials stored, 0 failed"),
         "{}",
         text(&out)
     );
@@ -121,7 +121,7 @@ fn failing_stage_fails_its_trial_and_the_run_goes_on() {
 name = "fail"
 [schedule]
 warmup = 0
-repetitions = 5
+repetitions = 8
 seed = 1
 [stages.work]
 kind = "command"
@@ -145,14 +145,14 @@ argv = ["true"]
             url,
             "SELECT COUNT(*) FROM trials WHERE variant = 'good' AND status = 'ok'"
         ),
-        5
+        8
     );
     assert_eq!(
         scalar(
             url,
             "SELECT COUNT(*) FROM trials WHERE variant = 'broken' AND status = 'failed'"
         ),
-        5
+        8
     );
     let errors = strings(url, "SELECT error FROM trials WHERE status = 'failed'");
     assert!(
@@ -166,7 +166,7 @@ argv = ["true"]
             url,
             "SELECT COUNT(*) FROM stage_results WHERE stage = 'after' AND status = 'skipped'"
         ),
-        5
+        8
     );
     assert!(text(&out).contains("failed"), "{}", text(&out));
 }
@@ -176,7 +176,7 @@ const SLOW: &str = r#"
 name = "slow"
 [schedule]
 warmup = 0
-repetitions = 5
+repetitions = 8
 seed = 3
 [stages.work]
 kind = "command"
@@ -193,10 +193,10 @@ fn wait_for_trials(db: &Path, at_least: i64) {
 }
 
 fn check_complete(url: &str) {
-    assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials"), 10);
-    assert_eq!(scalar(url, "SELECT COUNT(DISTINCT trial_index) FROM trials"), 10);
-    assert_eq!(scalar(url, "SELECT MAX(trial_index) FROM trials"), 9);
-    assert_eq!(scalar(url, "SELECT COUNT(*) FROM stage_results"), 10);
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM trials"), 16);
+    assert_eq!(scalar(url, "SELECT COUNT(DISTINCT trial_index) FROM trials"), 16);
+    assert_eq!(scalar(url, "SELECT MAX(trial_index) FROM trials"), 15);
+    assert_eq!(scalar(url, "SELECT COUNT(*) FROM stage_results"), 16);
     assert_eq!(strings(url, "SELECT status FROM runs"), vec!["finished".to_owned()]);
 }
 
@@ -219,7 +219,7 @@ fn kill_9_then_resume_completes_without_duplicates() {
     child.wait().unwrap();
     let url = db.to_str().unwrap();
     let stored = scalar(url, "SELECT COUNT(*) FROM trials");
-    assert!((3..10).contains(&stored), "{stored} trials stored before the kill");
+    assert!((3..16).contains(&stored), "{stored} trials stored before the kill");
     assert_eq!(strings(url, "SELECT status FROM runs"), vec!["running".to_owned()]);
     let id = strings(url, "SELECT id FROM runs").remove(0);
     let out = run(bin()
@@ -228,7 +228,7 @@ fn kill_9_then_resume_completes_without_duplicates() {
         .args(["run", "--no-report", "--resume", &id]));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        text(&out).contains(&format!("{stored} of 10 trials already stored")),
+        text(&out).contains(&format!("{stored} of 16 trials already stored")),
         "{}",
         text(&out)
     );
@@ -271,7 +271,7 @@ fn ctrl_c_marks_the_run_interrupted_and_keeps_finished_trials() {
     let url = db.to_str().unwrap();
     assert_eq!(strings(url, "SELECT status FROM runs"), vec!["interrupted".to_owned()]);
     let stored = scalar(url, "SELECT COUNT(*) FROM trials");
-    assert!((2..10).contains(&stored));
+    assert!((2..16).contains(&stored));
     assert_eq!(
         scalar(url, "SELECT COUNT(*) FROM trials WHERE status <> 'ok'"),
         0,

@@ -10,7 +10,7 @@ const KNOWN: &str = r#"
 name = "stored"
 [schedule]
 warmup = 0
-repetitions = 6
+repetitions = 8
 seed = 9
 [stages.work]
 kind = "command"
@@ -139,13 +139,62 @@ fn runs_stored_by_the_previous_schema_still_render() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// A database as the version before paired analysis left it: run specs of version 1, and no
+/// tick counters on trials (columns and migration record gone). `report` analyses its
+/// interleaved runs in their blocks, says so, and loses no trial.
+#[test]
+fn runs_stored_before_paired_analysis_are_reported_paired_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, ids) = two_runs(dir.path());
+    sqlite_exec(
+        &db,
+        &[
+            "UPDATE runs SET spec = replace(spec, '\"version\":2', '\"version\":1')",
+            "ALTER TABLE trials DROP COLUMN cpu_busy_ticks",
+            "ALTER TABLE trials DROP COLUMN cpu_own_ticks",
+            "ALTER TABLE trials DROP COLUMN cpu_total_ticks",
+            "ALTER TABLE trials DROP COLUMN cpu_tick_cpus",
+            "DELETE FROM _sqlx_migrations WHERE description = 'trial ticks'",
+        ],
+    );
+    let out = report(&db, dir.path(), &ids[0]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("stored").join(&ids[0]).join("report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["method"]["tests"][0]["test"], "wilcoxon_signed_rank", "{json:#}");
+    let note = json["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.contains("stored by an earlier version of measured"))
+        .unwrap_or_else(|| panic!("{:#}", json["notes"]));
+    assert!(
+        note.contains("compares them paired, within each of its 8 blocks"),
+        "{note}"
+    );
+    // Every trial is there: 8 per config, all in the comparison.
+    assert_eq!(json["results"][0]["n"], 8);
+    assert_eq!(json["comparisons"][0]["comparison"]["n_baseline"], 8);
+    // The migration ran again on the way: the columns are back for new trials.
+    assert_eq!(
+        crate::common::scalar(
+            db.to_str().unwrap(),
+            "SELECT COUNT(*) FROM _sqlx_migrations WHERE description = 'trial ticks'"
+        ),
+        1
+    );
+}
+
 #[test]
 fn a_spec_from_a_newer_version_is_refused_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
     let (db, ids) = two_runs(dir.path());
     sqlite_exec(
         &db,
-        &["UPDATE runs SET spec = replace(spec, '\"version\":1', '\"version\":99')"],
+        &["UPDATE runs SET spec = replace(spec, '\"version\":2', '\"version\":99')"],
     );
     let out = report(&db, dir.path(), &ids[0]);
     let t = text(&out);

@@ -18,7 +18,7 @@ pub(super) use variants::set_path;
 use super::diag::{ManifestError, ManifestErrors};
 use super::raw::RawManifest;
 use super::spans::{Located, Seg, SpanIndex};
-use super::{Experiment, Schedule, SweepAxis};
+use super::{Experiment, SweepAxis};
 use crate::digest::hex_sha256;
 use crate::hint::serde_hint;
 use indexmap::IndexMap;
@@ -212,13 +212,7 @@ impl Validator {
                     .hint("use 1-64 letters, digits, `_` or `-`, e.g. \"buffer-reuse\""),
             );
         }
-        let mut schedule = Schedule {
-            warmup: raw.schedule.warmup,
-            repetitions: raw.schedule.repetitions,
-            order: raw.schedule.order,
-            seed: raw.schedule.seed,
-            keep_going: raw.schedule.keep_going,
-        };
+        let mut schedule = self.schedule(&raw.schedule);
         if schedule.repetitions == 0 {
             let span = self.value_span(&["schedule", "repetitions"]);
             self.err(
@@ -251,6 +245,9 @@ impl Validator {
         if smoke {
             schedule.warmup = 0;
             schedule.repetitions = schedule.repetitions.min(2);
+            // A smoke run checks that the pipeline runs, not a verdict: a fixed count.
+            schedule.sequential = None;
+            schedule.max_time = None;
             if let Some(table) = &raw.smoke {
                 self.apply_smoke(table, &stages, &mut base, &mut schedule, &mut sweep_raw);
             }

@@ -2,13 +2,83 @@
 
 use super::*;
 use crate::manifest::diag::ManifestError;
-use crate::manifest::StageDef;
+use crate::manifest::{Order, Schedule, StageDef};
+use crate::stats::SequentialPlan;
+
+/// Longest `max_time` accepted: 30 days.
+const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 use indexmap::IndexMap;
 use std::ops::Range;
 
 impl Validator {
+    /// The validated `[schedule]`: a fixed count or a sequential plan, with its time budget.
+    pub(super) fn schedule(&mut self, raw: &crate::manifest::raw::RawSchedule) -> Schedule {
+        use crate::manifest::raw::RawRepetitions;
+        let mut schedule = Schedule {
+            warmup: raw.warmup,
+            repetitions: raw.repetitions.most(),
+            sequential: None,
+            max_time: None,
+            order: raw.order,
+            seed: raw.seed,
+            keep_going: raw.keep_going,
+        };
+        if let RawRepetitions::Sequential { min, max } = raw.repetitions {
+            let span = self.value_span(&["schedule", "repetitions"]);
+            if min == 0 || min > max {
+                self.err(
+                    ManifestError::new(
+                        format!("`repetitions` = {{ min = {min}, max = {max} }} is not a range"),
+                        span,
+                    )
+                    .label("min must be at least 1 and at most max")
+                    .hint("write e.g. `repetitions = { min = 8, max = 400 }`"),
+                );
+            } else if raw.order == Order::Sequential {
+                let order = self.value_span(&["schedule", "order"]);
+                self.err(
+                    ManifestError::new(
+                        "`repetitions = { min, max }` adds blocks until decided, but `order = \"sequential\"` has no blocks",
+                        order,
+                    )
+                    .label("no blocks to add")
+                    .hint("use `order = \"interleaved\"` (the default), or a fixed `repetitions = N`"),
+                );
+            } else {
+                schedule.sequential = Some(SequentialPlan { min, max });
+            }
+        }
+        if let Some(text) = &raw.max_time {
+            let span = self.value_span(&["schedule", "max_time"]);
+            match humantime::parse_duration(text) {
+                Ok(d) if d.is_zero() => {
+                    self.err(ManifestError::new("`max_time` must be longer than zero", span).hint("write e.g. \"15m\""))
+                }
+                Ok(d) if d > MAX_TIME => self.err(
+                    ManifestError::new(format!("`max_time` = \"{text}\" is above the limit of 30 days"), span)
+                        .hint("split the experiment into several runs"),
+                ),
+                Ok(d) if matches!(raw.repetitions, RawRepetitions::Fixed(_)) => {
+                    let _ = d;
+                    self.err(
+                        ManifestError::new("`max_time` needs `repetitions = { min, max }`", span)
+                            .label("a fixed number of repetitions always runs to its end")
+                            .hint("write `repetitions = { min = 8, max = 400 }` to stop when decided or out of time"),
+                    )
+                }
+                Ok(d) => schedule.max_time = Some(d),
+                Err(e) => self.err(
+                    ManifestError::new(format!("`max_time` = \"{text}\" is not a duration: {e}"), span)
+                        .label("not a duration")
+                        .hint("write a duration like \"90s\", \"15m\" or \"1h 30m\""),
+                ),
+            }
+        }
+        schedule
+    }
+
     /// Warm-up and repetitions of `[schedule]` within their bounds.
-    pub(super) fn schedule_bounds(&mut self, schedule: &crate::manifest::Schedule) {
+    pub(super) fn schedule_bounds(&mut self, schedule: &Schedule) {
         for (key, value, max) in [
             ("repetitions", schedule.repetitions, MAX_REPETITIONS),
             ("warmup", schedule.warmup, MAX_WARMUP),
@@ -34,7 +104,7 @@ impl Validator {
         table: &toml::Table,
         stages: &[StageDef],
         base: &mut [toml::Table],
-        schedule: &mut crate::manifest::Schedule,
+        schedule: &mut Schedule,
         sweep: &mut Option<IndexMap<String, toml::Value>>,
     ) {
         for ov in flatten(table, &["smoke".to_owned()]) {
@@ -49,6 +119,8 @@ impl Validator {
                     }
                     ("repetitions", Some(n)) if n >= 1 => {
                         schedule.repetitions = n as u32;
+                        schedule.sequential = None;
+                        schedule.max_time = None;
                         let span = self.value_span(&at);
                         self.bound(field, schedule.repetitions, MAX_REPETITIONS, span);
                     }

@@ -1,6 +1,7 @@
 //! SVG charts of a run (run data -> plotters SVG strings -> files beside report.md).
 
 mod history;
+mod run;
 mod scaling;
 mod series;
 
@@ -48,6 +49,7 @@ pub(crate) fn palette_color(i: usize) -> String {
 enum ChartKind {
     StageBreakdown,
     Distribution,
+    Run,
     Sweep,
     Loss { stage: String, metric: String },
     Bandwidth { stage: String },
@@ -96,6 +98,14 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
                 run.compare.primary
             ),
         });
+        specs.push(ChartSpec {
+            kind: ChartKind::Run,
+            file: RUN_CHART.to_owned(),
+            title: format!(
+                "{} in the order the trials ran: one marker per trial",
+                run.compare.primary
+            ),
+        });
         if run.configs.iter().any(|c| !c.sweep.is_empty()) {
             specs.push(ChartSpec {
                 kind: ChartKind::Sweep,
@@ -140,6 +150,9 @@ fn chart_plan(run: &RunData) -> Vec<ChartSpec> {
     specs
 }
 
+/// File of the run chart: the primary metric in trial order.
+pub(crate) const RUN_CHART: &str = "run_chart.svg";
+
 /// File of the scaling chart of `parameter`; the Scaling section links to it by this name.
 pub(crate) fn scaling_file(axis: AxisKind, parameter: &str) -> String {
     let what = match axis {
@@ -163,6 +176,7 @@ pub(crate) fn chart_refs(run: &RunData) -> Vec<ChartRef> {
             kind: match s.kind {
                 ChartKind::StageBreakdown => "stages",
                 ChartKind::Distribution => "distribution",
+                ChartKind::Run => "run",
                 ChartKind::Sweep => "sweep",
                 ChartKind::Loss { .. } => "loss",
                 ChartKind::Bandwidth { .. } => "bandwidth",
@@ -183,6 +197,7 @@ pub(crate) fn render_charts(run: &RunData) -> Result<Vec<(String, String)>, Repo
             let drawn = match &spec.kind {
                 ChartKind::StageBreakdown => stage_breakdown(run, &spec.title),
                 ChartKind::Distribution => distribution(run, &spec.title),
+                ChartKind::Run => run::run_chart(run, &spec.title),
                 ChartKind::Sweep => series::sweep(run, &spec.title),
                 ChartKind::Loss { stage, metric } => series::loss(run, &spec.title, stage, metric),
                 ChartKind::Bandwidth { stage } => series::bandwidth(run, &spec.title, stage),

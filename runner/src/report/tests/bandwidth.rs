@@ -44,8 +44,10 @@ fn transfer_trial(rep: u32, pageable: f64, seed: u32) -> TrialData {
         metrics.push(metric("pinned_locked", 1.0, "count", Some(size)));
     }
     TrialData {
+        index: rep,
         repetition: rep,
         block: Some(rep),
+        scheduled_block: rep,
         host: "bench-01".to_owned(),
         ok: true,
         error: None,

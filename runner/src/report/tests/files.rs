@@ -37,7 +37,7 @@ fn write_report_writes_markdown_json_and_valid_svg() {
     assert_eq!(json["experiment"], "buffer-reuse");
     assert_eq!(json["comparisons"][0]["comparison"]["verdict"], "faster");
     assert_eq!(json["bandwidth"], serde_json::json!([]));
-    assert_eq!(charts.len(), 4);
+    assert_eq!(charts.len(), 5);
     let breakdown = std::fs::read_to_string(dir.path().join("stage_breakdown.svg")).unwrap();
     for label in ["reuse[batch_size=64]", "features", "train"] {
         assert!(breakdown.contains(label), "stage chart lacks {label}");
@@ -49,6 +49,7 @@ fn write_report_writes_markdown_json_and_valid_svg() {
         vec![
             "stage_breakdown.svg",
             "primary_distribution.svg",
+            "run_chart.svg",
             "bandwidth_transfer.svg"
         ]
     );

@@ -129,6 +129,7 @@ fn a_busy_machine_and_stage_notes_are_typed_in_json_and_listed_in_markdown() {
         other_cpu: Some(1.7),
         cores: Some(2),
         cpu_mhz: Some(2600.0),
+        ticks: None,
     };
     run.machine = crate::measure::MachineLoad::of([(&busy, 2.0)]);
     run.notes.extend(run.machine.warnings());
@@ -144,7 +145,7 @@ fn a_busy_machine_and_stage_notes_are_typed_in_json_and_listed_in_markdown() {
     assert_eq!(
         json["load"],
         serde_json::json!({"mean": 3.0, "max": 3.5, "cores": 2, "other_cpu_mean": 1.7,
-                           "other_cpu_max": 1.7, "busy": true, "trials": 1})
+                           "other_cpu_unknown": false, "other_cpu_max": 1.7, "busy": true, "trials": 1})
     );
     assert_eq!(json["cpu_frequency"]["dropped"], false);
     assert_eq!(json["stage_notes"][0]["trials"], 3);

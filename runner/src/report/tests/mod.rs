@@ -1,6 +1,7 @@
 //! Report tests on hand-built runs: Markdown snapshots, chart validity, comparison rules.
 
 pub(crate) mod bandwidth;
+mod blocked;
 mod files;
 mod honest;
 mod json;
@@ -61,8 +62,10 @@ fn trial(rep: u32, block: Option<u32>, train_s: f64, val_loss: f64, loss_scale: 
         )
     }));
     TrialData {
+        index: rep,
         repetition: rep,
         block,
+        scheduled_block: rep,
         host: "bench-01".to_owned(),
         ok: true,
         error: None,
@@ -121,7 +124,14 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
+    let design = crate::report::RunDesign {
+        paired: configs.iter().flat_map(|c| &c.trials).any(|t| t.block.is_some()),
+        blocks: configs.iter().map(|c| c.trials.len() as u32).min().unwrap_or(0),
+        sequential: None,
+        max_time_seconds: None,
+    };
     RunData {
+        design,
         run_id: "20250301-101500-a1b2".to_owned(),
         experiment: "buffer-reuse".to_owned(),
         description: "Does reusing device input buffers speed up the training loop?".to_owned(),
@@ -198,8 +208,10 @@ fn claim(metric: &str, variant: &str, text: &str, source: Option<&str>) -> Claim
 pub(super) fn sweep_run() -> RunData {
     let mut base256 = trials(6.0, 0.5, 1.02, true, 2);
     base256.push(TrialData {
+        index: 8,
         repetition: 8,
         block: Some(8),
+        scheduled_block: 8,
         host: "bench-01".to_owned(),
         ok: false,
         error: Some("stage `train` failed: CUDA out of memory | retry with smaller batch".to_owned()),
@@ -284,6 +296,7 @@ fn report_verdicts_guards_and_claims() {
         vec![
             "stage_breakdown.svg",
             "primary_distribution.svg",
+            "run_chart.svg",
             "sweep.svg",
             "loss_train_train_loss.svg"
         ]
@@ -415,7 +428,7 @@ fn user_templates_override_the_builtin_ones() {
     let report = build_report(&simple_run("t", 0.8, 0.5));
     assert_eq!(
         render_markdown(&report, Some(dir.path())).unwrap(),
-        "custom buffer-reuse: 2 rows, schema 1\n"
+        "custom buffer-reuse: 2 rows, schema 2\n"
     );
     // A directory without the template falls back to the built-in copy.
     let other = tempfile::tempdir().unwrap();

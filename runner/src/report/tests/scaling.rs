@@ -22,8 +22,10 @@ fn trials(seconds: f64, seed: u32) -> Vec<TrialData> {
                 metrics: vec![],
             };
             TrialData {
+                index: r,
                 repetition: r,
                 block: None,
+                scheduled_block: r,
                 host: "bench-01".to_owned(),
                 ok: true,
                 error: None,

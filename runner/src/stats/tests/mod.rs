@@ -8,6 +8,8 @@ use rand_distr::{Distribution, LogNormal};
 
 use super::*;
 
+mod blocked;
+
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
 }

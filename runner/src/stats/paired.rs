@@ -1,0 +1,279 @@
+//! The estimate and interval of a blocked design (stats internals: per-block log ratios ->
+//! Hodges-Lehmann estimate and the interval that inverts the signed-rank test).
+//!
+//! Why these and not a bootstrap of the mean: inside a block the configs run in a shuffled
+//! order, so under any drift the block's log ratio is the true effect plus a difference of
+//! noise whose sign is a coin flip. Its distribution is symmetric about the effect, however
+//! the machine drifts, steps or jitters. The signed-rank test, its Hodges-Lehmann estimate
+//! (the median of the Walsh averages `(d_i + d_j) / 2`, `i <= j`) and the interval of Walsh
+//! averages between the order statistics the test's null distribution names (Tukey's
+//! construction) are exact for every symmetric distribution: coverage is at least nominal at
+//! any number of blocks, with no normality and no resampling. A drift step that lands inside
+//! a block gives that block one large ratio; the mean follows it, the Walsh median does not.
+
+use super::dist::normal_isf;
+use super::rank::signed_rank_cdf;
+
+/// Blocks up to which the interval uses the exact null distribution of the signed-rank
+/// statistic; above it, the normal approximation (as the test does).
+pub(crate) const EXACT_MAX: usize = 50;
+
+/// Number of Walsh averages of `n` values.
+fn walsh_count(n: usize) -> u64 {
+    (n as u64) * (n as u64 + 1) / 2
+}
+
+/// Walsh averages of `sorted` (ascending) at most `v`, computed as the k-th search does.
+fn count_at_most(sorted: &[f64], v: f64) -> u64 {
+    let n = sorted.len();
+    // `end`: one past the largest j with (x_i + x_j) / 2 <= v; it only moves down as i grows.
+    let mut end = n;
+    let mut count = 0u64;
+    for i in 0..n {
+        while end > i && (sorted[i] + sorted[end - 1]) / 2.0 > v {
+            end -= 1;
+        }
+        if end <= i {
+            break;
+        }
+        count += (end - i) as u64;
+    }
+    count
+}
+
+/// The largest Walsh average at most `v` (NaN when there is none).
+fn largest_at_most(sorted: &[f64], v: f64) -> f64 {
+    let n = sorted.len();
+    let mut end = n;
+    let mut best = f64::NAN;
+    for i in 0..n {
+        while end > i && (sorted[i] + sorted[end - 1]) / 2.0 > v {
+            end -= 1;
+        }
+        if end <= i {
+            break;
+        }
+        let w = (sorted[i] + sorted[end - 1]) / 2.0;
+        if best.is_nan() || w > best {
+            best = w;
+        }
+    }
+    best
+}
+
+/// Up to this many Walsh averages are listed and selected from; beyond, they are searched
+/// for without being listed (400 blocks list 80,200).
+const LISTED_MAX: u64 = 1 << 17;
+
+/// The Walsh averages of some values, ready for order statistics: listed once when there are
+/// few enough, else searched for on the sorted values, so memory stays linear at any number
+/// of blocks.
+pub(crate) struct WalshAverages {
+    sorted: Vec<f64>,
+    listed: Option<Vec<f64>>,
+}
+
+impl WalshAverages {
+    pub(crate) fn of(d: &[f64]) -> WalshAverages {
+        let sorted = sorted_copy(d);
+        let listed = (walsh_count(sorted.len()) <= LISTED_MAX).then(|| {
+            let mut all = Vec::with_capacity(walsh_count(sorted.len()) as usize);
+            for (i, a) in sorted.iter().enumerate() {
+                all.extend(sorted[i..].iter().map(|b| (a + b) / 2.0));
+            }
+            all
+        });
+        WalshAverages { sorted, listed }
+    }
+
+    fn count(&self) -> u64 {
+        walsh_count(self.sorted.len())
+    }
+
+    /// The `k`-th smallest average (1-based), `k` in `1..=count`. Listed: selection. Searched:
+    /// bisection on the value with a linear count per step, then the largest average at or
+    /// below the bracket's top.
+    fn kth(&mut self, k: u64) -> f64 {
+        if let Some(all) = self.listed.as_mut() {
+            let (_, kth, _) = all.select_nth_unstable_by(k as usize - 1, f64::total_cmp);
+            return *kth;
+        }
+        kth_searched(&self.sorted, k)
+    }
+
+    /// The median of the averages: the Hodges-Lehmann estimate. NaN for no values.
+    pub(crate) fn median(&mut self) -> f64 {
+        let m = self.count();
+        match m {
+            0 => f64::NAN,
+            _ if m % 2 == 1 => self.kth(m.div_ceil(2)),
+            _ => (self.kth(m / 2) + self.kth(m / 2 + 1)) / 2.0,
+        }
+    }
+
+    /// The `1 - error` interval: the averages `k` in from each end, `k` from [`tail_count`];
+    /// `None` when there are too few values for that level (fewer than 6 at 95%).
+    pub(crate) fn interval(&mut self, error: f64) -> Option<(f64, f64)> {
+        let k = tail_count(self.sorted.len(), error);
+        if k == 0 {
+            return None;
+        }
+        let m = self.count();
+        Some((self.kth(k), self.kth(m + 1 - k)))
+    }
+}
+
+/// The `k`-th smallest Walsh average of `sorted` without listing them.
+fn kth_searched(sorted: &[f64], k: u64) -> f64 {
+    let n = sorted.len();
+    let (mut lo, mut hi) = (sorted[0] - (sorted[n - 1] - sorted[0]).abs() - 1.0, sorted[n - 1]);
+    // count(lo) < k <= count(hi) throughout; 200 halvings reach adjacent floats for any
+    // realistic spread of log ratios.
+    for _ in 0..200 {
+        let mid = lo + (hi - lo) / 2.0;
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if count_at_most(sorted, mid) >= k {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    largest_at_most(sorted, hi)
+}
+
+fn sorted_copy(d: &[f64]) -> Vec<f64> {
+    let mut v = d.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// The Hodges-Lehmann estimate of the centre of `d`: the median of its Walsh averages. NaN
+/// for no values.
+pub fn hodges_lehmann(d: &[f64]) -> f64 {
+    WalshAverages::of(d).median()
+}
+
+/// How many Walsh averages each tail of the interval leaves out at two-sided error `error`:
+/// the largest `k` with `P(W+ <= k - 1) <= error / 2` under the null. Zero means no bounded
+/// interval reaches that level with `n` values.
+pub(crate) fn tail_count(n: usize, error: f64) -> u64 {
+    if n == 0 || error.is_nan() || error <= 0.0 {
+        return 0;
+    }
+    let half = error / 2.0;
+    if n <= EXACT_MAX {
+        // The CDF at w is P(W+ <= w); the count of w with CDF <= half is that k.
+        let cdf = signed_rank_cdf(n);
+        return cdf.iter().take_while(|&&p| p <= half * (1.0 + 1e-12)).count() as u64;
+    }
+    let nf = n as f64;
+    let mean = nf * (nf + 1.0) / 4.0;
+    let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
+    let k = (mean - normal_isf(half) * sd).floor();
+    if k < 1.0 {
+        0
+    } else {
+        k as u64
+    }
+}
+
+/// The `1 - error` interval of the centre of `d` (the Hodges-Lehmann estimate's): the Walsh
+/// averages between the order statistics the signed-rank test's null distribution names.
+/// `None` when `d` is too short for that level (fewer than 6 values at 95%).
+pub fn walsh_interval(d: &[f64], error: f64) -> Option<(f64, f64)> {
+    WalshAverages::of(d).interval(error)
+}
+
+/// Fewest values for which a bounded interval at two-sided error `error` exists.
+pub fn min_values_for_interval(error: f64) -> usize {
+    (1..=EXACT_MAX).find(|&n| tail_count(n, error) > 0).unwrap_or(EXACT_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_walsh(d: &[f64]) -> Vec<f64> {
+        let mut w = Vec::new();
+        for i in 0..d.len() {
+            for j in i..d.len() {
+                w.push((d[i] + d[j]) / 2.0);
+            }
+        }
+        w.sort_by(f64::total_cmp);
+        w
+    }
+
+    #[test]
+    fn kth_walsh_average_is_the_listed_one() {
+        let d = [0.3, -0.1, 0.05, 0.2, -0.4, 0.1, 0.1, 0.0];
+        let listed = all_walsh(&d);
+        let mut walsh = WalshAverages::of(&d);
+        for (i, w) in listed.iter().enumerate() {
+            assert_eq!(walsh.kth(i as u64 + 1), *w, "k = {}", i + 1);
+            assert_eq!(kth_searched(&walsh.sorted, i as u64 + 1), *w, "k = {}", i + 1);
+        }
+    }
+
+    /// The search used above the listing limit finds the same averages as the listing.
+    #[test]
+    fn searched_and_listed_walsh_averages_agree() {
+        let d: Vec<f64> = (0..600).map(|i| (((i * 7919) % 1000) as f64 - 480.0) / 1e4).collect();
+        let sorted = sorted_copy(&d);
+        assert!(walsh_count(600) > LISTED_MAX);
+        assert!(WalshAverages::of(&d).listed.is_none());
+        let mut listed = Vec::new();
+        for i in 0..600 {
+            for j in i..600 {
+                listed.push((sorted[i] + sorted[j]) / 2.0);
+            }
+        }
+        listed.sort_by(f64::total_cmp);
+        for k in [1u64, 2, 4_000, 90_150, 180_299, 180_300] {
+            assert_eq!(kth_searched(&sorted, k), listed[k as usize - 1], "k = {k}");
+        }
+    }
+
+    #[test]
+    fn hodges_lehmann_is_the_median_of_walsh_averages() {
+        let d = [1.0, 2.0, 9.0];
+        // Walsh averages: 1, 1.5, 5, 2, 5.5, 9 -> median of 6 values: (2 + 5) / 2.
+        assert_eq!(hodges_lehmann(&d), 3.5);
+        assert_eq!(hodges_lehmann(&[4.0]), 4.0);
+        assert!(hodges_lehmann(&[]).is_nan());
+        // One wild block moves the mean, barely the estimate.
+        let calm = [0.01, -0.01, 0.0, 0.02, -0.02, 0.005, -0.005, 0.01];
+        let mut wild = calm;
+        wild[3] = 0.3;
+        assert!((hodges_lehmann(&wild) - hodges_lehmann(&calm)).abs() < 0.01);
+    }
+
+    /// The tail counts are those of the signed-rank tables: at n = 8 the 95% interval drops
+    /// the 4 smallest and 4 largest of 36 Walsh averages (P(W+ <= 3) = 5/256 <= 0.025 <
+    /// P(W+ <= 4) = 7/256); at n = 20, 53 (tables: critical value 52 for W <= 52).
+    #[test]
+    fn tail_counts_follow_the_null_distribution() {
+        assert_eq!(tail_count(8, 0.05), 4);
+        assert_eq!(tail_count(20, 0.05), 53);
+        assert_eq!(tail_count(5, 0.05), 0);
+        assert_eq!(tail_count(6, 0.05), 1);
+        assert_eq!(min_values_for_interval(0.05), 6);
+        // Normal approximation beyond the exact range: close to the exact count at its edge.
+        let exact = tail_count(EXACT_MAX, 0.05) as f64;
+        let n = EXACT_MAX as f64;
+        let approx = (n * (n + 1.0) / 4.0 - 1.959_964 * (n * (n + 1.0) * (2.0 * n + 1.0) / 24.0).sqrt()).floor();
+        assert!((exact - approx).abs() <= 2.0, "{exact} vs {approx}");
+    }
+
+    #[test]
+    fn interval_is_walsh_averages_k_in_from_each_end() {
+        let d = [0.3, -0.1, 0.05, 0.2, -0.4, 0.1, 0.15, 0.0];
+        let listed = all_walsh(&d);
+        let (lo, hi) = walsh_interval(&d, 0.05).unwrap();
+        assert_eq!((lo, hi), (listed[3], listed[listed.len() - 4]));
+        assert!(lo <= hodges_lehmann(&d) && hodges_lehmann(&d) <= hi);
+        assert_eq!(walsh_interval(&d[..5], 0.05), None);
+    }
+}
