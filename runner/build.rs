@@ -77,6 +77,13 @@ mod cuda_shim {
                     })
                     .collect();
                 let output = &sig.output;
+                let counted = match (module, waits_for_device(&name.to_string())) {
+                    ("driver", Some(kind)) => {
+                        let kind = format_ident!("{}", kind);
+                        quote!(super::count_call(super::CallKind::#kind);)
+                    }
+                    _ => quote!(),
+                };
                 let returns_status = matches!(output,
                     syn::ReturnType::Type(_, ty) if quote!(#ty).to_string() == status);
                 let fallback = if returns_status {
@@ -87,6 +94,7 @@ mod cuda_shim {
                 fns.push(quote! {
                     #[no_mangle]
                     pub unsafe extern "C" fn #name(#(#args: #types),*) #output {
+                        #counted
                         static ADDR: super::Slot = super::Slot::new();
                         match ADDR.get(super::Library::#lib, #symbol) {
                             // SAFETY: the symbol has this signature in the library cudarc's
@@ -112,6 +120,27 @@ mod cuda_shim {
             }
         }
         .to_string()
+    }
+
+    /// Which driver calls make the host wait for the device, by the `cuda_dl::CallKind` that
+    /// counts them: the synchronizations (`Wait`), the copies without `Async` (`Copy`: they
+    /// return once the copy is done), and the queries (`Query`: a poll, never a wait, counted
+    /// apart). Versioned names (`cuMemcpyDtoH_v2`, `cuStreamSynchronize_ptsz`) count as their
+    /// base name.
+    fn waits_for_device(name: &str) -> Option<&'static str> {
+        let is = |base: &str| name == base || name.strip_prefix(base).is_some_and(|rest| rest.starts_with('_'));
+        if ["cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"]
+            .iter()
+            .any(|b| is(b))
+        {
+            Some("Wait")
+        } else if name.starts_with("cuMemcpy") && !name.contains("Async") {
+            Some("Copy")
+        } else if ["cuStreamQuery", "cuEventQuery"].iter().any(|b| is(b)) {
+            Some("Query")
+        } else {
+            None
+        }
     }
 
     /// cudarc's source: `MEASURED_CUDARC_SRC` (set by `scripts/build-cuda.sh`), else the version

@@ -6,7 +6,9 @@
 #   3. the quickstart runs with --smoke, every trial stored;
 #   4. a `device = "cuda"` stage fails with the clear error (what was looked for, how to get
 #      it) while the CPU stages before it run, and nothing panics;
-#   5. scripts/gpu-check.sh runs to its first step that needs a device and exits 0.
+#   5. scripts/gpu-check.sh runs to its first step that needs a device and exits 0;
+#   6. the forwarders count the driver calls that wait for the device (against a stub driver
+#      compiled on the spot: tests/it/cuda_calls.rs).
 # Run by scripts/test.sh after the tests. It builds into the tests' target folder, with the
 # tests' features, so only dfdx, cudarc and measured are compiled again.
 # Usage: scripts/cuda-smoke.sh
@@ -86,4 +88,10 @@ else
     { cat "$work/gpu.log" >&2; fail "gpu-check.sh exited non-zero without a GPU"; }
   grep -q 'needs an NVIDIA GPU' "$work/gpu.log" || { cat "$work/gpu.log" >&2; fail "gpu-check.sh did not stop at its first GPU step"; }
 fi
+
+say "6. the forwarders count the driver calls that wait (stub driver)"
+bash scripts/build-cuda.sh --target-dir "$repo/target" -- test --locked --features cuda -p measured --test it cuda_calls \
+  >"$work/calls.log" 2>&1 || { cat "$work/calls.log" >&2; fail "counting driver calls"; }
+grep -q 'test cuda_calls::forwarded_driver_calls_are_counted_by_kind ... ok' "$work/calls.log" ||
+  { cat "$work/calls.log" >&2; fail "the driver-call test did not run"; }
 say "ok"

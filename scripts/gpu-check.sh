@@ -10,6 +10,11 @@
 #               next to the binary's folder, examples/); without them the model benchmarks SKIP
 #   --python    a Python with PyTorch for CUDA (default: python3)
 #   --out       where the runs, logs and summary.md go (default: a new folder under /tmp)
+#   --only      the checks to run, comma-separated (e.g. 3,6,C or E); checks 1 and 2 always run.
+#               A check runs the steps it reads from: 8 and D run check 7's copies, C check 6's
+#               run. Default: all
+#   --experiments  for check E, the experiments to run, comma-separated names (default: every
+#               committed experiment with a CUDA claim)
 #
 # On a machine without a GPU it stops at the first check that needs one, says so, and exits 0.
 # Exit status otherwise: 0 when no check failed, 1 when one did.
@@ -19,6 +24,8 @@ bin=""
 examples=""
 python=python3
 out=""
+only=""
+experiments=""
 die() { echo "gpu-check: error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,7 +33,9 @@ while [ $# -gt 0 ]; do
     --examples) examples=${2:?--examples needs a value}; shift 2 ;;
     --python) python=${2:?--python needs a value}; shift 2 ;;
     --out) out=${2:?--out needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --only) only=${2:?--only needs a value}; shift 2 ;;
+    --experiments) experiments=${2:?--experiments needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -46,6 +55,8 @@ out=$(cd "$out" && pwd)
 summary="$out/summary.md"
 metrics="$repo/bench/gpu/metrics.py"
 failed=0
+# want ID: whether check ID was asked for (--only).
+want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
 
 CHECKS=(
   "1|ldd -r on the binary: every library it links resolves"
@@ -56,13 +67,15 @@ CHECKS=(
   "6|CPU against CUDA, one step from the same weights and batch, no dropout: loss within 1e-5, gradients within 1e-4"
   "7|pinned copies at 256 MiB both directions: within 5% of PyTorch, at least 80% of the link's rate"
   "8|host clock against events for pinned copies at 16 MiB and above: within 2%"
-  "9|transfer warm-up 0 against 50: medians within 2%; five repetitions: CV at most 3%"
-  "10|three epochs on CUDA: epoch 0 within 5% of the later epochs"
-  "11|loss_sync_every = 1: exactly one synchronization per step (nsys)"
+  "9|transfer warm-up 0 against 50: medians within 2%; eight repetitions: CV at most 3%"
+  "10|three epochs on CUDA after the warm-up steps: epoch 0 within 5% of the later epochs"
+  "11|loss_sync_every = 1: one synchronization per step, counted by measured's driver forwarders (train.sync_calls_per_step)"
   "A|MLP training, samples/s against PyTorch CUDA (goal >= 0.9x)"
   "B|LSTM training and inference, samples/s against PyTorch CUDA (goal >= 0.9x)"
   "C|GPU telemetry recorded during the CUDA stages"
   "D|experiments/transfers.toml on CUDA: pinned h2d at 256 MiB against PyTorch's .to(non_blocking) (goal >= 0.9x)"
+  "E|every committed experiment with a CUDA claim, device = auto, its own budget: each claim's verdict and CI, finished within 5 minutes"
+  "F|the quickstart as an A/A run on CUDA, paired: no change or inconclusive, with its run chart and drift figures"
 )
 
 {
@@ -74,7 +87,7 @@ CHECKS=(
   echo
   echo "| check | what | result | figure |"
   echo "|---|---|---|---|"
-} >"$summary"
+} >>"$summary"  # appended: parts run with one --out share one summary
 
 # result ID STATUS FIGURE: one console line and one summary row.
 result() {
@@ -117,8 +130,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 ||
   ! nvidia-smi --query-gpu=name --format=csv,noheader >"$out/gpu.txt" 2>&1 ||
   [ ! -s "$out/gpu.txt" ]; then
   why=$(command -v nvidia-smi >/dev/null 2>&1 && head -n1 "$out/gpu.txt" || echo "nvidia-smi not found")
-  echo "gpu-check: check 2 needs an NVIDIA GPU and its driver ($why): stopping here; checks 2-11 and A-D need a device"
-  result 2 SKIP "no NVIDIA GPU here ($why); checks 2-11 and A-D not run"
+  echo "gpu-check: check 2 needs an NVIDIA GPU and its driver ($why): stopping here; checks 2-11 and A-F need a device"
+  result 2 SKIP "no NVIDIA GPU here ($why); checks 2-11 and A-F not run"
   finish
 fi
 info=$(nvidia-smi --query-gpu=name,driver_version,compute_cap,pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader | head -n1)
@@ -134,107 +147,124 @@ link_gbps=$(awk -v g="$gen_max" -v w="$width_max" 'BEGIN {
   printf "%.2f", rate[g] * w * (128 / 130) / 8 }')
 
 # 3. No device visible: a clean error.
-mkdir -p "$out/fixture"
-cp "$repo/runner/tests/fixtures/cuda/train_on_cuda.toml" "$out/fixture/"
-(cd "$out/fixture" && CUDA_VISIBLE_DEVICES= "$bin" run train_on_cuda.toml --results-dir "$out/results") \
-  >"$out/check3.log" 2>&1
-rc=$?
-if grep -q panicked "$out/check3.log"; then
-  result 3 FAIL "panicked: $(grep -m1 panicked "$out/check3.log")"
-elif [ "$rc" -ne 0 ] && grep -q 'no CUDA device is visible' "$out/check3.log"; then
-  result 3 PASS "exit $rc: $(grep -o 'no CUDA device is visible[^;]*' "$out/check3.log" | head -n1)"
-else
-  result 3 FAIL "exit $rc, no 'no CUDA device is visible' message (see $out/check3.log)"
+if want 3; then
+  mkdir -p "$out/fixture"
+  cp "$repo/runner/tests/fixtures/cuda/train_on_cuda.toml" "$out/fixture/"
+  (cd "$out/fixture" && CUDA_VISIBLE_DEVICES= "$bin" run train_on_cuda.toml --results-dir "$out/results") \
+    >"$out/check3.log" 2>&1
+  rc=$?
+  if grep -q panicked "$out/check3.log"; then
+    result 3 FAIL "panicked: $(grep -m1 panicked "$out/check3.log")"
+  elif [ "$rc" -ne 0 ] && grep -q 'no CUDA device is visible' "$out/check3.log"; then
+    result 3 PASS "exit $rc: $(grep -o 'no CUDA device is visible[^;]*' "$out/check3.log" | head -n1)"
+  else
+    result 3 FAIL "exit $rc, no 'no CUDA device is visible' message (see $out/check3.log)"
+  fi
 fi
 
 # 4. Round-trip bytes: the stage sends a non-constant pattern through every mode and size, and
 # fails the trial when other bytes come back.
-run4=$(run_manifest roundtrip.toml "$out/check4.log")
-sizes4=$(q "${run4:-latest}" series copy roundtrip_ok 2>/dev/null | awk '$3 == 1 {n++} END {print n + 0}')
-error4=$(q "${run4:-latest}" error 2>/dev/null | cut -c1-200)
-if [ -z "$error4" ] && [ "$sizes4" = 4 ]; then
-  result 4 PASS "every mode at 4 sizes (4 KiB to 256 MiB) handed back the bytes sent through it"
-else
-  result 4 FAIL "${error4:-roundtrip_ok recorded for $sizes4 of 4 sizes} (see $out/check4.log)"
+if want 4; then
+  run4=$(run_manifest roundtrip.toml "$out/check4.log")
+  sizes4=$(q "${run4:-latest}" series copy roundtrip_ok 2>/dev/null | awk '$3 == 1 {n++} END {print n + 0}')
+  error4=$(q "${run4:-latest}" error 2>/dev/null | cut -c1-200)
+  if [ -z "$error4" ] && [ "$sizes4" = 4 ]; then
+    result 4 PASS "every mode at 4 sizes (4 KiB to 256 MiB) handed back the bytes sent through it"
+  else
+    result 4 FAIL "${error4:-roundtrip_ok recorded for $sizes4 of 4 sizes} (see $out/check4.log)"
+  fi
 fi
 
 # 5. compute-sanitizer.
-if command -v compute-sanitizer >/dev/null 2>&1; then
-  s5=PASS
-  figure=""
-  for tool in memcheck synccheck; do
-    for m in transfer-warmup.toml cpu-vs-cuda.toml; do
-      log="$out/sanitizer-$tool-${m%.toml}.log"
-      (cd "$out" && compute-sanitizer --tool "$tool" "$bin" --database "$out/sanitizer.sqlite" \
-        run "$repo/bench/gpu/$m" --smoke --results-dir "$out/results") >"$log" 2>&1
-      errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | awk '{s += $3} END {print s + 0}')
-      grep -q 'ERROR SUMMARY' "$log" || { s5=FAIL; errors="no summary"; }
-      [ "$errors" = 0 ] || s5=FAIL
-      figure+="$tool ${m%.toml}: $errors; "
+if want 5; then
+  if command -v compute-sanitizer >/dev/null 2>&1; then
+    s5=PASS
+    figure=""
+    for tool in memcheck synccheck; do
+      for m in transfer-warmup.toml cpu-vs-cuda.toml; do
+        log="$out/sanitizer-$tool-${m%.toml}.log"
+        (cd "$out" && compute-sanitizer --tool "$tool" "$bin" --database "$out/sanitizer.sqlite" \
+          run "$repo/bench/gpu/$m" --smoke --results-dir "$out/results") >"$log" 2>&1
+        errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | awk '{s += $3} END {print s + 0}')
+        grep -q 'ERROR SUMMARY' "$log" || { s5=FAIL; errors="no summary"; }
+        [ "$errors" = 0 ] || s5=FAIL
+        figure+="$tool ${m%.toml}: $errors; "
+      done
     done
-  done
-  result 5 "$s5" "$figure"
-else
-  result 5 SKIP "compute-sanitizer not on PATH (it ships with the CUDA toolkit)"
+    result 5 "$s5" "$figure"
+  else
+    result 5 SKIP "compute-sanitizer not on PATH (it ships with the CUDA toolkit)"
+  fi
 fi
 
 # 6. CPU against CUDA: one step (`check_step`), and the final losses as a figure beside it.
-run6=$(run_manifest cpu-vs-cuda.toml "$out/check6.log")
-step_loss=$(q "${run6:-latest}" scalar train step_loss_rel_diff 2>/dev/null | awk '$1 == "cuda" {print $2}')
-step_grad=$(q "${run6:-latest}" scalar train step_grad_max_rel_diff 2>/dev/null | awk '$1 == "cuda" {print $2}')
-cpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cpu" {print $2}')
-gpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cuda" {print $2}')
-if [ -n "$step_loss" ] && [ -n "$step_grad" ]; then
-  ok=$(awk -v l="$step_loss" -v g="$step_grad" 'BEGIN { print (l <= 1e-5 && g <= 1e-4) ? "PASS" : "FAIL" }')
-  result 6 "$ok" "one step: loss differs by $step_loss (relative), gradients by $step_grad of their scale; final train MSE cpu ${cpu:-?}, cuda ${gpu:-?}"
-else
-  result 6 FAIL "no step comparison stored: $(q "${run6:-latest}" error 2>/dev/null | cut -c1-300)"
+run6=""
+if want 6 || want C; then run6=$(run_manifest cpu-vs-cuda.toml "$out/check6.log"); fi
+if want 6; then
+  step_loss=$(q "${run6:-latest}" scalar train step_loss_rel_diff 2>/dev/null | awk '$1 == "cuda" {print $2}')
+  step_grad=$(q "${run6:-latest}" scalar train step_grad_max_rel_diff 2>/dev/null | awk '$1 == "cuda" {print $2}')
+  cpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cpu" {print $2}')
+  gpu=$(q "${run6:-latest}" scalar train train_loss 2>/dev/null | awk '$1 == "cuda" {print $2}')
+  if [ -n "$step_loss" ] && [ -n "$step_grad" ]; then
+    ok=$(awk -v l="$step_loss" -v g="$step_grad" 'BEGIN { print (l <= 1e-5 && g <= 1e-4) ? "PASS" : "FAIL" }')
+    result 6 "$ok" "one step: loss differs by $step_loss (relative), gradients by $step_grad of their scale; final train MSE cpu ${cpu:-?}, cuda ${gpu:-?}"
+  else
+    result 6 FAIL "no step comparison stored: $(q "${run6:-latest}" error 2>/dev/null | cut -c1-300)"
+  fi
 fi
 
 # 7. 256 MiB pinned copies against PyTorch and the link.
-run7=$(run_manifest transfer-256.toml "$out/check7.log")
-h2d=$(q "${run7:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '{print $3}' | tail -n1)
-d2h=$(q "${run7:-latest}" series copy d2h_pinned_reuse_gbps 2>/dev/null | awk '{print $3}' | tail -n1)
-"$python" "$repo/bench/torch_transfer.py" --iterations 20 --json "$out/torch_transfer.json" >"$out/torch_transfer.log" 2>&1
-read -r t_h2d t_d2h < <("$python" -c '
+run7=""
+if want 7 || want 8 || want D; then
+  run7=$(run_manifest transfer-256.toml "$out/check7.log")
+  h2d=$(q "${run7:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '{print $3}' | tail -n1)
+  d2h=$(q "${run7:-latest}" series copy d2h_pinned_reuse_gbps 2>/dev/null | awk '{print $3}' | tail -n1)
+  "$python" "$repo/bench/torch_transfer.py" --iterations 20 --json "$out/torch_transfer.json" >"$out/torch_transfer.log" 2>&1
+  read -r t_h2d t_d2h < <("$python" -c '
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
 size = str(256 << 20)
 print(r["h2d_pinned_copy"][size]["gbps"], r["d2h_pinned_copy"][size]["gbps"])' "$out/torch_transfer.json" 2>/dev/null)
-if [ -n "$h2d" ] && [ -n "$d2h" ] && [ -n "${t_h2d:-}" ]; then
-  verdict=$(awk -v a="$h2d" -v b="$d2h" -v ta="$t_h2d" -v tb="$t_d2h" -v l="$link_gbps" 'BEGIN {
-    ok = (a / ta >= 0.95 && a / ta <= 1.05 && b / tb >= 0.95 && b / tb <= 1.05)
-    if (l != "") ok = ok && a >= 0.8 * l && b >= 0.8 * l
-    printf "%s h2d %.2f GB/s (%.3fx PyTorch), d2h %.2f GB/s (%.3fx)", ok ? "PASS" : "FAIL", a, a / ta, b, b / tb
-    if (l != "") printf "; link %.2f GB/s: %.0f%% and %.0f%%", l, 100 * a / l, 100 * b / l }')
-  result 7 "${verdict%% *}" "${verdict#* }"
-else
-  result 7 FAIL "missing figures: measured h2d '${h2d}' d2h '${d2h}', PyTorch '${t_h2d:-}' (see $out/check7.log, $out/torch_transfer.log)"
+fi
+if want 7; then
+  if [ -n "$h2d" ] && [ -n "$d2h" ] && [ -n "${t_h2d:-}" ]; then
+    verdict=$(awk -v a="$h2d" -v b="$d2h" -v ta="$t_h2d" -v tb="$t_d2h" -v l="$link_gbps" 'BEGIN {
+      ok = (a / ta >= 0.95 && a / ta <= 1.05 && b / tb >= 0.95 && b / tb <= 1.05)
+      if (l != "") ok = ok && a >= 0.8 * l && b >= 0.8 * l
+      printf "%s h2d %.2f GB/s (%.3fx PyTorch), d2h %.2f GB/s (%.3fx)", ok ? "PASS" : "FAIL", a, a / ta, b, b / tb
+      if (l != "") printf "; link %.2f GB/s: %.0f%% and %.0f%%", l, 100 * a / l, 100 * b / l }')
+    result 7 "${verdict%% *}" "${verdict#* }"
+  else
+    result 7 FAIL "missing figures: measured h2d '${h2d}' d2h '${d2h}', PyTorch '${t_h2d:-}' (see $out/check7.log, $out/torch_transfer.log)"
+  fi
 fi
 
 # 8. Host clock against events: check 7's pinned reused copies of 256 MiB, timed on the host
 # clock (the modes' clock) and between CUDA events (`<mode>_event_seconds`, from 16 MiB up).
-s8=PASS
-figure8=""
-for dir in h2d d2h; do
-  host=$(q "${run7:-latest}" series copy "${dir}_pinned_reuse_seconds" 2>/dev/null | awk '{print $3}' | tail -n1)
-  ev=$(q "${run7:-latest}" series copy "${dir}_pinned_reuse_event_seconds" 2>/dev/null | awk '{print $3}' | tail -n1)
-  if [ -z "$host" ] || [ -z "$ev" ]; then
-    s8=FAIL
-    figure8+="$dir: missing figures; "
-    continue
-  fi
-  line=$(awk -v h="$host" -v e="$ev" 'BEGIN { d = (h - e) / e; printf "%s %+.2f", (d <= 0.02 && d >= -0.02) ? "ok" : "off", 100 * d }')
-  [ "${line%% *}" = ok ] || s8=FAIL
-  figure8+="$dir: host clock $host s, events $ev s per copy (${line#* }%); "
-done
-result 8 "$s8" "$figure8"
+if want 8; then
+  s8=PASS
+  figure8=""
+  for dir in h2d d2h; do
+    host=$(q "${run7:-latest}" series copy "${dir}_pinned_reuse_seconds" 2>/dev/null | awk '{print $3}' | tail -n1)
+    ev=$(q "${run7:-latest}" series copy "${dir}_pinned_reuse_event_seconds" 2>/dev/null | awk '{print $3}' | tail -n1)
+    if [ -z "$host" ] || [ -z "$ev" ]; then
+      s8=FAIL
+      figure8+="$dir: missing figures; "
+      continue
+    fi
+    line=$(awk -v h="$host" -v e="$ev" 'BEGIN { d = (h - e) / e; printf "%s %+.2f", (d <= 0.02 && d >= -0.02) ? "ok" : "off", 100 * d }')
+    [ "${line%% *}" = ok ] || s8=FAIL
+    figure8+="$dir: host clock $host s, events $ev s per copy (${line#* }%); "
+  done
+  result 8 "$s8" "$figure8"
+fi
 
 # 9. Warm-up and repeatability.
-run9=$(run_manifest transfer-warmup.toml "$out/check9.log")
-w0=$(q "${run9:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '$1 == "warmup_0" {print $3}')
-w50=$(q "${run9:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '$1 == "warmup_50" {print $3}')
-cv=$("$python" - "$out/results.sqlite" "${run9:-latest}" <<'PY' 2>/dev/null
+if want 9; then
+  run9=$(run_manifest transfer-warmup.toml "$out/check9.log")
+  w0=$(q "${run9:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '$1 == "warmup_0" {print $3}')
+  w50=$(q "${run9:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null | awk '$1 == "warmup_50" {print $3}')
+  cv=$("$python" - "$out/results.sqlite" "${run9:-latest}" <<'PY' 2>/dev/null
 import sqlite3, statistics, sys
 con = sqlite3.connect(sys.argv[1])
 run = sys.argv[2]
@@ -246,70 +276,52 @@ v = [r[0] for r in con.execute(
          AND NOT t.warmup AND t.status = 'ok'""", (run,))]
 print(f"{statistics.stdev(v) / statistics.mean(v):.4f}" if len(v) > 1 else "")
 PY
-)
-if [ -n "$w0" ] && [ -n "$w50" ] && [ -n "$cv" ]; then
-  verdict=$(awk -v a="$w0" -v b="$w50" -v cv="$cv" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d
-    printf "%s warm-up 0: %.2f GB/s, 50: %.2f GB/s (%.1f%% apart); CV over 5 repetitions %.1f%%",
-      (d <= 0.02 && cv <= 0.03) ? "PASS" : "FAIL", a, b, 100 * d, 100 * cv }')
-  result 9 "${verdict%% *}" "${verdict#* }"
-else
-  result 9 FAIL "missing figures (see $out/check9.log)"
+  )
+  if [ -n "$w0" ] && [ -n "$w50" ] && [ -n "$cv" ]; then
+    verdict=$(awk -v a="$w0" -v b="$w50" -v cv="$cv" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d
+      printf "%s warm-up 0: %.2f GB/s, 50: %.2f GB/s (%.1f%% apart); CV over 8 repetitions %.1f%%",
+        (d <= 0.02 && cv <= 0.03) ? "PASS" : "FAIL", a, b, 100 * d, 100 * cv }')
+    result 9 "${verdict%% *}" "${verdict#* }"
+  else
+    result 9 FAIL "missing figures (see $out/check9.log)"
+  fi
 fi
 
-# 10. Epoch 0 against the later epochs.
-run10=$(run_manifest epochs.toml "$out/check10.log")
-verdict=$(q "${run10:-latest}" series train epoch_seconds 2>/dev/null | awk '
-  { s[$2] = $3 } END {
-    if (!(0 in s) || !(1 in s) || !(2 in s)) { print "FAIL missing epoch times"; exit }
-    later = (s[1] + s[2]) / 2; d = (s[0] - later) / later
-    printf "%s epoch 0 %.4f s, epochs 1-2 %.4f s: %+.1f%%", (d <= 0.05 && d >= -0.05) ? "PASS" : "FAIL", s[0], later, 100 * d }')
-result 10 "${verdict%% *}" "${verdict#* }"
+# 10. Epoch 0 against the later epochs, after the default warm-up (0.5 s of steps on CUDA).
+if want 10; then
+  run10=$(run_manifest epochs.toml "$out/check10.log")
+  warm10=$(q "${run10:-latest}" scalar train warmup_steps 2>/dev/null | awk '{print $2}' | head -n1)
+  verdict=$(q "${run10:-latest}" series train epoch_seconds 2>/dev/null | awk '
+    { s[$2] = $3 } END {
+      if (!(0 in s) || !(1 in s) || !(2 in s)) { print "FAIL missing epoch times"; exit }
+      later = (s[1] + s[2]) / 2; d = (s[0] - later) / later
+      printf "%s epoch 0 %.4f s, epochs 1-2 %.4f s: %+.1f%%", (d <= 0.05 && d >= -0.05) ? "PASS" : "FAIL", s[0], later, 100 * d }')
+  result 10 "${verdict%% *}" "${verdict#* } (after ${warm10:-?} warm-up steps)"
+fi
 
-# 11. Synchronizations per step: two runs that differ only in their number of steps, each
-# under nsys; the difference in synchronizing calls over the difference in steps.
-if command -v nsys >/dev/null 2>&1; then
-  sed 's/^batch_size = 64$/batch_size = 128/' "$repo/bench/gpu/syncs.toml" >"$out/syncs-128.toml"
-  cp "$repo/bench/gpu/syncs.toml" "$out/syncs-64.toml"
-  for b in 64 128; do
-    (cd "$out" && nsys profile --trace=cuda --sample=none --cpuctxsw=none --force-overwrite=true \
-      -o "$out/syncs-$b" "$bin" --database "$out/syncs-$b.sqlite" run "$out/syncs-$b.toml" \
-      --no-report --results-dir "$out/results") >"$out/check11-$b.log" 2>&1
-    nsys stats --report cuda_api_sum --format csv --output - "$out/syncs-$b.nsys-rep" \
-      >"$out/syncs-$b.csv" 2>>"$out/check11-$b.log"
-  done
-  verdict=$("$python" - "$out" "$metrics" <<'PY'
-import csv, io, subprocess, sys
-out, metrics = sys.argv[1], sys.argv[2]
-def syncs(b):
-    # Explicit waits, and the copies that wait by themselves (synchronous memcpy).
-    text = open(f"{out}/syncs-{b}.csv").read()
-    start = text.find('"Time')
-    rows = csv.DictReader(io.StringIO(text[start:] if start >= 0 else text))
-    names = ("cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cudaDeviceSynchronize",
-             "cudaStreamSynchronize", "cudaEventSynchronize", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2")
-    return sum(int(float(r["Num Calls"])) for r in rows if r.get("Name", "").strip() in names)
-def steps(b):
-    line = subprocess.run([sys.executable, metrics, f"{out}/syncs-{b}.sqlite", "latest", "scalar", "train",
-                           "train_steps"], capture_output=True, text=True).stdout.split()
-    return float(line[1]) if len(line) > 1 else None
-try:
-    c64, c128, s64, s128 = syncs(64), syncs(128), steps(64), steps(128)
-except (OSError, KeyError, ValueError) as e:
-    print(f"FAIL cannot read the profiles: {e}"); sys.exit()
-if s64 is None or s128 is None or s64 == s128:
-    print("FAIL no train_steps stored (see check11-*.log)"); sys.exit()
-per = (c64 - c128) / (s64 - s128)
-ok = "PASS" if abs(per - 1) < 0.005 else "FAIL"
-print(f"{ok} {per:.3f} synchronizations per step ({c64:.0f} calls over {s64:.0f} steps, {c128:.0f} over {s128:.0f})")
-PY
-)
-  result 11 "${verdict%% *}" "${verdict#* }"
-else
-  result 11 SKIP "nsys not on PATH"
+# 11. Synchronizations per step, as measured counts them: every driver call that makes the host
+# wait passes through its generated forwarders, and the training records them per step.
+if want 11; then
+  run11=$(run_manifest syncs.toml "$out/check11.log")
+  per=$(q "${run11:-latest}" scalar train sync_calls_per_step 2>/dev/null | awk '{print $2}' | head -n1)
+  total=$(q "${run11:-latest}" scalar train sync_calls 2>/dev/null | awk '{print $2}' | head -n1)
+  queries=$(q "${run11:-latest}" scalar train query_calls 2>/dev/null | awk '{print $2}' | head -n1)
+  steps=$(q "${run11:-latest}" scalar train train_steps 2>/dev/null | awk '{print $2}' | head -n1)
+  if [ -n "$per" ]; then
+    verdict=$(awk -v p="$per" -v t="$total" -v s="$steps" -v qn="$queries" 'BEGIN {
+      d = p - 1; if (d < 0) d = -d
+      printf "%s %.3f synchronizations per step (%s over %s steps; %s queries, which never wait)",
+        (d <= 0.01) ? "PASS" : "FAIL", p, t, s, qn }')
+    result 11 "${verdict%% *}" "${verdict#* }"
+  else
+    result 11 FAIL "no train.sync_calls_per_step stored: $(q "${run11:-latest}" error 2>/dev/null | cut -c1-200) (see $out/check11.log)"
+  fi
 fi
 
 # A and B: models against PyTorch CUDA, alternating rounds.
-if [ -x "$examples/train_bench" ] && [ -x "$examples/rnn_bench" ]; then
+if ! want A && ! want B; then
+  :
+elif [ -x "$examples/train_bench" ] && [ -x "$examples/rnn_bench" ]; then
   for round in 1 2 3; do
     "$examples/train_bench" --device cuda --config large --reps 3 >>"$out/mlp_measured.log" 2>&1
     "$python" "$repo/bench/torch_mlp.py" --device cuda --config large --reps 3 >>"$out/mlp_torch.log" 2>&1
@@ -343,10 +355,15 @@ else
   result B SKIP "no rnn_bench in $examples"
 fi
 
-# D: the committed transfers experiment, run on CUDA, against PyTorch (check 7's figures).
-sed 's/^device = "cpu"$/device = "cuda"/' "$repo/experiments/transfers.toml" >"$out/transfers-cuda.toml"
-if grep -q '^device = "cuda"$' "$out/transfers-cuda.toml"; then
-  (cd "$out" && "$bin" --database "$out/results.sqlite" run "$out/transfers-cuda.toml" --results-dir "$out/results") \
+# The committed experiments, copied with their sources (claims quote them), so that their runs
+# and reports stay under $out.
+mkdir -p "$out/experiments"
+cp -r "$repo/experiments/." "$out/experiments/"
+
+# D: the committed transfers experiment (device = "auto": on CUDA here), against PyTorch
+# (check 7's figures).
+if want D; then
+  (cd "$out" && "$bin" --database "$out/results.sqlite" run "$out/experiments/transfers.toml" --results-dir "$out/results") \
     >"$out/checkD.log" 2>&1
   runD=$(grep -o 'run [0-9]\{8\}-[0-9]\{6\}-[0-9a-f]\{4\} finished' "$out/checkD.log" | awk '{print $2}' | tail -n1)
   m=$(q "${runD:-latest}" series copy h2d_pinned_reuse_gbps 2>/dev/null |
@@ -359,17 +376,87 @@ if grep -q '^device = "cuda"$' "$out/transfers-cuda.toml"; then
   else
     result D FAIL "missing figures: measured '$m', PyTorch '$t' (see $out/checkD.log)"
   fi
-else
-  result D FAIL "experiments/transfers.toml has no device = \"cpu\" line to switch"
+fi
+
+# E: every committed experiment with a claim made on CUDA, as committed (device = "auto", its own
+# repetitions and budget): each claim's verdict and interval, and the run's wall time.
+for m in "$out"/experiments/*.toml; do
+  want E || break
+  grep -q 'device = "cuda"' "$m" || continue
+  name=$(basename "$m" .toml)
+  [ -z "$experiments" ] || [[ ",$experiments," == *",$name,"* ]] || continue
+  start=$(date +%s)
+  (cd "$out" && "$bin" --database "$out/experiments.sqlite" run "$m" --results-dir "$out/results") >"$out/checkE-$name.log" 2>&1
+  took=$(( $(date +%s) - start ))
+  report=$(ls -t "$out"/results/"$name"/*/report.json 2>/dev/null | head -n1)
+  figure=$("$python" - "$report" "$took" <<'PY' 2>/dev/null
+import json, sys
+r = json.load(open(sys.argv[1]))
+took = int(sys.argv[2])
+def ci(c):
+  lo, hi = c.get("speedup_ci") or [None, None]
+  v = c.get("value")
+  if v:
+      lo, hi = v.get("median_ci") or [None, None]
+      return f"median {v.get('median')} {v.get('unit')} ({lo}-{hi})"
+  return f"{c.get('speedup') or 0:.3f}x ({lo or 0:.3f}x-{hi or 0:.3f}x)" if lo else "no interval"
+claims = "; ".join(f"\"{c['claim']}\" on {c['config']}: {c['verdict']}, {ci(c)}" for c in r["claims"])
+seq = (r.get("method") or {}).get("sequential") or {}
+ok = r["status"] == "finished" and took <= 330
+print(("PASS" if ok else "FAIL") + f" {took} s, {seq.get('blocks', '?')} blocks ({seq.get('stop', 'fixed')}); {claims}")
+PY
+)
+  if [ -n "$figure" ]; then
+    result E "${figure%% *}" "$name: ${figure#* }"
+  else
+    result E FAIL "$name: no report after ${took} s (see $out/checkE-$name.log)"
+  fi
+done
+
+# F: the quickstart as an A/A run on CUDA: two identical configs, compared within blocks.
+if want F; then
+  "$python" - "$out/experiments/quickstart.toml" "$out/quickstart-aa.toml" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+text = text.replace('name = "quickstart"', 'name = "quickstart-aa"')
+text = re.sub(r'(?s)\[variants\.reuse\].*?(?=\n\[compare\])', '[variants.same]\nchange = "nothing: an A/A run"\n"stages.train.device" = "cuda"\n', text)
+text = re.sub(r'(?s)\n\[\[compare\.claims\]\].*?(?=\n\[smoke\])', '\n', text)
+text = text.replace('[compare]\n', '[compare]\nallow_identical = true\n', 1)
+text = text.replace('device = "auto"', 'device = "cuda"')
+open(sys.argv[2], "w").write(text)
+PY
+  (cd "$out" && "$bin" --database "$out/results.sqlite" run "$out/quickstart-aa.toml" --results-dir "$out/results") >"$out/checkF.log" 2>&1
+  reportF=$(ls -t "$out"/results/quickstart-aa/*/report.json 2>/dev/null | head -n1)
+  figureF=$("$python" - "$reportF" <<'PY' 2>/dev/null
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+c = r["comparisons"][0]["comparison"]
+s = r.get("stability") or {}
+base = next((x for x in s.get("rows", []) if x["config"] == s.get("baseline")), {})
+ok = c["verdict"] in ("no_change", "inconclusive") and c["design"] == "paired"
+chart = os.path.join(os.path.dirname(sys.argv[1]), "run_chart.svg")
+print(("PASS" if ok else "FAIL") + f" {c['verdict']}, ratio {c['ratio']:.4f} ({c['ratio_ci'][0]:.4f}-{c['ratio_ci'][1]:.4f}), "
+      f"{c['n_baseline']} blocks; level change {base.get('level_change', 0):.3f}, trial-to-trial CV {base.get('cv', 0):.3f}"
+      f"{' (drifting)' if s.get('drifting') else ''}{' (jittery)' if s.get('jittery') else ''}; run chart {chart}")
+PY
+  )
+  if [ -n "$figureF" ]; then
+    result F "${figureF%% *}" "${figureF#* }"
+  else
+    result F FAIL "no A/A report (see $out/checkF.log)"
+  fi
 fi
 
 # C: telemetry from check 6's CUDA trials.
-util=$(q "${run6:-latest}" scalar train gpu_util_mean 2>/dev/null | awk '$1 == "cuda" {print $2}')
-throttled=$(q "${run6:-latest}" scalar train gpu_throttled 2>/dev/null | awk '$1 == "cuda" {print $2}')
-samples=$(q "${run6:-latest}" scalar train gpu_samples 2>/dev/null | awk '$1 == "cuda" {print $2}')
-if [ -n "$util" ] && [ -n "$samples" ]; then
-  result C PASS "median over trials: $samples samples, mean utilization $util%, throttled flag ${throttled:-?}"
-else
-  result C FAIL "no gpu_* metrics stored for the CUDA trials of check 6"
+if want C; then
+  util=$(q "${run6:-latest}" scalar train gpu_util_mean 2>/dev/null | awk '$1 == "cuda" {print $2}')
+  throttled=$(q "${run6:-latest}" scalar train gpu_throttled 2>/dev/null | awk '$1 == "cuda" {print $2}')
+  samples=$(q "${run6:-latest}" scalar train gpu_samples 2>/dev/null | awk '$1 == "cuda" {print $2}')
+  if [ -n "$util" ] && [ -n "$samples" ]; then
+    result C PASS "median over trials: $samples samples, mean utilization $util%, throttled flag ${throttled:-?}"
+  else
+    result C FAIL "no gpu_* metrics stored for the CUDA trials of check 6"
+  fi
 fi
+
 finish

@@ -129,6 +129,7 @@ fn main() {
             &ValidateParams {
                 batch_size: BATCH,
                 device,
+                ..ValidateParams::default()
             },
             &mut vrec,
         )

@@ -13,7 +13,7 @@
 //! cudarc 0.9's `CudaDevice::new` (it unwraps `cuInit`) from ever panicking here.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// A library the `cuda` build calls into.
@@ -247,6 +247,69 @@ impl Slot {
     }
 }
 
+/// A driver call that makes the host wait for the device (see `build.rs`, which decides which
+/// calls count as which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// `cuCtxSynchronize`, `cuStreamSynchronize`, `cuEventSynchronize`.
+    Wait,
+    /// A `cuMemcpy*` without `Async`: it returns once the copy is done.
+    Copy,
+    /// `cuStreamQuery`, `cuEventQuery`: a poll that never waits, counted apart.
+    Query,
+}
+
+/// Calls counted so far in this process, by [`CallKind`].
+static CALLS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Counts one call of `kind`; the generated forwarders call it before forwarding.
+pub fn count_call(kind: CallKind) {
+    CALLS[kind as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many driver calls of each kind passed through the forwarders: counted in this process
+/// ([`CallCounts::now`]) or between two readings ([`CallCounts::since`]). Always zero in a CPU
+/// build, and in a CUDA build until a CUDA stage runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    pub waits: u64,
+    pub copies: u64,
+    pub queries: u64,
+}
+
+impl CallCounts {
+    pub fn now() -> CallCounts {
+        let at = |k: CallKind| CALLS[k as usize].load(Ordering::Relaxed);
+        CallCounts {
+            waits: at(CallKind::Wait),
+            copies: at(CallKind::Copy),
+            queries: at(CallKind::Query),
+        }
+    }
+
+    /// The calls counted between `earlier` and this reading.
+    pub fn since(self, earlier: CallCounts) -> CallCounts {
+        CallCounts {
+            waits: self.waits.saturating_sub(earlier.waits),
+            copies: self.copies.saturating_sub(earlier.copies),
+            queries: self.queries.saturating_sub(earlier.queries),
+        }
+    }
+
+    pub fn plus(self, other: CallCounts) -> CallCounts {
+        CallCounts {
+            waits: self.waits + other.waits,
+            copies: self.copies + other.copies,
+            queries: self.queries + other.queries,
+        }
+    }
+
+    /// The calls that made the host wait: synchronizations and blocking copies.
+    pub fn synchronizing(self) -> u64 {
+        self.waits + self.copies
+    }
+}
+
 /// For a missing function that returns no status to fail with: after a successful [`probe`]
 /// only a library lacking an old, stable function gets here.
 #[cold]
@@ -259,7 +322,7 @@ pub fn missing_symbol(symbol: &[u8]) -> ! {
 #[cfg(feature = "cuda")]
 #[allow(unsafe_op_in_unsafe_fn, clippy::all)]
 mod shim {
-    use super::{missing_symbol, Library, Slot};
+    use super::{count_call, missing_symbol, CallKind, Library, Slot};
     include!(concat!(env!("OUT_DIR"), "/cuda_shim.rs"));
 }
 
@@ -301,6 +364,19 @@ mod tests {
         let getpid = unsafe { lib.get::<unsafe extern "C" fn() -> i32>(b"getpid\0") }.expect("getpid");
         // SAFETY: as above.
         assert_eq!(unsafe { getpid() } as u32, std::process::id());
+    }
+
+    #[test]
+    fn counted_calls_add_up_by_kind() {
+        let before = CallCounts::now();
+        count_call(CallKind::Wait);
+        count_call(CallKind::Copy);
+        count_call(CallKind::Query);
+        let d = CallCounts::now().since(before);
+        // Other tests may count too, in parallel: at least these three.
+        assert!(d.waits >= 1 && d.copies >= 1 && d.queries >= 1, "{d:?}");
+        assert_eq!(d.synchronizing(), d.waits + d.copies);
+        assert_eq!(d.plus(d).queries, 2 * d.queries);
     }
 
     #[test]

@@ -45,6 +45,12 @@ pub fn ctx_sync() -> Result<(), CudaFailure> {
     call("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() }.result())
 }
 
+/// Waits for the work queued on a stream this code does not own (dfdx's).
+pub fn stream_sync(stream: sys::CUstream) -> Result<(), CudaFailure> {
+    // SAFETY: a live stream handle, borrowed; synchronizing does not take or end it.
+    call("cuStreamSynchronize", unsafe { result::stream::synchronize(stream) })
+}
+
 /// A non-blocking stream, destroyed on drop.
 pub struct Stream(pub sys::CUstream);
 

@@ -11,7 +11,7 @@ pub(crate) mod color;
 pub(crate) mod commands;
 // Its loader is called only by a `cuda` build.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) mod cuda_dl;
+pub mod cuda_dl;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda_raw;
 pub mod db;

@@ -153,6 +153,12 @@ pub fn count(n: usize, thing: &str) -> String {
     format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
 }
 
+/// The metrics a comparison or claim adds up: `features.seconds + train.h2d_seconds` names two
+/// (each trial's value is their sum); a plain name names itself. Parts are trimmed.
+pub fn summed(metric: &str) -> Vec<&str> {
+    metric.split('+').map(str::trim).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

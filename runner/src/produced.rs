@@ -54,13 +54,24 @@ pub fn unproduced(exp: &Experiment, trials: &[TrialRecord]) -> Vec<Unproduced> {
         .chain(cmp.guards.iter().map(|g| (g.metric.as_str(), "[compare] guards")))
         .chain(cmp.claims.iter().map(|c| (c.metric.as_str(), "[compare] claims")));
     let mut out: Vec<Unproduced> = Vec::new();
-    for (metric, named_in) in named {
+    for (metric, named_in) in named.flat_map(|(m, n)| crate::metrics::summed(m).into_iter().map(move |p| (p, n))) {
         if metric == "trial.seconds" || out.iter().any(|u| u.metric == metric) {
             continue;
         }
-        let Some((stage, _)) = metric.split_once('.') else {
+        let Some((stage, name)) = metric.split_once('.') else {
             continue;
         };
+        // A metric only a CUDA stage records (GPU telemetry, driver call counts) is missing from
+        // a run on the CPU by design; its name was checked against the catalog already.
+        if exp
+            .stages
+            .iter()
+            .find(|s| s.name == stage)
+            .and_then(|s| crate::stage::catalog::find(&s.kind, name))
+            .is_some_and(|d| d.cuda_only())
+        {
+            continue;
+        }
         let produced = produced_by(stage, &ok);
         if !produced.contains(metric) {
             out.push(Unproduced {

@@ -268,19 +268,21 @@ impl StoredSpec {
                     .claims
                     .iter()
                     .filter_map(|cl| {
-                        Claim::parse(&cl.speedup).ok().map(|claim| ClaimSpec {
-                            metric: cl.metric.clone(),
-                            variant: cl.variant.clone(),
-                            claim,
-                            text: cl.speedup.clone(),
-                            source: Some(format!("{}, section \"{}\"", cl.document, cl.section)),
-                            requires: cl.requires.clone(),
-                            quote: Some(cl.quote.clone()),
-                            change: Some(cl.change.clone()),
-                            variant_change: cl.variant_change.clone(),
-                            source_metric: cl.source_metric.clone(),
-                            untestable: cl.untestable.clone(),
-                        })
+                        cl.value
+                            .or_else(|| Claim::parse(&cl.speedup).ok())
+                            .map(|claim| ClaimSpec {
+                                metric: cl.metric.clone(),
+                                variant: cl.variant.clone(),
+                                claim,
+                                text: cl.speedup.clone(),
+                                source: Some(format!("{}, section \"{}\"", cl.document, cl.section)),
+                                requires: cl.requires.clone(),
+                                quote: Some(cl.quote.clone()),
+                                change: Some(cl.change.clone()),
+                                variant_change: cl.variant_change.clone(),
+                                source_metric: cl.source_metric.clone(),
+                                untestable: cl.untestable.clone(),
+                            })
                     })
                     .collect(),
                 quality_under_test: c.quality_under_test,

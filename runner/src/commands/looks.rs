@@ -79,6 +79,10 @@ impl SequentialJudge {
         if self.plan.is_look(blocks) {
             let questions = self.questions(&all);
             out.look = Some(look_summary(&questions));
+            if questions.is_empty() {
+                out.stop = Some("nothing to decide: no comparison, and no claim this run can judge".to_owned());
+                return out;
+            }
             if questions.iter().all(|q| q.decided) {
                 out.stop = Some(format!(
                     "every question is decided ({})",
@@ -134,7 +138,9 @@ fn look_summary(questions: &[Question]) -> String {
             format!("{} ({}, {interval})", q.what, q.verdict)
         })
         .collect();
-    if open.is_empty() {
+    if questions.is_empty() {
+        "no comparison, and no claim this run can judge".to_owned()
+    } else if open.is_empty() {
         format!("{} decided", crate::report::format::plural(decided, "question"))
     } else {
         format!("{decided} of {} decided; open: {}", questions.len(), open.join("; "))

@@ -6,7 +6,7 @@ use super::diag::{ManifestError, ManifestErrors};
 use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource};
 use super::spans::{Seg, SpanIndex};
 use super::validate::{in_file_order, Override, Validator};
-use super::{ClaimDef, CompareDef, Config, Experiment, Order, Schedule, StageDef};
+use super::{ClaimDef, Config, Experiment, StageDef};
 use crate::hint::did_you_mean;
 use std::ops::Range;
 use std::path::Path;
@@ -31,16 +31,26 @@ impl Validator {
             Some(RawSource { document, section }) => (document.as_ref(), section.as_ref()),
             None => (None, None),
         };
-        let (Some(metric), Some(variant), Some(speedup), Some(quote), Some(document), Some(section), Some(change)) = (
-            &c.metric, &c.variant, &c.speedup, &c.quote, document, section, &c.change,
-        ) else {
+        if let (Some(_), Some(_)) = (&c.speedup, &c.value) {
+            let span = self.value_span(&["compare", "claims", idx, "value"]);
+            self.err(
+                ManifestError::new("a claim states a speedup or a value, not both", span)
+                    .label("one of the two")
+                    .hint("keep `speedup` for a claim of how much faster, `value` for a claim of how much"),
+            );
+            return None;
+        }
+        let claimed = c.speedup.as_ref().or(c.value.as_ref());
+        let (Some(metric), Some(variant), Some(speedup), Some(quote), Some(document), Some(section), Some(change)) =
+            (&c.metric, &c.variant, claimed, &c.quote, document, section, &c.change)
+        else {
             self.missing_keys(
                 "claim",
                 idx,
                 &[
                     ("metric", c.metric.is_some()),
                     ("variant", c.variant.is_some()),
-                    ("speedup", c.speedup.is_some()),
+                    ("speedup` or `value", claimed.is_some()),
                     ("quote", c.quote.is_some()),
                     ("source", c.source.is_some()),
                     ("source.document", c.source.is_none() || document.is_some()),
@@ -60,6 +70,8 @@ impl Validator {
                     .label("no such variant")
                     .hint(hint),
             );
+        } else if c.value.is_some() {
+            // A value claim is about one variant's own figure: any variant, baseline included.
         } else if variant == baseline {
             let span = self.value_span(&["compare", "claims", idx, "variant"]);
             self.err(
@@ -80,7 +92,26 @@ impl Validator {
                 )),
             );
         }
-        if let Err((msg, hint)) = super::validate::check_claim(speedup) {
+        let mut value = None;
+        if c.value.is_some() {
+            let span = self.value_span(&["compare", "claims", idx, "value"]);
+            match metric_unit(metric, stages) {
+                None => self.err(
+                    ManifestError::new(
+                        format!("claimed value `{speedup}`: the unit of `{metric}` is not known before the run"),
+                        span,
+                    )
+                    .label("unknown unit")
+                    .hint("claim a value of a metric the stage catalog declares (`measured schema` lists them)"),
+                ),
+                Some(unit) => match crate::stats::Claim::parse_value(speedup, unit) {
+                    Ok(v) => value = Some(v),
+                    Err(e) => self.err(
+                        ManifestError::new(format!("claimed value `{speedup}`: {}", e.message), span).hint(e.hint),
+                    ),
+                },
+            }
+        } else if let Err((msg, hint)) = super::validate::check_claim(speedup) {
             let span = self.value_span(&["compare", "claims", idx, "speedup"]);
             self.err(ManifestError::new(msg, span).maybe_hint(hint));
         } else if let Some(msg) = impossible_cut(speedup, time_cost) {
@@ -135,6 +166,7 @@ impl Validator {
             metric: metric.clone(),
             variant: variant.clone(),
             speedup: speedup.clone(),
+            value,
             quote: quote.clone(),
             document: document.clone(),
             section: section.clone(),
@@ -375,85 +407,6 @@ impl Validator {
             );
         }
     }
-
-    /// A design whose repetitions cannot reach `alpha` reports "inconclusive" whatever the data:
-    /// the exact rank test has a smallest possible p-value. Interleaved runs are compared in
-    /// blocks with the signed-rank test (floor `2 / 2^n`), sequential-order runs with the
-    /// Mann-Whitney test (floor `2 / C(2n, n)`). A sequential plan needs the floor at its first
-    /// look. A claim needs a bounded 95% interval as well.
-    pub(super) fn reachable_alpha(&mut self, schedule: &Schedule, compare: &CompareDef) {
-        let paired = schedule.order == Order::Interleaved;
-        let (n, what, are) = match schedule.sequential {
-            Some(plan) => (
-                plan.min as usize,
-                format!("a first look after {} blocks", plan.min),
-                "is",
-            ),
-            None => (
-                schedule.repetitions as usize,
-                format!("{} repetitions per config", schedule.repetitions),
-                "are",
-            ),
-        };
-        let floor = crate::stats::min_attainable_p(n, paired);
-        let needed = (1..=64)
-            .find(|&k| crate::stats::min_attainable_p(k, paired) < compare.alpha)
-            .unwrap_or(64);
-        let needed_claims = if compare.claims.is_empty() {
-            0
-        } else if paired {
-            crate::stats::MIN_CLAIM_REPETITIONS.max(crate::stats::min_values_for_interval(crate::stats::INTERVAL_ERROR))
-        } else {
-            crate::stats::MIN_CLAIM_REPETITIONS
-        };
-        let span = self
-            .loc(&["schedule", "repetitions"])
-            .value
-            .or_else(|| self.key_span(&["schedule"]))
-            .or_else(|| self.value_span(&["compare", "alpha"]));
-        let fix = |k: usize| match schedule.sequential {
-            Some(plan) => format!(
-                "start with `min = {k}` or more (`repetitions = {{ min = {k}, max = {} }}`)",
-                plan.max.max(k as u32)
-            ),
-            None => format!("use repetitions = {k} or more"),
-        };
-        let design = if paired {
-            format!("the signed-rank test over {n} blocks")
-        } else {
-            format!("the rank test with {n} vs {n} samples")
-        };
-        if floor >= compare.alpha {
-            self.err(
-                ManifestError::new(
-                    format!(
-                        "{what} can never reach alpha {}: the smallest p-value {design} can give is {}, so \
-                         every comparison would be inconclusive whatever the data",
-                        compare.alpha,
-                        format_args!("{floor:.3}")
-                    ),
-                    span,
-                )
-                .label("too few repetitions")
-                .hint(format!(
-                    "{}, or raise `alpha` in [compare]",
-                    fix(needed.max(needed_claims))
-                )),
-            );
-        } else if n < needed_claims {
-            self.err(
-                ManifestError::new(
-                    format!(
-                        "{what} {are} too few to judge a claim: a claim needs at least {needed_claims}, below \
-                         which no 95% interval is bounded or it covers less than it says"
-                    ),
-                    span,
-                )
-                .label("too few repetitions")
-                .hint(fix(needed_claims)),
-            );
-        }
-    }
 }
 
 /// Parameter tables equal as a stage reads them: `5` and `5.0` are one number.
@@ -552,7 +505,13 @@ pub fn check_stock_backend(exp: &Experiment, stock_is_postgres: bool) -> Result<
 
 /// The unit of a metric as far as the manifest tells: `s` for stage and trial wall times, the
 /// catalog's unit for a built-in stage's metric; `None` for what a command prints.
-fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static str> {
+pub(super) fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static str> {
+    let parts = crate::metrics::summed(metric);
+    if parts.len() > 1 {
+        // A sum has its parts' unit when they share one.
+        let units: Vec<Option<&'static str>> = parts.iter().map(|p| metric_unit(p, stages)).collect();
+        return units[0].filter(|u| units.iter().all(|v| *v == Some(*u)));
+    }
     let (stage, name) = metric.split_once('.')?;
     if stage == "trial" {
         return (name == "seconds").then_some("s");

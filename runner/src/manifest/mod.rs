@@ -149,7 +149,10 @@ pub struct GuardDef {
 pub struct ClaimDef {
     pub metric: String,
     pub variant: String,
+    /// The claim as written: a speedup (`speedup = ...`), or a value (`value = ...`).
     pub speedup: String,
+    /// A value claim, parsed into the metric's unit; `None` for a speedup claim.
+    pub value: Option<crate::stats::Claim>,
     /// The claim word for word (found in `sources/<document>.md` under `section`).
     pub quote: String,
     pub document: String,

@@ -281,7 +281,11 @@ pub(crate) struct RawGuard {
 /// another change or another measurement than the experiment's is reported as "not this
 /// experiment's claim", never judged.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields, rename = "Claim")]
+#[schemars(
+    deny_unknown_fields,
+    rename = "Claim",
+    extend("oneOf" = [{ "required": ["speedup"] }, { "required": ["value"] }])
+)]
 pub(crate) struct RawClaim {
     /// `<stage>.<metric>` the claim is about.
     #[schemars(required)]
@@ -290,9 +294,12 @@ pub(crate) struct RawClaim {
     #[schemars(required)]
     pub variant: Option<String>,
     /// The claimed speedup: `"3x..4x"`, `"3-4x"`, `"1.5x"`, `"~2x"`, or improvements such as
-    /// `"20%"`, `">= 20%"`, `"5%..15%"`.
-    #[schemars(required)]
+    /// `"20%"`, `">= 20%"`, `"5%..15%"` (or a `value` instead).
     pub speedup: Option<String>,
+    /// Instead of a speedup, the claimed value of the variant's metric: `"2ms..10ms"`,
+    /// `"~0.5-2ms"`, `"60%..90%"`, `">= 60%"` (times in ns, us, ms or s for a metric in
+    /// seconds; percentages for one in %), judged on the interval of its median.
+    pub value: Option<String>,
     /// The claim word for word, as its source states it: it must occur, byte for byte, in a
     /// `> ` line under the source's section in `sources/<document>.md`.
     #[schemars(required)]

@@ -302,6 +302,10 @@ pub fn build_report(run: &RunData) -> Report {
 /// What `metric` measures, from the stage catalog of the kind that recorded it.
 pub(crate) fn about_metric(run: &RunData, metric: &str) -> Option<String> {
     use crate::stage::catalog;
+    let parts = crate::metrics::summed(metric);
+    if parts.len() > 1 {
+        return Some(format!("the sum of {} in each trial", parts.join(", ")));
+    }
     if metric == "trial.seconds" {
         return Some("the trial's wall time, every stage together".to_owned());
     }

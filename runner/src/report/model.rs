@@ -267,6 +267,18 @@ pub struct ClaimRow {
     pub reason: String,
     /// For an inconclusive claim: estimated repetitions per side (blocks) that would settle it.
     pub reps_needed: Option<usize>,
+    /// A value claim (`value = "2ms..10ms"`): the measured median it is judged on (`claimed`
+    /// is then a range of the metric's value in `unit`, not a speedup); `null` for a speedup
+    /// claim.
+    pub value: Option<ClaimedValue>,
+}
+
+/// What a value claim is judged on: the config's median of the metric, with its 95% interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimedValue {
+    pub unit: String,
+    pub median: Option<f64>,
+    pub median_ci: Option<Interval>,
 }
 
 #[derive(Debug, Clone, Serialize)]

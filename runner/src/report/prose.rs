@@ -213,6 +213,29 @@ pub(crate) fn claim_reason(row: &ClaimRow, style: Style) -> String {
     }
 }
 
+/// What a claim states, as its table cell shows it: a speedup range (`1.20x–1.50x`), or for a
+/// value claim the range of the metric's value (`2.000 ms–10.00 ms`).
+pub(crate) fn claimed_range(c: &ClaimRow) -> String {
+    match &c.value {
+        Some(v) => format::value_interval(c.claimed, &v.unit),
+        None => format::factor_interval(c.claimed),
+    }
+}
+
+/// What was measured for a claim: the speedup with its interval, or for a value claim the
+/// config's median with its interval; a dash without a comparison.
+pub(crate) fn claim_measurement(c: &ClaimRow) -> String {
+    match (&c.value, &c.against) {
+        (Some(v), _) => format!(
+            "median {} ({})",
+            v.median.map_or_else(|| "—".to_owned(), |m| format::value(m, &v.unit)),
+            format::value_interval(v.median_ci, &v.unit)
+        ),
+        (None, Some(_)) => measured_speedup(c.speedup, c.speedup_ci),
+        (None, None) => "—".to_owned(),
+    }
+}
+
 /// `1.31x (1.30x–1.31x)`: a measured speedup with its interval.
 pub(crate) fn measured_speedup(speedup: Option<f64>, ci: Option<(f64, f64)>) -> String {
     format!(
@@ -273,9 +296,10 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
                 row.source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default(),
             ),
         };
-        let detail = match (&row.against, row.speedup_ci) {
+        let measured = row.speedup_ci.is_some() || row.value.is_some();
+        let detail = match (&row.against, measured) {
             // The claim is not judged: why, then the measurement as context.
-            (Some(_), Some(_))
+            (Some(_), true)
                 if matches!(
                     row.verdict,
                     ClaimVerdict::NotThisExperiment | ClaimVerdict::NotReproduced | ClaimVerdict::Untestable
@@ -286,22 +310,22 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
                 format!(
                     "{}; measured {}",
                     row.reason.strip_prefix(&verdict).unwrap_or(&row.reason),
-                    measured_speedup(row.speedup, row.speedup_ci)
+                    claim_measurement(row)
                 )
             }
-            (Some(_), Some(_)) if row.verdict == ClaimVerdict::Inconclusive => format!(
+            (Some(_), true) if row.verdict == ClaimVerdict::Inconclusive => format!(
                 "measured {} against claimed {}: {}{}",
-                measured_speedup(row.speedup, row.speedup_ci),
-                format::factor_interval(row.claimed),
+                claim_measurement(row),
+                claimed_range(row),
                 row.reason,
                 row.reps_needed
                     .map(|n| format!("; about {n} repetitions per side (blocks) would settle it"))
                     .unwrap_or_default()
             ),
-            (Some(_), Some(_)) => format!(
+            (Some(_), true) => format!(
                 "measured {} against claimed {}",
-                measured_speedup(row.speedup, row.speedup_ci),
-                format::factor_interval(row.claimed)
+                claim_measurement(row),
+                claimed_range(row)
             ),
             _ => claim_reason(row, style),
         };

@@ -6,7 +6,22 @@ use super::{ConfigData, RunData, TrialData};
 use crate::stats::{compare, compare_paired, CompareSettings, Comparison, Direction, SequentialState};
 
 /// The value of `metric` in one trial, with its unit; `None` when the trial did not record it.
+/// A sum (`features.seconds + train.h2d_seconds`) is the sum of its parts, when the trial
+/// recorded every part, in one unit.
 pub(crate) fn trial_value(trial: &TrialData, metric: &str) -> Option<(f64, String)> {
+    let parts = crate::metrics::summed(metric);
+    if parts.len() > 1 {
+        let mut total = 0.0;
+        let mut unit: Option<String> = None;
+        for part in parts {
+            let (v, u) = trial_value(trial, part)?;
+            if unit.get_or_insert_with(|| u.clone()) != &u {
+                return None;
+            }
+            total += v;
+        }
+        return unit.map(|u| (total, u));
+    }
     if metric == "trial.seconds" {
         return Some((trial.stages.iter().map(|s| s.seconds).sum(), "s".to_owned()));
     }

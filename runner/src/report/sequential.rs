@@ -83,6 +83,8 @@ pub struct SequentialSummary {
     pub alpha_at_look: f64,
     pub confidence_at_look: f64,
     pub stop: StopKind,
+    /// Questions the run answers (comparisons and claims it can judge).
+    pub questions: usize,
     /// Questions still open.
     pub open: Vec<Question>,
 }
@@ -110,6 +112,7 @@ pub(crate) fn sequential_summary(run: &RunData, questions: &[Question]) -> Optio
         alpha_at_look: look.alpha,
         confidence_at_look: 1.0 - look.error,
         stop: stop_kind(&run.status, &plan, blocks, open.is_empty()),
+        questions: questions.len(),
         open,
     })
 }
@@ -144,6 +147,10 @@ impl SequentialSummary {
                 .join("; ")
         };
         match self.stop {
+            StopKind::Decided if self.questions == 0 => format!(
+                "Stopped after {blocks}, at its first look: it had nothing to decide (no comparison, and no claim it \
+                 could judge)."
+            ),
             StopKind::Decided => format!(
                 "Stopped after {blocks}: every question was decided at the look after {} blocks (looks at {looks}; \
                  the plan allowed up to {}).",

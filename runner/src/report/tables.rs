@@ -1,12 +1,17 @@
 //! Report tables (run data + stats -> typed guard, claim, stage, sweep, failed-trial rows).
 
-use super::model::{finite, ClaimRow, FailedTrialRow, GuardRow, StageRow, SweepCell, SweepRow, SweepTable};
+use super::model::{
+    finite, ClaimRow, ClaimedValue, FailedTrialRow, GuardRow, StageRow, SweepCell, SweepRow, SweepTable,
+};
 use super::prose::{no_comparison_reason, Style};
 use super::samples::{
     compare_configs, direction_of, metric_samples, settings_of, sweep_axis, sweep_label, trial_value,
 };
 use super::{ConfigData, RunData};
-use crate::stats::{assess, bootstrap_median_ci, guard, guard_paired, median, ClaimVerdict, Direction, Tolerance};
+use crate::stats::{
+    assess, assess_value, bootstrap_median_ci, guard, guard_paired, median, ClaimUnit, ClaimVerdict, Direction,
+    Tolerance,
+};
 
 /// `(baseline, candidate)` values of `metric` from successful trials with the same repetition.
 fn paired_by_repetition(base: &ConfigData, cand: &ConfigData, metric: &str) -> Vec<(f64, f64)> {
@@ -158,6 +163,104 @@ fn context_note(run: &RunData, spec: &crate::runspec::ClaimSpec, context: &[(usi
     ))
 }
 
+/// The row of a value claim (`value = "2ms..10ms"`) at config `cand`: judged on the interval
+/// of its median, unless the claim is not this experiment's or the run missed its conditions.
+fn value_claim_row(
+    run: &RunData,
+    spec: &crate::runspec::ClaimSpec,
+    cand: &ConfigData,
+    settings: &crate::stats::CompareSettings,
+    base: ClaimRow,
+) -> ClaimRow {
+    let s = metric_samples(cand, &spec.metric);
+    let m = median(&s.values);
+    let ci = bootstrap_median_ci(&s.values, settings.resamples, settings.seed);
+    let mut e = assess_value(&spec.claim, m, ci, s.values.len(), run.compare.band);
+    if let Some((verdict, why)) = spec.not_judged() {
+        e.verdict = verdict;
+        e.reason = why;
+    } else if let Some(why) = crate::stats::unmet(&spec.requires, &run.environment, &cand.params) {
+        e.verdict = ClaimVerdict::NotReproduced;
+        e.reason = why;
+    }
+    ClaimRow {
+        verdict: e.verdict,
+        reason: e.reason,
+        claimed: Some(e.claimed),
+        value: Some(ClaimedValue {
+            unit: s.unit.unwrap_or_default(),
+            median: finite(m),
+            median_ci: ci,
+        }),
+        reps_needed: e.reps_needed.filter(|_| e.verdict == ClaimVerdict::Inconclusive),
+        ..base
+    }
+}
+
+/// A claim row with no measurement yet: what the claim says, and a verdict with its reason.
+fn blank_claim_row(
+    spec: &crate::runspec::ClaimSpec,
+    config: String,
+    verdict: ClaimVerdict,
+    reason: String,
+) -> ClaimRow {
+    ClaimRow {
+        claim: spec.text.clone(),
+        quote: spec.quote.clone(),
+        source: spec.source.clone(),
+        change: spec.change.clone(),
+        config,
+        against: None,
+        metric: spec.metric.clone(),
+        verdict,
+        claimed: None,
+        speedup: None,
+        speedup_ci: None,
+        reason,
+        reps_needed: None,
+        value: None,
+    }
+}
+
+/// The (candidate, baseline) config pairs a claim is about: a value claim, each of its variant's
+/// configs on its own, baseline or not (as `(i, i)`); a speedup claim, each of its variant's
+/// configs against the config it is compared with.
+fn claim_pairs(run: &RunData, spec: &crate::runspec::ClaimSpec, plan: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    if spec.claim.unit == ClaimUnit::Value {
+        (0..run.configs.len())
+            .filter(|&i| run.configs[i].variant == spec.variant)
+            .map(|i| (i, i))
+            .collect()
+    } else {
+        plan.iter()
+            .copied()
+            .filter(|(i, _)| run.configs[*i].variant == spec.variant)
+            .collect()
+    }
+}
+
+/// The verdict of a claim made at parameter values none of the run's configs has.
+fn params_not_reproduced(
+    run: &RunData,
+    spec: &crate::runspec::ClaimSpec,
+    context: &[(usize, usize)],
+) -> (ClaimVerdict, String) {
+    let had: Vec<String> = context
+        .iter()
+        .flat_map(|(i, _)| crate::stats::params_unmet(&spec.requires, &run.configs[*i].params))
+        .collect();
+    spec.not_judged().unwrap_or_else(|| {
+        (
+            ClaimVerdict::NotReproduced,
+            format!(
+                "not reproduced here: the claim is for {}; this run measured {}",
+                spec.requires.describe_params(),
+                had.join(", ")
+            ),
+        )
+    })
+}
+
 /// The claim rows of a report, and notes on the configs a claim does not cover.
 ///
 /// A claim made at given parameter values (`requires.params`, e.g. 500 symbols) is judged only
@@ -172,25 +275,9 @@ pub(crate) fn claim_rows(
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for spec in &run.compare.claims {
-        let row = |config: String, verdict: ClaimVerdict, reason: String| ClaimRow {
-            claim: spec.text.clone(),
-            quote: spec.quote.clone(),
-            source: spec.source.clone(),
-            change: spec.change.clone(),
-            config,
-            against: None,
-            metric: spec.metric.clone(),
-            verdict,
-            claimed: None,
-            speedup: None,
-            speedup_ci: None,
-            reason,
-            reps_needed: None,
-        };
-        let matching: Vec<&(usize, usize)> = plan
-            .iter()
-            .filter(|(i, _)| run.configs[*i].variant == spec.variant)
-            .collect();
+        let row =
+            |config: String, verdict: ClaimVerdict, reason: String| blank_claim_row(spec, config, verdict, reason);
+        let matching = claim_pairs(run, spec, plan);
         if matching.is_empty() {
             rows.push(row(
                 spec.variant.clone(),
@@ -202,30 +289,26 @@ pub(crate) fn claim_rows(
         // (candidate, baseline) config pairs the claim covers, and the others.
         type Pairs = Vec<(usize, usize)>;
         let (covered, context): (Pairs, Pairs) = matching
-            .iter()
-            .map(|&&p| p)
+            .into_iter()
             .partition(|(i, _)| crate::stats::params_unmet(&spec.requires, &run.configs[*i].params).is_empty());
         notes.extend(context_note(run, spec, &context));
         if covered.is_empty() {
-            let had: Vec<String> = context
-                .iter()
-                .flat_map(|(i, _)| crate::stats::params_unmet(&spec.requires, &run.configs[*i].params))
-                .collect();
-            let (verdict, reason) = spec.not_judged().unwrap_or_else(|| {
-                (
-                    ClaimVerdict::NotReproduced,
-                    format!(
-                        "not reproduced here: the claim is for {}; this run measured {}",
-                        spec.requires.describe_params(),
-                        had.join(", ")
-                    ),
-                )
-            });
+            let (verdict, reason) = params_not_reproduced(run, spec, &context);
             rows.push(row(spec.variant.clone(), verdict, reason));
             continue;
         }
         for &(i, j) in &covered {
             let (cand, base) = (&run.configs[i], &run.configs[j]);
+            if spec.claim.unit == ClaimUnit::Value {
+                rows.push(value_claim_row(
+                    run,
+                    spec,
+                    cand,
+                    settings,
+                    row(cand.name.clone(), ClaimVerdict::Untestable, String::new()),
+                ));
+                continue;
+            }
             let unit = metric_samples(base, &spec.metric).unit;
             let direction: Direction = direction_of(run, &spec.metric, unit.as_deref());
             let c = compare_configs(base, cand, &spec.metric, direction, settings);

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::format;
 use super::model::{BandwidthKind, ChartRef, ComparisonRecord, GuardRow, Report};
-use super::prose::{self, guard_amount, measured_speedup, verdict_cell, Style};
+use super::prose::{self, guard_amount, verdict_cell, Style};
 use crate::stats::GuardVerdict;
 
 const DASH: &str = "—";
@@ -342,11 +342,8 @@ pub fn view(r: &Report) -> ReportView<'_> {
                 source: format::cell(c.source.as_deref().unwrap_or(DASH)),
                 config: c.config.clone(),
                 metric: c.metric.clone(),
-                claimed: format::factor_interval(c.claimed),
-                measured: match c.against {
-                    Some(_) => measured_speedup(c.speedup, c.speedup_ci),
-                    None => DASH.to_owned(),
-                },
+                claimed: prose::claimed_range(c),
+                measured: prose::claim_measurement(c),
                 verdict: c.verdict.as_str(),
                 reason: prose::claim_reason(c, Style::Markdown),
             })

@@ -23,6 +23,13 @@ pub struct MetricDecl {
     pub shape: Shape,
 }
 
+impl MetricDecl {
+    /// Whether only a stage running on CUDA records it: its description ends with `(CUDA)`.
+    pub fn cuda_only(&self) -> bool {
+        self.about.ends_with("(CUDA)")
+    }
+}
+
 /// Whether a metric is one value per trial, a series, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -118,6 +125,11 @@ const TRAIN: &[MetricDecl] = &[
         "seconds of the untimed warm-up step before the first epoch",
     ),
     m(
+        "warmup_steps",
+        "count",
+        "untimed warm-up steps before the first epoch (one, or as many as warmup_seconds takes)",
+    ),
+    m(
         "train_steps",
         "count",
         "optimizer steps over all epochs, the warm-up step not included",
@@ -162,6 +174,37 @@ const TRAIN: &[MetricDecl] = &[
     ),
     m("readback_seconds", "s", "seconds reading the loss back (phase_timing)"),
     m(
+        "loss_reads",
+        "count",
+        "loss reads back to the host: loss_reads_per_step every loss_sync_every steps, and each epoch's mean",
+    ),
+    m(
+        "readback_seconds_per_read",
+        "s",
+        "readback_seconds per loss read: what one read of the loss (an `.item()`) costs (phase_timing)",
+    ),
+    also_per(
+        "epoch",
+        "alloc_seconds",
+        "s",
+        "host time of the calls that allocated batch buffers, apart from the copies into them \
+         (a new pair per batch, or once with buffer_reuse; on CUDA, dfdx's cache or the \
+         stream-ordered pool)",
+    ),
+    also_per("epoch", "allocations", "count", "batch buffers allocated"),
+    m(
+        "sync_calls",
+        "count",
+        "driver calls that made the host wait for the device during the training steps: \
+         synchronizations and blocking copies (CUDA)",
+    ),
+    m("sync_calls_per_step", "count", "sync_calls per optimizer step (CUDA)"),
+    m(
+        "query_calls",
+        "count",
+        "stream and event queries during the training steps, which never wait (CUDA)",
+    ),
+    m(
         "device_mem_peak_bytes",
         "B",
         "most device memory allocated from the memory pool at once, dfdx's tensor cache included (CUDA)",
@@ -196,6 +239,11 @@ const VALIDATE: &[MetricDecl] = &[
     m("ic", "score", "Spearman rank correlation of predictions and targets"),
     m("ic_per_date", "score", "mean cross-sectional rank correlation per date"),
     m("ic_t", "score", "t-statistic of the per-date rank correlation"),
+    m(
+        "logged_batches",
+        "count",
+        "batches whose mean prediction was read back and logged (log_every)",
+    ),
     m("ic_dates", "count", "dates the per-date rank correlation averages"),
     m("valid_windows", "count", "validation windows scored"),
     m("naive_zero_mse", "loss", "MSE of predicting zero"),
@@ -272,6 +320,29 @@ const TRANSFER: &[MetricDecl] = &[
     m("d2d_gbps", "GB/s", "device-to-device bandwidth (CUDA)"),
 ];
 
+/// GPU telemetry, sampled through NVML while a stage runs on CUDA (`measure::gpu`): recorded by
+/// every stage kind that can run there.
+const GPU_TELEMETRY: &[MetricDecl] = &[
+    m(
+        "gpu_samples",
+        "count",
+        "GPU telemetry samples taken while the stage ran (CUDA)",
+    ),
+    m("gpu_util_mean", "%", "mean GPU utilization while the stage ran (CUDA)"),
+    m("gpu_util_max", "%", "highest GPU utilization a sample saw (CUDA)"),
+    m("gpu_mem_peak", "B", "most GPU memory in use in a sample (CUDA)"),
+    m("gpu_sm_clock_min", "MHz", "lowest SM clock a sample saw (CUDA)"),
+    m("gpu_sm_clock_max", "MHz", "the GPU's highest SM clock (CUDA)"),
+    m("gpu_power_mean", "W", "mean board power (CUDA)"),
+    m("gpu_temp_max", "C", "highest GPU temperature a sample saw (CUDA)"),
+    m(
+        "gpu_throttled_share",
+        "ratio",
+        "share of samples below 75% of the highest SM clock (CUDA)",
+    ),
+    m("gpu_throttled", "count", "1 when a sample was throttled (CUDA)"),
+];
+
 /// The metrics of a stage kind: `None` for `command` (its program names them) and unknown kinds.
 pub fn declared(kind: &str) -> Option<&'static [MetricDecl]> {
     Some(match kind {
@@ -301,6 +372,9 @@ pub fn names(kind: &str) -> Option<Vec<(String, &'static MetricDecl)>> {
         } else {
             out.push((d.name.to_owned(), d));
         }
+    }
+    if matches!(kind, "train" | "validate" | "transfer") {
+        out.extend(GPU_TELEMETRY.iter().map(|d| (d.name.to_owned(), d)));
     }
     if !out.iter().any(|(n, _)| n == "seconds") {
         out.push(("seconds".to_owned(), &STAGE_SECONDS));

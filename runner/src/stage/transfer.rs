@@ -20,7 +20,7 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
 impl Stage for TransferStage {
     fn gpu_monitor(&self) -> Option<f64> {
         // Not where CUDA cannot be used: the stage then fails before any GPU work.
-        (self.params.device == crate::transfer::TransferDevice::Cuda && crate::cuda_dl::probe().is_ok())
+        (self.params.device != crate::transfer::TransferDevice::Cpu && crate::cuda_dl::probe().is_ok())
             .then_some(crate::measure::gpu::DEFAULT_HZ)
     }
 

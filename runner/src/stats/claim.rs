@@ -22,6 +22,9 @@ pub enum ClaimUnit {
     /// An improvement in percent: `1 - candidate/baseline` for lower-is-better metrics (so
     /// "90%" means 90% less time), `candidate/baseline - 1` for higher-is-better ones.
     Percent,
+    /// A range for the metric's own value, in the metric's unit (a time in seconds): `value =
+    /// "2ms..10ms"`, judged on the interval of the variant's median rather than a speedup.
+    Value,
 }
 
 /// A parsed claim, in the units it was written in. `high` may be infinite (`>= 20%`).
@@ -65,7 +68,7 @@ pub struct ClaimParseError {
 const HINT: &str = "write a speedup like \"1.5x\", \"~2x\", \"3x..4x\" or \"3-4x\", or an \
                     improvement like \"20%\", \"5-15%\" or \">= 20%\"";
 
-fn parse_number(s: &str) -> Option<f64> {
+pub(super) fn parse_number(s: &str) -> Option<f64> {
     let v: f64 = s.trim().parse().ok()?;
     v.is_finite().then_some(v)
 }
@@ -146,7 +149,7 @@ impl Claim {
                 let unit = unit.ok_or_else(|| err("missing unit: `x` or `%`"))?;
                 let v = parse_number(n).ok_or_else(|| err("not a number"))?;
                 let lowest = match unit {
-                    ClaimUnit::Multiplier => 0.0,
+                    ClaimUnit::Multiplier | ClaimUnit::Value => 0.0,
                     ClaimUnit::Percent => f64::NEG_INFINITY,
                 };
                 match bound {
@@ -172,7 +175,7 @@ impl Claim {
             }
         };
         let largest = match claim.unit {
-            ClaimUnit::Multiplier => MAX_CLAIM_FACTOR,
+            ClaimUnit::Multiplier | ClaimUnit::Value => MAX_CLAIM_FACTOR,
             ClaimUnit::Percent => MAX_CLAIM_PERCENT,
         };
         if [claim.low, claim.high]
@@ -180,7 +183,9 @@ impl Claim {
             .any(|v| v.is_finite() && v.abs() > largest)
         {
             return Err(err(match claim.unit {
-                ClaimUnit::Multiplier => "a speedup above 1,000,000x is not a claim anything here can measure",
+                ClaimUnit::Multiplier | ClaimUnit::Value => {
+                    "a speedup above 1,000,000x is not a claim anything here can measure"
+                }
                 ClaimUnit::Percent => "a change above 1,000,000% is not a claim anything here can measure",
             }));
         }
@@ -196,7 +201,7 @@ impl Claim {
     /// The claim on the speedup scale (> 1 = better), for a metric with `direction`.
     pub fn speedup_interval(&self, direction: Direction) -> (f64, f64) {
         let to_speedup = |v: f64| match (self.unit, direction) {
-            (ClaimUnit::Multiplier, _) => v,
+            (ClaimUnit::Multiplier | ClaimUnit::Value, _) => v,
             (ClaimUnit::Percent, Direction::HigherIsBetter) => (1.0 + v / 100.0).max(0.0),
             (ClaimUnit::Percent, Direction::LowerIsBetter) => {
                 // improvement p => candidate/baseline = 1 - p, speedup = 1 / (1 - p).
@@ -208,6 +213,9 @@ impl Claim {
                 }
             }
         };
+        if self.unit == ClaimUnit::Value {
+            return self.value_interval();
+        }
         let (lo, hi) = (to_speedup(self.low), to_speedup(self.high));
         if self.point {
             (lo * (1.0 - POINT_CLAIM_TOLERANCE), hi * (1.0 + POINT_CLAIM_TOLERANCE))
@@ -360,7 +368,7 @@ pub fn assess(claim: &Claim, comparison: &Comparison) -> ClaimEvaluation {
 /// Repetitions (or blocks) at which an interval shrinking with `1 / sqrt(n)` around
 /// `speedup` would clear the nearest edge of `(wlo, whi)`: lie inside it when the estimate is
 /// inside, wholly outside when it is outside. `None` when the estimate sits on an edge.
-fn claim_reps_needed(speedup: f64, (lo, hi): (f64, f64), (wlo, whi): (f64, f64), n: usize) -> Option<usize> {
+pub(super) fn claim_reps_needed(speedup: f64, (lo, hi): (f64, f64), (wlo, whi): (f64, f64), n: usize) -> Option<usize> {
     if !(speedup > 0.0 && lo > 0.0 && hi.is_finite()) || n == 0 {
         return None;
     }
@@ -510,6 +518,44 @@ mod tests {
         assert_eq!(evaluate(&c("100%"), &measured(2.0, 3.0)), ClaimVerdict::Untestable);
         // An overlap is not support: 1.17x-1.60x against a 5-15% improvement.
         assert_eq!(evaluate(&c("5-15%"), &measured(1.17, 1.60)), ClaimVerdict::Inconclusive);
+    }
+
+    /// One row per verdict rule: the claim, the measured interval, the verdict and its reason.
+    #[test]
+    fn every_verdict_rule_in_one_table() {
+        let mut rows = vec![
+            "| claim | measured 95% CI | verdict | why |".to_owned(),
+            "|---|---|---|---|".to_owned(),
+        ];
+        let cases: [(&str, Option<(f64, f64)>); 8] = [
+            ("5-15%", Some((1.07, 1.12))),
+            ("5-15%", Some((1.17, 1.60))),
+            ("5-15%", Some((0.97, 1.04))),
+            ("5-15%", Some((1.25, 1.40))),
+            ("5-15%", Some((0.80, 1.01))),
+            ("3x..4x", Some((2.95, 4.05))),
+            ("100%", Some((2.0, 3.0))),
+            ("2x", None),
+        ];
+        for (text, ci) in cases {
+            let e = match ci {
+                Some((lo, hi)) => assess(&c(text), &measured(lo, hi)),
+                None => assess(
+                    &c(text),
+                    &crate::stats::compare(&[], &[1.0, 2.0], Direction::LowerIsBetter, &CompareSettings::default()),
+                ),
+            };
+            rows.push(format!(
+                "| {text} | {} | {} | {}{} |",
+                ci.map_or_else(|| "—".to_owned(), |(lo, hi)| format!("{lo:.2}x-{hi:.2}x")),
+                e.verdict.as_str(),
+                e.reason,
+                e.reps_needed
+                    .map(|n| format!(" (about {n} per side)"))
+                    .unwrap_or_default()
+            ));
+        }
+        insta::assert_snapshot!("claim_verdicts", rows.join("\n"));
     }
 
     #[test]

@@ -31,13 +31,18 @@ impl ClaimConditions {
         self.device.is_none() && self.min_cores.is_none() && self.params.is_empty()
     }
 
-    /// The parameter values alone, in words: `stages.load.symbols = { first = 500 }`.
+    /// What a config must have for the claim to be judged at it, in words:
+    /// `stages.load.symbols = { first = 500 }`, and for a claim made on N cores, `N threads or
+    /// more` (see [`params_unmet`]).
     pub fn describe_params(&self) -> String {
-        let parts: Vec<String> = self
+        let mut parts: Vec<String> = self
             .params
             .iter()
             .map(|(path, v)| format!("{path} = {}", show(v)))
             .collect();
+        if let Some(n) = self.min_cores {
+            parts.push(format!("{n} threads or more (the claim was made on {n} cores)"));
+        }
         parts.join(", ")
     }
 
@@ -91,13 +96,9 @@ pub fn unmet(
     // A claim about N threads or workers is not about a config that asks for more of them than
     // the machine has: the extra ones only time-share cores.
     if let Some(have) = cores {
-        for (stage, p) in params {
-            for key in PARALLELISM_PARAMS {
-                if let Some(n) = p.get(key).and_then(serde_json::Value::as_u64) {
-                    if n > u64::from(have) {
-                        missing.push(format!("stages.{stage}.{key} = {n} on {have} cores"));
-                    }
-                }
+        for (path, n) in thread_counts(params) {
+            if n > u64::from(have) {
+                missing.push(format!("{path} = {n} on {have} cores (oversubscribed)"));
             }
         }
     }
@@ -115,13 +116,41 @@ pub fn unmet(
     })
 }
 
+/// Every thread or worker count a config sets (a [`PARALLELISM_PARAMS`] parameter of a stage,
+/// or of a command stage's `vars`), as `(stages.<stage>.<key>, n)`.
+pub fn thread_counts(params: &indexmap::IndexMap<String, serde_json::Value>) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for (stage, p) in params {
+        for (prefix, table) in [("", Some(p)), ("vars.", p.get("vars"))] {
+            for key in PARALLELISM_PARAMS {
+                if let Some(n) = table.and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64) {
+                    out.push((format!("stages.{stage}.{prefix}{key}"), n));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The most threads or workers any stage of a config asks for; `None` when none names one.
+pub fn config_threads(params: &indexmap::IndexMap<String, serde_json::Value>) -> Option<u64> {
+    thread_counts(params).into_iter().map(|(_, n)| n).max()
+}
+
 /// The parameters of `conditions` a config does not have, as `path = <its value>`; empty when
-/// the config is one the claim was made for.
+/// the config is one the claim was made for. A claim made on N cores binds a config that sets
+/// a thread or worker count: it is judged only at configs running N or more (fewer threads
+/// cannot show what N cores do); a config that sets none is bound by the machine alone.
 pub fn params_unmet(
     conditions: &ClaimConditions,
     params: &indexmap::IndexMap<String, serde_json::Value>,
 ) -> Vec<String> {
     let mut missing = Vec::new();
+    if let (Some(need), Some(threads)) = (conditions.min_cores, config_threads(params)) {
+        if threads < u64::from(need) {
+            missing.push(format!("{threads} threads"));
+        }
+    }
     for (path, want) in &conditions.params {
         let got = param_at(params, path);
         if !got.is_some_and(|g| same(g, want)) {
@@ -233,7 +262,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             why,
-            "not reproduced here: this run had stages.features.threads = 8 on 2 cores"
+            "not reproduced here: this run had stages.features.threads = 8 on 2 cores (oversubscribed)"
         );
         assert_eq!(
             unmet(
@@ -243,6 +272,30 @@ mod tests {
             ),
             None
         );
+    }
+
+    /// A claim made on 8 cores binds the configs' thread counts: fewer threads are context, 8
+    /// are judged where the machine has 8 cores, and oversubscribed where it has 2.
+    #[test]
+    fn a_claim_made_on_eight_cores_is_judged_at_eight_threads_only() {
+        let c = ClaimConditions {
+            device: Some("cpu".into()),
+            min_cores: Some(8),
+            ..Default::default()
+        };
+        let at = |n: u64| params(json!({"features": {"threads": n, "parallel": true}}));
+        assert_eq!(params_unmet(&c, &at(2)), ["2 threads"]);
+        assert!(params_unmet(&c, &at(8)).is_empty());
+        assert_eq!(config_threads(&at(8)), Some(8));
+        assert_eq!(unmet(&c, &env("16", "none (CPU build)"), &at(8)), None);
+        let why = unmet(&c, &env("2", "none (CPU build)"), &at(8)).unwrap();
+        assert_eq!(
+            why,
+            "not reproduced here: the claim is for device cpu, 8 cores or more; this run had 2 cores, \
+             stages.features.threads = 8 on 2 cores (oversubscribed)"
+        );
+        // A config that names no thread count is bound by the machine alone.
+        assert!(params_unmet(&c, &params(json!({"train": {}}))).is_empty());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! **Level change**: the median of the last third of the trials over the median of the first
 //! third, with a percentile-bootstrap interval that resamples each third on its own. The run
 //! is *drifting* when that interval lies wholly outside the noise band: the level moved by more
-//! than the band, and by more than its own noise could explain.
+//! than the band, and by more than its own noise could explain. That takes 12 trials (four per
+//! third): with two, the bootstrap has too few distinct resamples to mean its level.
 //!
 //! **Trial-to-trial CV**: `sqrt(sum (x_{i+1} - x_i)^2 / (2 (n - 1))) / mean(x)`, the von
 //! Neumann estimate of the standard deviation from successive differences. A slow drift
@@ -23,6 +24,10 @@ pub const JITTER_CV: f64 = 0.05;
 /// Fewest trials (two per third) for which stability is computed.
 pub const MIN_STABILITY_TRIALS: usize = 6;
 
+/// Fewest trials (four per third) from which a level change can flag a drifting machine: a
+/// bootstrap of two values per third has too few distinct resamples to hold its level.
+pub const MIN_DRIFT_TRIALS: usize = 12;
+
 /// How steady one config's values were over a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stability {
@@ -34,7 +39,8 @@ pub struct Stability {
     pub level_change_ci: Option<(f64, f64)>,
     /// Trial-to-trial coefficient of variation, from successive differences.
     pub cv: f64,
-    /// `level_change_ci` lies wholly outside the noise band.
+    /// `level_change_ci` lies wholly outside the noise band, over at least
+    /// [`MIN_DRIFT_TRIALS`] trials.
     pub drifting: bool,
     /// `cv` above [`JITTER_CV`].
     pub jittery: bool,
@@ -55,7 +61,7 @@ pub fn stability(values: &[f64], band: f64, resamples: usize, seed: u64) -> Opti
     let mean = values.iter().sum::<f64>() / n as f64;
     let mssd = values.windows(2).map(|w| (w[1] - w[0]).powi(2)).sum::<f64>() / (n - 1) as f64;
     let cv = (mssd / 2.0).sqrt() / mean;
-    let drifting = level_change_ci.is_some_and(|(lo, hi)| lo > 1.0 + band || hi < 1.0 - band);
+    let drifting = n >= MIN_DRIFT_TRIALS && level_change_ci.is_some_and(|(lo, hi)| lo > 1.0 + band || hi < 1.0 - band);
     Some(Stability {
         trials: n,
         level_change,
@@ -90,6 +96,13 @@ mod tests {
         // Successive differences of 0.2 around a mean of 1.1: sqrt(0.04 / 2) / 1.1.
         assert!((s.cv - (0.02f64).sqrt() / 1.1).abs() < 1e-12 && s.jittery, "{s:?}");
         assert!(!s.drifting, "{s:?}");
+    }
+
+    #[test]
+    fn a_drift_over_fewer_than_twelve_trials_is_shown_but_not_flagged() {
+        let climbing: Vec<f64> = (0..8).map(|i| 1.05f64.powi(i)).collect();
+        let s = stability(&climbing, 0.02, 1_000, 1).unwrap();
+        assert!(s.level_change > 1.2 && !s.drifting, "{s:?}");
     }
 
     #[test]

@@ -73,6 +73,7 @@
 
 mod bootstrap;
 mod claim;
+mod claim_value;
 mod compare;
 mod conditions;
 mod dist;
@@ -90,10 +91,11 @@ mod tests;
 pub use bootstrap::{bootstrap_median_ci, quantile_sorted};
 pub use claim::MIN_CLAIM_REPETITIONS;
 pub use claim::{assess, evaluate, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict};
+pub use claim_value::assess_value;
 pub use compare::{compare, compare_paired, percent_level, Comparison, Design, DETECTABLE_POWER, INTERVAL_ERROR};
-pub use conditions::{params_unmet, unmet, ClaimConditions, PARALLELISM_PARAMS};
+pub use conditions::{params_unmet, thread_counts, unmet, ClaimConditions, PARALLELISM_PARAMS};
 pub(crate) use dist::student_t_quantile;
-pub use drift::{stability, Stability, JITTER_CV, MIN_STABILITY_TRIALS};
+pub use drift::{stability, Stability, JITTER_CV, MIN_DRIFT_TRIALS, MIN_STABILITY_TRIALS};
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
 pub use paired::{hodges_lehmann, min_values_for_interval, walsh_interval};
 pub use rank::{benjamini_hochberg, mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};

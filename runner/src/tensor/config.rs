@@ -184,6 +184,11 @@ pub struct TrainParams {
     /// weights, gradients, optimizer state, activations and batches before anything runs.
     /// Default 16 GiB.
     pub max_memory: Option<crate::transfer::SizeSpec>,
+    /// Seconds of untimed warm-up steps, on a throwaway copy of the model, before the first
+    /// epoch (at least one step). Default: 0.5 on CUDA, which gives an idle GPU's clocks time to
+    /// ramp up so epoch 0 is timed like the others; none beyond the one step on the CPU.
+    #[schemars(range(min = 0.0, max = 60.0))]
+    pub warmup_seconds: Option<f64>,
     /// The CPU step's implementation (set from code only).
     #[serde(skip)]
     pub cpu_engine: CpuEngine,
@@ -225,6 +230,7 @@ impl Default for TrainParams {
             check_step: false,
             target: None,
             max_memory: None,
+            warmup_seconds: None,
             cpu_engine: CpuEngine::Native,
         }
     }
@@ -386,6 +392,15 @@ impl TrainParams {
         at_least_one("epochs", self.epochs)?;
         at_most("epochs", self.epochs, MAX_EPOCHS)
             .map_err(|e| e.with_hint("every trial trains this many epochs; `target` stops counting at a quality"))?;
+        if let Some(w) = self
+            .warmup_seconds
+            .filter(|w| !(w.is_finite() && (0.0..=60.0).contains(w)))
+        {
+            return Err(ParamError::new(
+                "warmup_seconds",
+                format!("must be a number of seconds from 0 to 60, got {w}"),
+            ));
+        }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return Err(ParamError::new(
                 "lr",
@@ -472,6 +487,14 @@ pub struct ValidateParams {
     /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
     /// `scripts/build-cuda.sh`) or `"auto"` (CUDA when it can be used here, else the CPU).
     pub device: DeviceKind,
+    /// On CUDA, each batch is staged in page-locked host memory and copied to the device:
+    /// `true` queues the copy and goes on (PyTorch's `.to(device, non_blocking=True)` from
+    /// pinned memory), `false` waits for it (`non_blocking=False`). Outputs stay on the device
+    /// until the last batch either way. No effect on the CPU.
+    pub non_blocking: bool,
+    /// Log every k-th batch: its mean prediction read back to the host (on CUDA a wait for the
+    /// device, as a logged `.item()` is) and emitted as a debug event; 0 logs nothing.
+    pub log_every: usize,
 }
 
 impl Default for ValidateParams {
@@ -479,6 +502,8 @@ impl Default for ValidateParams {
         Self {
             batch_size: 4096,
             device: DeviceKind::Cpu,
+            non_blocking: false,
+            log_every: 0,
         }
     }
 }

@@ -32,6 +32,39 @@ pub trait StepEngine<D: TrainDevice>: Sized {
     /// that trains after it: called on the warm-up step's throwaway engine, so its first-use
     /// costs stay out of epoch 0.
     fn keep_warm(&mut self) {}
+
+    /// The batch buffers this engine has allocated so far, with the host time the allocating
+    /// calls took (timed apart from the copies into them).
+    fn allocations(&self) -> Allocations {
+        Allocations::default()
+    }
+}
+
+/// Batch-buffer allocations counted by an engine: how many, and the host time of the calls
+/// that made them (and released the buffers they replaced), apart from any copy.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Allocations {
+    pub count: u64,
+    pub seconds: f64,
+}
+
+impl Allocations {
+    /// Counts `count` allocations made by `f`, timing it on the host clock.
+    pub fn time<T>(&mut self, count: u64, f: impl FnOnce() -> T) -> T {
+        let start = std::time::Instant::now();
+        let out = f();
+        self.seconds += start.elapsed().as_secs_f64();
+        self.count += count;
+        out
+    }
+
+    /// The allocations made since `earlier`.
+    pub fn since(self, earlier: Allocations) -> Allocations {
+        Allocations {
+            count: self.count.saturating_sub(earlier.count),
+            seconds: (self.seconds - earlier.seconds).max(0.0),
+        }
+    }
 }
 
 /// How a host batch becomes the device tensors of the next step, for the autodiff engine.
@@ -43,6 +76,11 @@ pub trait Uploader<D: TrainDevice>: Sized {
 
     /// The batch's `(inputs, targets)` on the device.
     fn upload(&mut self, dev: &D, batch: &HostBatch, reuse: bool) -> Result<(Matrix<D>, Matrix<D>), TrainError>;
+
+    /// The destination tensors allocated so far ([`StepEngine::allocations`]).
+    fn allocations(&self) -> Allocations {
+        Allocations::default()
+    }
 }
 
 /// dfdx's own copies from the batch's host `Vec`: a new tensor per batch, or
@@ -117,6 +155,10 @@ where
         Ok(())
     }
 
+    fn allocations(&self) -> Allocations {
+        self.uploader.allocations()
+    }
+
     fn step(&mut self, _: &D, model: &mut Model<D>) -> Result<Tensor<(), f32, D>, TrainError> {
         let (x, y) = self
             .batch
@@ -157,6 +199,8 @@ pub struct NativeCpuEngine {
     y: Vec<f32>,
     rows: usize,
     grad_clip: Option<f64>,
+    /// The batch buffers allocated (a new pair per batch, or a reused pair that grows).
+    allocated: Allocations,
     /// Whether dropping the engine frees the f16 conversion buffers (the warm-up engine leaves
     /// them to the training that follows, see [`StepEngine::keep_warm`]).
     release_on_drop: bool,
@@ -221,6 +265,7 @@ impl StepEngine<Cpu> for NativeCpuEngine {
             y: Vec::new(),
             rows: 0,
             grad_clip: params.grad_clip,
+            allocated: Allocations::default(),
             release_on_drop: true,
         })
     }
@@ -230,17 +275,34 @@ impl StepEngine<Cpu> for NativeCpuEngine {
     }
 
     fn upload(&mut self, _: &Cpu, batch: &HostBatch, reuse: bool) -> Result<(), TrainError> {
+        let (x, y) = (&mut self.x, &mut self.y);
         if reuse {
-            self.x.clear();
-            self.x.extend_from_slice(&batch.x);
-            self.y.clear();
-            self.y.extend_from_slice(&batch.y);
+            // The pair is kept: an allocation only when a batch outgrows it (the first one).
+            let grow = u64::from(x.capacity() < batch.x.len()) + u64::from(y.capacity() < batch.y.len());
+            if grow > 0 {
+                self.allocated.time(grow, || {
+                    x.reserve(batch.x.len().saturating_sub(x.len()));
+                    y.reserve(batch.y.len().saturating_sub(y.len()));
+                });
+            }
+            x.clear();
+            y.clear();
         } else {
-            self.x = batch.x.clone();
-            self.y = batch.y.clone();
+            // A new pair per batch: the allocation (and the release of the pair it replaces)
+            // timed apart from the copy into it.
+            self.allocated.time(2, || {
+                *x = Vec::with_capacity(batch.x.len());
+                *y = Vec::with_capacity(batch.y.len());
+            });
         }
+        x.extend_from_slice(&batch.x);
+        y.extend_from_slice(&batch.y);
         self.rows = batch.rows;
         Ok(())
+    }
+
+    fn allocations(&self) -> Allocations {
+        self.allocated
     }
 
     fn step(&mut self, dev: &Cpu, model: &mut Model<Cpu>) -> Result<Tensor<(), f32, Cpu>, TrainError> {

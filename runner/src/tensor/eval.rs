@@ -49,6 +49,44 @@ pub fn check_fits(model: &TrainedModel, windows: &Windows) -> Result<(), TrainEr
     check_split("valid", windows, &windows.valid)
 }
 
+/// The validation loop's logging (`log_every`): every k-th batch, its mean prediction read to
+/// the host and emitted as a debug event.
+pub struct BatchLog {
+    every: usize,
+    batch: usize,
+    logged: usize,
+}
+
+impl BatchLog {
+    pub fn new(every: usize) -> Self {
+        Self {
+            every,
+            batch: 0,
+            logged: 0,
+        }
+    }
+
+    /// Counts a batch and, when it is one to log, reads its outputs with `read` (on CUDA a wait
+    /// for the device) and logs their mean.
+    pub fn batch(&mut self, read: impl FnOnce() -> Result<Vec<f32>, TrainError>) -> Result<(), TrainError> {
+        self.batch += 1;
+        if self.every > 0 && self.batch.is_multiple_of(self.every) {
+            let outputs = read()?;
+            let mean = outputs.iter().map(|&v| f64::from(v)).sum::<f64>() / outputs.len().max(1) as f64;
+            tracing::debug!(batch = self.batch, mean, "validation batch");
+            self.logged += 1;
+        }
+        Ok(())
+    }
+
+    /// Records `logged_batches` (count) when logging was on.
+    pub fn record(&self, rec: &mut Recorder) {
+        if self.every > 0 {
+            rec.record("logged_batches", self.logged as f64, "count");
+        }
+    }
+}
+
 /// Predictions for every window of `set` in target units: `forward` maps a batch to the
 /// network's standardized outputs (`horizons` per window), `target` maps them back.
 pub fn predict(
@@ -56,19 +94,37 @@ pub fn predict(
     set: &WindowSet,
     batch_size: usize,
     target: TargetScale,
-    mut forward: impl FnMut(&HostBatch) -> Result<Vec<f32>, TrainError>,
+    forward: impl FnMut(&HostBatch) -> Result<Vec<f32>, TrainError>,
+) -> Result<Vec<f32>, TrainError> {
+    predict_deferred(windows, set, batch_size, target, forward, Ok)
+}
+
+/// [`predict`] in two passes: `forward` maps each batch to a handle on its outputs (a device
+/// tensor, which may still be computing), and `read` turns every handle into the outputs once
+/// all batches are queued, in order. What a GPU validation loop that keeps its outputs on the
+/// device until the end does.
+pub fn predict_deferred<T>(
+    windows: &Windows,
+    set: &WindowSet,
+    batch_size: usize,
+    target: TargetScale,
+    mut forward: impl FnMut(&HostBatch) -> Result<T, TrainError>,
+    mut read: impl FnMut(T) -> Result<Vec<f32>, TrainError>,
 ) -> Result<Vec<f32>, TrainError> {
     let order: Vec<u32> = (0..set.len() as u32).collect();
     let mut batch = HostBatch::default();
-    let mut out = Vec::with_capacity(set.len() * windows.horizons);
+    let mut pending = Vec::new();
     for idx in order.chunks(batch_size.max(1)) {
         gather(windows, set, idx, TargetScale::IDENTITY, &mut batch);
-        let outputs = forward(&batch)?;
-        if outputs.len() != batch.rows * windows.horizons {
+        pending.push((batch.rows, forward(&batch)?));
+    }
+    let mut out = Vec::with_capacity(set.len() * windows.horizons);
+    for (rows, handle) in pending {
+        let outputs = read(handle)?;
+        if outputs.len() != rows * windows.horizons {
             return Err(TrainError::Shape(format!(
-                "{} outputs for {} windows of {} horizons",
+                "{} outputs for {rows} windows of {} horizons",
                 outputs.len(),
-                batch.rows,
                 windows.horizons
             )));
         }

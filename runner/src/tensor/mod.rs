@@ -131,6 +131,9 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
     eval::check_fits(model, &model.windows)?;
     let predictions = match resolve_device(params.device, rec) {
         DeviceKind::Cpu | DeviceKind::Auto => {
+            if params.non_blocking {
+                rec.note("non_blocking has no effect on the CPU: there is no copy to a device to overlap");
+            }
             let dev = Cpu::default();
             // Inference in f32 whatever precision trained the model: its weights are the f32
             // master copies.
@@ -142,11 +145,16 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
                 native::Products::F32,
             )?;
             let (windows, valid) = (&model.windows, &model.windows.valid);
-            eval::predict(windows, valid, params.batch_size, model.target, |b| {
-                Ok(net.forward(&b.x, b.rows, false)?.to_vec())
-            })?
+            let mut log = eval::BatchLog::new(params.log_every);
+            let predictions = eval::predict(windows, valid, params.batch_size, model.target, |b| {
+                let out = net.forward(&b.x, b.rows, false)?.to_vec();
+                log.batch(|| Ok(out.clone()))?;
+                Ok(out)
+            })?;
+            log.record(rec);
+            predictions
         }
-        DeviceKind::Cuda => predict_cuda(model, params)?,
+        DeviceKind::Cuda => predict_cuda(model, params, rec)?,
     };
     eval::record_scores(model, &predictions, rec)
 }
@@ -175,7 +183,7 @@ fn train_cuda(
 }
 
 #[cfg(not(feature = "cuda"))]
-fn predict_cuda(_: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
+fn predict_cuda(_: &TrainedModel, params: &ValidateParams, _: &mut Recorder) -> Result<Vec<f32>, TrainError> {
     Err(without_cuda(params.check()))
 }
 

@@ -92,6 +92,17 @@ pub trait LoopDevice {
     fn release_cached(&self) -> Result<(), TrainError> {
         Ok(())
     }
+
+    /// Whether the loop's work goes through the CUDA driver, whose calls that wait for the
+    /// device are counted (`cuda_dl::CallCounts`): the training then records them.
+    fn counts_driver_calls(&self) -> bool {
+        false
+    }
+
+    /// Seconds of warm-up steps before the first epoch when `warmup_seconds` is not set.
+    fn default_warm_up_seconds(&self) -> f64 {
+        0.0
+    }
 }
 
 impl LoopDevice for dfdx::tensor::Cpu {

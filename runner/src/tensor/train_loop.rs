@@ -39,6 +39,16 @@ use std::time::Instant;
 ///   `readback_seconds` (s), timed without synchronizing (see [`super::phases`]): host time on
 ///   the CPU, the device's timeline on CUDA. With `prefetch > 0`, prep is only the time spent
 ///   waiting for the producer thread, i.e. the part of batch preparation that was not hidden.
+///   Also `loss_reads` (count: loss reads back to the host, the steps' and each epoch's mean)
+///   and `readback_seconds_per_read` (s): what one `.item()`-like read costs;
+/// - on CUDA, `sync_calls` (count: driver calls that made the host wait for the device during
+///   the training steps: synchronizations and blocking copies), `sync_calls_per_step`, and
+///   `query_calls` (count: polls, which never wait), from the counting forwarders
+///   (`cuda_dl::CallCounts`); the per-epoch synchronization and final loss read are outside;
+/// - `alloc_seconds` (s) and `allocations` (count) per epoch as series, and over all epochs:
+///   the batch buffers the engine allocated (a new pair per batch, or once with
+///   `buffer_reuse`) and the host time of those calls alone, timed apart from the copies into
+///   them (what a buffer-reuse claim about allocation is judged on).
 ///
 /// `seed` drives three independent streams: weight init, the per-epoch visiting order, and the
 /// device RNG (dropout masks).
@@ -74,8 +84,10 @@ where
         params.epochs,
         params.prefetch,
     )?;
-    let first_step = warm_up::<D, E>(dev, windows, &model, params, seed)?;
-    rec.record("first_step_seconds", first_step, "s");
+    let min_warm = params.warmup_seconds.unwrap_or_else(|| dev.default_warm_up_seconds());
+    let warm = warm_up::<D, E>(dev, windows, &model, params, seed, min_warm)?;
+    rec.record("first_step_seconds", warm.first_step, "s");
+    rec.record("warmup_steps", warm.steps as f64, "count");
     // Every epoch starts with the same (empty) cache, epoch 0 included.
     dev.release_cached()?;
     let mut clock = PhaseClock::new(dev.phase_stamps()?, params.phase_timing);
@@ -85,12 +97,17 @@ where
     let mut last_train_mse = f64::NAN;
     let mut global_step = 0usize;
     let valid_zero_mse = eval::mse(&vec![0.0; windows.valid.targets.len()], &windows.valid.targets);
+    let mut step_calls = crate::cuda_dl::CallCounts::default();
+    // Loss reads back to the host: the steps' (`loss_sync_every`) and each epoch's mean.
+    let mut reads = 0usize;
     let mut reached: Option<(usize, f64)> = None;
     let mut best: Option<(usize, f64)> = None;
 
     for epoch in 0..params.epochs {
         dev.try_synchronize()?;
         let epoch_start = Instant::now();
+        let calls_at_start = crate::cuda_dl::CallCounts::now();
+        let allocated_at_start = engine.allocations();
         clock.restart()?;
         // The epoch's mean loss is summed on the device, so it is exact whatever
         // `loss_sync_every` says; only the per-step reads below move data to the host.
@@ -118,6 +135,7 @@ where
                 for _ in 0..params.loss_reads_per_step {
                     last_read = Some(loss_value.array());
                 }
+                reads += params.loss_reads_per_step;
                 clock.lap(Phase::Readback)?;
             }
             global_step += 1;
@@ -126,7 +144,10 @@ where
             }
         }
 
+        step_calls = step_calls.plus(crate::cuda_dl::CallCounts::now().since(calls_at_start));
+        let allocated = engine.allocations().since(allocated_at_start);
         let sum = loss_sum.map(|s| s.array()).unwrap_or(0.0);
+        reads += 1;
         clock.lap(Phase::Readback)?;
         dev.try_synchronize()?;
         let seconds = epoch_start.elapsed().as_secs_f64();
@@ -146,6 +167,8 @@ where
         rec.record_step("epoch_seconds", epoch as i64, seconds, "s");
         rec.record_step("train_loss", epoch as i64, train_mse, "loss");
         rec.record_step("mean_batch_loss", epoch as i64, mean_loss, "loss");
+        rec.record_step("alloc_seconds", epoch as i64, allocated.seconds, "s");
+        rec.record_step("allocations", epoch as i64, allocated.count as f64, "count");
         last_epoch_loss = mean_loss;
         last_train_mse = train_mse;
         if let Some(target) = &params.target {
@@ -184,12 +207,28 @@ where
             )),
         }
     }
+    let allocated = engine.allocations();
+    rec.record("alloc_seconds", allocated.seconds, "s");
+    rec.record("allocations", allocated.count as f64, "count");
     rec.record("samples_per_second", (n * params.epochs) as f64 / total, "samples/s");
     rec.record("train_steps", global_step as f64, "count");
     if params.phase_timing {
         for (phase, spent) in Phase::ALL.iter().zip(clock.spent) {
             rec.record(phase.metric(), spent.as_secs_f64(), "s");
         }
+        let readback = clock.spent[Phase::ALL.iter().position(|p| *p == Phase::Readback).unwrap_or(3)];
+        rec.record("loss_reads", reads as f64, "count");
+        rec.record(
+            "readback_seconds_per_read",
+            readback.as_secs_f64() / reads.max(1) as f64,
+            "s",
+        );
+    }
+    if dev.counts_driver_calls() {
+        let waited = step_calls.synchronizing() as f64;
+        rec.record("sync_calls", waited, "count");
+        rec.record("sync_calls_per_step", waited / global_step.max(1) as f64, "count");
+        rec.record("query_calls", step_calls.queries as f64, "count");
     }
     engine.record(rec);
     Ok(model)
@@ -235,10 +274,19 @@ pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowS
     Ok(())
 }
 
-/// One training step, outside every clock, so one-time costs do not land in epoch 0: on CUDA,
-/// loading the kernel modules (PTX compiled by the driver), creating the cuBLAS handle and the
-/// first allocations; on the CPU, first-touch page faults and waking the thread pool. Returns
-/// its wall time, from creating the engine to the loss read back.
+/// What the warm-up did: the first step's wall time (from creating the engine to its loss read
+/// back) and how many steps ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WarmUp {
+    pub first_step: f64,
+    pub steps: usize,
+}
+
+/// Training steps outside every clock, so one-time costs do not land in epoch 0: on CUDA,
+/// loading the kernel modules (PTX compiled by the driver), creating the cuBLAS handle, the
+/// first allocations, and the clocks of an idle GPU ramping up; on the CPU, first-touch page
+/// faults and waking the thread pool. One step, then more on the same batch until
+/// `min_seconds` have passed.
 ///
 /// It changes nothing the training computes: a throwaway copy of the model, with dropout off
 /// (so nothing is drawn from the device's generator), takes the step through a throwaway
@@ -256,7 +304,8 @@ pub fn warm_up<D: TrainDevice, E: StepEngine<D>>(
     model: &Model<D>,
     params: &TrainParams,
     seed: u64,
-) -> Result<f64, TrainError>
+    min_seconds: f64,
+) -> Result<WarmUp, TrainError>
 where
     TrainError: From<D::Err>,
 {
@@ -266,11 +315,22 @@ where
     dev.try_synchronize()?;
     let start = Instant::now();
     let mut engine = E::new(dev, &copy, params, seed)?;
-    engine.upload(dev, &batch, params.buffer_reuse)?;
-    let loss = engine.step(dev, &mut copy)?;
-    let _ = loss.array();
-    dev.try_synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
+    let mut steps = 0;
+    let mut first_step = 0.0;
+    loop {
+        engine.upload(dev, &batch, params.buffer_reuse)?;
+        let loss = engine.step(dev, &mut copy)?;
+        let _ = loss.array();
+        dev.try_synchronize()?;
+        steps += 1;
+        let seconds = start.elapsed().as_secs_f64();
+        if steps == 1 {
+            first_step = seconds;
+        }
+        if seconds >= min_seconds {
+            break;
+        }
+    }
     engine.keep_warm();
-    Ok(seconds)
+    Ok(WarmUp { first_step, steps })
 }

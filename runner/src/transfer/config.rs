@@ -48,7 +48,8 @@ pub struct TransferParams {
     #[serde(default = "default_warmup")]
     #[schemars(range(max = MAX_ITERATIONS))]
     pub warmup: u32,
-    /// `"cpu"` (a second host buffer stands in for the device: host memcpy costs) or `"cuda"`.
+    /// `"cpu"` (a second host buffer stands in for the device: host memcpy costs), `"cuda"`, or
+    /// `"auto"` (CUDA where it can be used here, else the CPU; the stage notes which).
     #[serde(default)]
     pub device: TransferDevice,
 }
@@ -167,6 +168,27 @@ pub enum TransferDevice {
     #[default]
     Cpu,
     Cuda,
+    /// CUDA where it can be used here (a `cuda` build, a driver, a device), else the CPU.
+    Auto,
+}
+
+impl TransferDevice {
+    /// The device this run copies on, and for `auto` a note saying which and why.
+    pub fn resolve(self) -> (TransferDevice, Option<String>) {
+        if self != TransferDevice::Auto {
+            return (self, None);
+        }
+        match crate::cuda_dl::probe() {
+            Ok(runtime) => (
+                TransferDevice::Cuda,
+                Some(format!("device = \"auto\" ran on CUDA ({})", runtime.describe())),
+            ),
+            Err(why) => (
+                TransferDevice::Cpu,
+                Some(format!("device = \"auto\" ran on the CPU: {why}")),
+            ),
+        }
+    }
 }
 
 /// A parameter given as one value (`"pinned"`) or a list (`["pageable", "pinned"]`).

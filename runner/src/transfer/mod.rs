@@ -38,7 +38,8 @@
 //! Timing. A sample is a batch of back-to-back copies lasting at least [`MIN_SAMPLE`]; its time
 //! divided by the batch length is one "seconds per copy". On CUDA the device is synchronized
 //! before the clock starts and before it stops, so no unfinished copy is ever timed. The
-//! recorded value is the median over `iterations` samples.
+//! recorded value is the median over `iterations` samples, or over those taken in 2 s when a
+//! slow mode (a pinned allocation per copy at 256 MiB) passes that after its first three.
 //!
 //! Metrics, recorded as series with `step` = size in bytes (`<mode>` is
 //! `<direction>_<host_memory>_<allocation>`, plus `_non_blocking` for non-blocking copies, e.g.
@@ -162,8 +163,12 @@ pub(crate) struct Plan {
 /// Measures every (size, mode) of `params` on its device and records the metrics in `rec`.
 pub fn run_transfer(params: &TransferParams, rec: &mut Recorder, cancel: &AtomicBool) -> Result<(), TransferError> {
     let plan = params.plan()?;
-    match params.device {
-        TransferDevice::Cpu => cpu::run(&plan, rec, cancel),
+    let (device, note) = params.device.resolve();
+    if let Some(note) = note {
+        rec.note(note);
+    }
+    match device {
+        TransferDevice::Cpu | TransferDevice::Auto => cpu::run(&plan, rec, cancel),
         #[cfg(feature = "cuda")]
         TransferDevice::Cuda => cuda::run(&plan, rec, cancel),
         #[cfg(not(feature = "cuda"))]

@@ -2,7 +2,8 @@
 //!
 //! A single 4 KiB copy takes well under a microsecond on a CPU, close to the clock's own
 //! overhead, so each sample times a batch of copies long enough to read reliably (at least
-//! 1 ms) and divides, after a warm-up of at least 100 ms. For comparison: NVIDIA's
+//! 1 ms) and divides, after a warm-up of at least 100 ms. The samples of one (size, mode)
+//! stop after 2 s once three are taken, so a slow mode bounds its own cost. For comparison: NVIDIA's
 //! bandwidthTest times 100 copies of 32 MB per figure, nvbench runs at least 0.5 s per
 //! measurement (see docs/gpu-methodology.md).
 
@@ -19,6 +20,12 @@ pub const MIN_SAMPLE: Duration = Duration::from_millis(1);
 pub const MIN_WARMUP: Duration = Duration::from_millis(100);
 /// Upper bound on copies per sample, so a mis-estimate cannot make a sample run away.
 const MAX_BATCH: u64 = 100_000;
+/// The samples of one (size, mode) stop once they have taken this long, after at least
+/// [`MIN_SAMPLES`]: a mode that allocates 256 MiB of pinned memory per copy takes a tenth of a
+/// second per sample on a GPU machine, and would otherwise dominate the run.
+pub const MAX_SAMPLING: Duration = Duration::from_secs(2);
+/// Samples always taken (or `iterations`, when fewer), however long they last.
+pub const MIN_SAMPLES: u32 = 3;
 
 /// How many samples to take for one (size, mode).
 #[derive(Debug, Clone, Copy)]
@@ -67,9 +74,15 @@ impl Sampler {
             k = copies_for(seconds / k as f64);
         }
         let mut samples = Vec::with_capacity(self.iterations as usize);
-        for _ in 0..self.iterations {
+        let mut spent = 0.0;
+        for i in 0..self.iterations {
+            if i >= MIN_SAMPLES && spent >= MAX_SAMPLING.as_secs_f64() {
+                break;
+            }
             check_cancel(cancel)?;
-            samples.push(batch(k)? / k as f64);
+            let seconds = batch(k)?;
+            spent += seconds;
+            samples.push(seconds / k as f64);
         }
         Ok(samples)
     }
@@ -104,6 +117,21 @@ mod tests {
             })
             .unwrap();
         (samples, calls)
+    }
+
+    #[test]
+    fn slow_copies_stop_sampling_after_two_seconds_but_not_before_three_samples() {
+        let sampler = Sampler {
+            iterations: 10,
+            warmup: 2,
+        };
+        // 0.9 s per copy (a 256 MiB pinned allocation per copy on a slow machine): three
+        // samples, then the 2 s budget is spent.
+        let (samples, _) = run(sampler, 0.9, 0.9);
+        assert_eq!(samples.len(), 3);
+        // Fast copies take every sample asked for.
+        let (samples, _) = run(sampler, 1e-3, 1e-6);
+        assert_eq!(samples.len(), 10);
     }
 
     #[test]

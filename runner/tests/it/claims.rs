@@ -275,3 +275,106 @@ fn every_committed_claim_quotes_its_source_verbatim() {
     }
     assert!(quoted >= 7, "only {quoted} claims");
 }
+
+/// A small training on the CPU: value claims about one config's own figure, and a primary and
+/// a claim on a sum of metrics.
+const VALUES: &str = r#"
+[experiment]
+name = "values"
+[data]
+synth = { symbols = 4, days = 300, seed = 7 }
+[schedule]
+warmup = 0
+repetitions = 8
+seed = 3
+[stages.load]
+kind = "load"
+[stages.features]
+kind = "normalize"
+needs = ["load"]
+seq_len = 10
+preset = "minimal"
+[stages.train]
+kind = "train"
+needs = ["features"]
+hidden = [8]
+batch_size = 64
+[variants.fresh]
+[variants.reuse]
+change = "reused batch buffers"
+"stages.train.buffer_reuse" = true
+[compare]
+primary = "train.epoch_seconds + train.prep_seconds"
+claims = [
+  { metric = "train.epoch_seconds", variant = "fresh", value = ">= 1ns", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "none: the epoch's time" },
+  { metric = "train.epoch_seconds", variant = "reuse", value = "1000s..2000s", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "reused batch buffers" },
+  { metric = "train.epoch_seconds + train.prep_seconds", variant = "reuse", speedup = "1000x", quote = "halves the latency", source = { document = "test-report", section = "Results" }, change = "reused batch buffers" },
+]
+"#;
+
+#[test]
+fn value_claims_are_judged_on_the_variants_own_median_and_sums_add_up_per_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "c.toml", VALUES);
+    let db = dir.path().join("r.sqlite");
+    let out = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--results-dir"])
+        .arg(dir.path())
+        .arg(&m));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = std::fs::read_dir(dir.path().join("values"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    let claims = json["claims"].as_array().unwrap();
+    let verdicts: Vec<&str> = claims.iter().map(|c| c["verdict"].as_str().unwrap()).collect();
+    // A finite epoch time is at least 1 ns, and no tiny training takes 1000 s; no run is 1000x
+    // faster for reusing its buffers.
+    assert_eq!(verdicts, ["supported", "refuted", "refuted"], "{json}");
+    // Value claims name the config whose figure they hold, the baseline included, and carry its
+    // median's interval in seconds.
+    assert_eq!(claims[0]["config"], "fresh", "{json}");
+    assert_eq!(claims[1]["config"], "reuse", "{json}");
+    let value = &claims[1]["value"];
+    assert_eq!(value["unit"], "s", "{json}");
+    let (lo, mid, hi) = (
+        value["median_ci"][0].as_f64().unwrap(),
+        value["median"].as_f64().unwrap(),
+        value["median_ci"][1].as_f64().unwrap(),
+    );
+    assert!(0.0 < lo && lo <= mid && mid <= hi && hi < 1000.0, "{value}");
+    assert!(claims[1]["speedup"].is_null(), "a value claim has no speedup: {json}");
+
+    // The primary is the sum of two metrics, trial by trial: its baseline median is the median
+    // of the per-trial sums stored in the database.
+    let comparison = &json["comparisons"][0];
+    assert_eq!(
+        comparison["metric"], "train.epoch_seconds + train.prep_seconds",
+        "{json}"
+    );
+    let run_id = json["run_id"].as_str().unwrap();
+    let mut sums: Vec<f64> = crate::common::strings(
+        db.to_str().unwrap(),
+        &format!(
+            "SELECT printf('%.17g', SUM(m.value)) FROM metrics m JOIN trials t ON t.run_id = m.run_id AND t.trial_index = m.trial_index \
+             WHERE m.run_id = '{run_id}' AND t.variant = 'fresh' AND NOT t.warmup AND m.stage = 'train' \
+             AND m.step IS NULL AND m.name IN ('epoch_seconds', 'prep_seconds') GROUP BY t.trial_index"
+        ),
+    )
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect();
+    assert_eq!(sums.len(), 8, "{sums:?}");
+    sums.sort_by(f64::total_cmp);
+    let median = (sums[3] + sums[4]) / 2.0;
+    let reported = comparison["comparison"]["baseline_median"].as_f64().unwrap();
+    assert!((reported - median).abs() <= 1e-9 * median, "{reported} vs {median}");
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("| Claimed | Measured (95% CI)"), "{md}");
+}

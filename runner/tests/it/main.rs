@@ -5,6 +5,8 @@ mod busy;
 mod claims;
 mod color;
 mod common;
+#[cfg(feature = "cuda")]
+mod cuda_calls;
 mod data;
 mod docs;
 mod durability;

@@ -5,11 +5,35 @@ use super::*;
 use crate::hint::{closest, did_you_mean};
 use crate::manifest::diag::ManifestError;
 use crate::manifest::raw::RawCompare;
-use crate::manifest::{CompareDef, GuardDef, StageDef};
+use crate::manifest::{CompareDef, Config, GuardDef, StageDef};
 use std::path::Path;
 
 impl Validator {
     pub(in crate::manifest) fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[StageDef]) -> bool {
+        let parts = crate::metrics::summed(metric);
+        if parts.len() > 1 {
+            // A sum: every part a metric, all in one unit (`features.seconds + train.h2d_seconds`).
+            let known = parts.iter().all(|p| self.metric_ref(p, at, stages));
+            let units: std::collections::BTreeSet<&str> = parts
+                .iter()
+                .filter_map(|p| crate::manifest::checks::metric_unit(p, stages))
+                .collect();
+            if known && units.len() > 1 {
+                let span = self.value_span(at);
+                self.err(
+                    ManifestError::new(
+                        format!(
+                            "metric `{metric}` adds up metrics in different units ({})",
+                            units.into_iter().collect::<Vec<_>>().join(", ")
+                        ),
+                        span,
+                    )
+                    .hint("add up metrics of one unit, e.g. seconds: \"features.seconds + train.h2d_seconds\""),
+                );
+                return false;
+            }
+            return known;
+        }
         let span = self.value_span(at);
         let Some((stage, name)) = metric.split_once('.').filter(|(s, n)| !s.is_empty() && !n.is_empty()) else {
             self.err(
@@ -259,6 +283,66 @@ impl Validator {
             quality_under_test,
         })
     }
+}
+
+impl Validator {
+    /// A claim made on N cores (`requires.min_cores`) is judged only at configs that run N
+    /// threads or more (`stats::params_unmet`): when the configs of its variant set a thread
+    /// count and none reaches N, no run anywhere could judge it. Claims this experiment does not
+    /// judge whatever it measures (untestable, another change or measurement) ask nothing of
+    /// the configs. Run once the claims are valid, so each claim's index is its entry's.
+    pub(super) fn claims_reach_their_cores(&mut self, compare: &CompareDef, configs: &[Config], stages: &[StageDef]) {
+        for (i, c) in compare.claims.iter().enumerate() {
+            let Some(need) = c.requires.min_cores else { continue };
+            let judged = c.untestable.is_none()
+                && c.source_metric.is_none()
+                && c.variant_change.as_ref().is_none_or(|v| *v == c.change);
+            let counts: Vec<Vec<(String, u64)>> = configs
+                .iter()
+                .filter(|k| k.variant == c.variant)
+                .map(|k| thread_counts(k, stages))
+                .collect();
+            if !judged || counts.is_empty() || counts.iter().any(Vec::is_empty) {
+                continue;
+            }
+            let Some((path, most)) = counts.into_iter().flatten().max_by_key(|(_, n)| *n) else {
+                continue;
+            };
+            if most >= u64::from(need) {
+                continue;
+            }
+            let idx = i.to_string();
+            let span = self
+                .value_span(&["compare", "claims", &idx, "requires", "min_cores"])
+                .or_else(|| self.value_span(&["compare", "claims", &idx]));
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "the claim is for {need} cores; no config of `{}` runs more than {most} threads, so no run \
+                         could judge it",
+                        c.variant
+                    ),
+                    span,
+                )
+                .label(format!("needs a config with {need} threads"))
+                .hint(format!(
+                    "sweep the thread count up to {need}, e.g. `\"{path}\" = [1, 2, 4, {need}]`; on a machine with \
+                     fewer than {need} cores that config runs oversubscribed and judges nothing"
+                )),
+            );
+        }
+    }
+}
+
+/// Every thread or worker count the stages of `config` set, as `(stages.<stage>.<key>, n)`.
+fn thread_counts(config: &Config, stages: &[StageDef]) -> Vec<(String, u64)> {
+    let params: indexmap::IndexMap<String, serde_json::Value> = config
+        .stages
+        .iter()
+        .zip(stages)
+        .map(|(s, def)| (def.name.clone(), serde_json::to_value(&s.params).unwrap_or_default()))
+        .collect();
+    crate::stats::thread_counts(&params)
 }
 
 pub(super) fn parse_percent(s: &str) -> Option<f64> {

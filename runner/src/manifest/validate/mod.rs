@@ -291,6 +291,9 @@ impl Validator {
             let smoke_sweep = self.sweep(smoke_sweep_raw.flatten().as_ref(), &stages, &variants, &smoke_sweep_at);
             self.configs(&stages, b, &variants, &smoke_sweep, &smoke_origin);
         }
+        if let Some(c) = compare.as_ref().filter(|_| self.errors.is_empty()) {
+            self.claims_reach_their_cores(c, &configs, &stages);
+        }
         let planned = configs.len() as u64 * (u64::from(schedule.warmup) + u64::from(schedule.repetitions));
         let within = schedule.repetitions <= MAX_REPETITIONS && schedule.warmup <= MAX_WARMUP;
         if within && planned > MAX_TRIALS {

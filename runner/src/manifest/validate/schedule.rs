@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::manifest::diag::ManifestError;
-use crate::manifest::{Order, Schedule, StageDef};
+use crate::manifest::{CompareDef, Order, Schedule, StageDef};
 use crate::stats::SequentialPlan;
 
 /// Longest `max_time` accepted: 30 days.
@@ -75,6 +75,85 @@ impl Validator {
             }
         }
         schedule
+    }
+
+    /// A design whose repetitions cannot reach `alpha` reports "inconclusive" whatever the data:
+    /// the exact rank test has a smallest possible p-value. Interleaved runs are compared in
+    /// blocks with the signed-rank test (floor `2 / 2^n`), sequential-order runs with the
+    /// Mann-Whitney test (floor `2 / C(2n, n)`). A sequential plan needs the floor at its first
+    /// look. A claim needs a bounded 95% interval as well.
+    pub(in crate::manifest) fn reachable_alpha(&mut self, schedule: &Schedule, compare: &CompareDef) {
+        let paired = schedule.order == Order::Interleaved;
+        let (n, what, are) = match schedule.sequential {
+            Some(plan) => (
+                plan.min as usize,
+                format!("a first look after {} blocks", plan.min),
+                "is",
+            ),
+            None => (
+                schedule.repetitions as usize,
+                format!("{} repetitions per config", schedule.repetitions),
+                "are",
+            ),
+        };
+        let floor = crate::stats::min_attainable_p(n, paired);
+        let needed = (1..=64)
+            .find(|&k| crate::stats::min_attainable_p(k, paired) < compare.alpha)
+            .unwrap_or(64);
+        let needed_claims = if compare.claims.is_empty() {
+            0
+        } else if paired {
+            crate::stats::MIN_CLAIM_REPETITIONS.max(crate::stats::min_values_for_interval(crate::stats::INTERVAL_ERROR))
+        } else {
+            crate::stats::MIN_CLAIM_REPETITIONS
+        };
+        let span = self
+            .loc(&["schedule", "repetitions"])
+            .value
+            .or_else(|| self.key_span(&["schedule"]))
+            .or_else(|| self.value_span(&["compare", "alpha"]));
+        let fix = |k: usize| match schedule.sequential {
+            Some(plan) => format!(
+                "start with `min = {k}` or more (`repetitions = {{ min = {k}, max = {} }}`)",
+                plan.max.max(k as u32)
+            ),
+            None => format!("use repetitions = {k} or more"),
+        };
+        let design = if paired {
+            format!("the signed-rank test over {n} blocks")
+        } else {
+            format!("the rank test with {n} vs {n} samples")
+        };
+        if floor >= compare.alpha {
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "{what} can never reach alpha {}: the smallest p-value {design} can give is {}, so \
+                         every comparison would be inconclusive whatever the data",
+                        compare.alpha,
+                        format_args!("{floor:.3}")
+                    ),
+                    span,
+                )
+                .label("too few repetitions")
+                .hint(format!(
+                    "{}, or raise `alpha` in [compare]",
+                    fix(needed.max(needed_claims))
+                )),
+            );
+        } else if n < needed_claims {
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "{what} {are} too few to judge a claim: a claim needs at least {needed_claims}, below \
+                         which no 95% interval is bounded or it covers less than it says"
+                    ),
+                    span,
+                )
+                .label("too few repetitions")
+                .hint(fix(needed_claims)),
+            );
+        }
     }
 
     /// Warm-up and repetitions of `[schedule]` within their bounds.

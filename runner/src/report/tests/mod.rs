@@ -2,6 +2,7 @@
 
 pub(crate) mod bandwidth;
 mod blocked;
+mod claims;
 mod files;
 mod honest;
 mod json;

@@ -9,8 +9,9 @@
 mod ring;
 
 pub use ring::PinnedRing;
+use ring::ValidationUploads;
 
-use super::engine::{autodiff_predict, AutodiffEngine};
+use super::engine::AutodiffEngine;
 use super::phases::{LoopDevice, Stamps};
 use super::{eval, train_loop, Model, TrainError, TrainParams, ValidateParams};
 use crate::artifact::{TrainedModel, Windows};
@@ -141,13 +142,32 @@ impl Drop for DeviceMemory<'_> {
     }
 }
 
-pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams) -> Result<Vec<f32>, TrainError> {
+pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorder) -> Result<Vec<f32>, TrainError> {
     let dev = device(0)?;
     let net = Model::from_trained(&dev, model)?;
     let (windows, valid) = (&model.windows, &model.windows.valid);
-    eval::predict(windows, valid, params.batch_size, model.target, |b| {
-        autodiff_predict(&dev, &net, b)
-    })
+    let floats = params.batch_size.saturating_mul(windows.input_len());
+    let mut uploads = ValidationUploads::new(&dev, floats, params.non_blocking)?;
+    let mut log = eval::BatchLog::new(params.log_every);
+    let outputs = eval::predict_deferred(
+        windows,
+        valid,
+        params.batch_size,
+        model.target,
+        |b| {
+            let x = uploads.upload(&dev, b)?;
+            let y = net.forward(x, false)?;
+            // A logged batch waits for its outputs, as a logged `.item()` does.
+            log.batch(|| Ok(y.as_vec()))?;
+            Ok(y)
+        },
+        |y| Ok(y.as_vec()),
+    );
+    log.record(rec);
+    // Every copy done before the pinned buffers go (the last reads waited for the outputs,
+    // which came after them on the stream; this covers an error on the way).
+    uploads.finish()?;
+    outputs
 }
 
 /// Phase stamps as timing events recorded on the training stream, reused once read.
@@ -187,6 +207,17 @@ impl Stamps for EventStamps {
 
 impl LoopDevice for Cuda {
     type Stamps = EventStamps;
+
+    fn counts_driver_calls(&self) -> bool {
+        true
+    }
+
+    /// Half a second of steps: an idle GPU runs its first kernels at low clocks, and epochs
+    /// timed while they ramp up come out slower (epoch 0 measured 9% above the next two on an
+    /// H200, with one warm-up step).
+    fn default_warm_up_seconds(&self) -> f64 {
+        0.5
+    }
 
     fn release_cached(&self) -> Result<(), TrainError> {
         Ok(self.try_empty_cache()?)

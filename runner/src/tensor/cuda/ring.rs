@@ -12,7 +12,7 @@
 use super::{bind, stream};
 use crate::cuda_raw::{htod_async, Event, PinnedBuf};
 use crate::tensor::batches::HostBatch;
-use crate::tensor::engine::{ReusedBuffers, Uploader};
+use crate::tensor::engine::{Allocations, ReusedBuffers, Uploader};
 use crate::tensor::{Matrix, Model, TrainError, TrainParams};
 use cudarc::driver::sys;
 use dfdx::shapes::HasShape;
@@ -36,6 +36,8 @@ pub struct PinnedRing {
     stream: sys::CUstream,
     /// Reused destinations (`buffer_reuse`), written by the ring's own copies.
     reused: ReusedBuffers<Cuda>,
+    /// The destination tensors allocated, and the host time of those calls.
+    allocated: Allocations,
 }
 
 impl Uploader<Cuda> for PinnedRing {
@@ -58,7 +60,12 @@ impl Uploader<Cuda> for PinnedRing {
             next: 0,
             stream: stream(dev),
             reused: ReusedBuffers::default(),
+            allocated: Allocations::default(),
         })
+    }
+
+    fn allocations(&self) -> Allocations {
+        self.allocated
     }
 
     fn upload(
@@ -86,13 +93,18 @@ impl Uploader<Cuda> for PinnedRing {
         let y_bytes = unsafe { slot.y.write(&batch.y) }.ok_or_else(too_big)?;
 
         let stream = self.stream;
-        let uninit = || -> Result<(Matrix<Cuda>, Matrix<Cuda>), TrainError> {
-            // SAFETY: `copy` below writes every element before the step reads them.
-            Ok(unsafe {
-                (
-                    dev.try_alloc_uninit((batch.rows, input))?,
-                    dev.try_alloc_uninit((batch.rows, horizons))?,
-                )
+        let allocated = &mut self.allocated;
+        // The allocating calls alone are timed (host clock: what dfdx's cache or the
+        // stream-ordered pool costs the host), apart from the copies below.
+        let mut uninit = || -> Result<(Matrix<Cuda>, Matrix<Cuda>), TrainError> {
+            allocated.time(2, || {
+                // SAFETY: `copy` below writes every element before the step reads them.
+                Ok(unsafe {
+                    (
+                        dev.try_alloc_uninit((batch.rows, input))?,
+                        dev.try_alloc_uninit((batch.rows, horizons))?,
+                    )
+                })
             })
         };
         let copy = |(x, y): &mut (Matrix<Cuda>, Matrix<Cuda>)| -> Result<(), TrainError> {
@@ -111,6 +123,72 @@ impl Uploader<Cuda> for PinnedRing {
         slot.copied.record(self.stream)?;
         slot.in_flight = true;
         Ok(pair)
+    }
+}
+
+/// The validation batches' way to the device: each staged in a pinned slot of a ring and
+/// copied on dfdx's stream into a tensor allocated for it. Non-blocking, the host records an
+/// event and goes on, waiting only when it comes back to a slot whose copy is not done
+/// (PyTorch's `.to(device, non_blocking=True)` from pinned memory); blocking, it waits for each
+/// copy (`non_blocking=False`). Everything else is the same both ways.
+pub(super) struct ValidationUploads {
+    slots: Vec<(PinnedBuf, Event, bool)>,
+    next: usize,
+    stream: sys::CUstream,
+    non_blocking: bool,
+}
+
+impl ValidationUploads {
+    /// A ring of [`SLOTS`] pinned buffers of `floats` inputs each.
+    pub(super) fn new(dev: &Cuda, floats: usize, non_blocking: bool) -> Result<Self, TrainError> {
+        bind(dev)?;
+        let slots = (0..SLOTS)
+            .map(|_| Ok((PinnedBuf::new(floats.saturating_mul(4))?, Event::new(false)?, false)))
+            .collect::<Result<Vec<_>, TrainError>>()?;
+        Ok(Self {
+            slots,
+            next: 0,
+            stream: stream(dev),
+            non_blocking,
+        })
+    }
+
+    /// The batch's inputs on the device.
+    pub(super) fn upload(&mut self, dev: &Cuda, batch: &HostBatch) -> Result<Matrix<Cuda>, TrainError> {
+        let width = batch.x.len() / batch.rows.max(1);
+        let (buf, copied, in_flight) = &mut self.slots[self.next];
+        self.next = (self.next + 1) % SLOTS;
+        if *in_flight {
+            if !copied.ready()? {
+                copied.wait()?;
+            }
+            *in_flight = false;
+        }
+        let too_big = || TrainError::Internal(format!("a batch of {} rows is larger than batch_size", batch.rows));
+        // SAFETY: the slot's last copy is done (its event, waited for above when needed, or a
+        // blocking copy).
+        let bytes = unsafe { buf.write(&batch.x) }.ok_or_else(too_big)?;
+        // SAFETY: `write` below fills every element before the forward pass reads them.
+        let mut x: Matrix<Cuda> = unsafe { dev.try_alloc_uninit((batch.rows, width))? };
+        write(&mut x, buf, bytes, self.stream)?;
+        if self.non_blocking {
+            copied.record(self.stream)?;
+            *in_flight = true;
+        } else {
+            crate::cuda_raw::stream_sync(self.stream)?;
+        }
+        Ok(x)
+    }
+
+    /// Waits for every queued copy, so the pinned buffers can be freed.
+    pub(super) fn finish(&mut self) -> Result<(), TrainError> {
+        for (_, copied, in_flight) in &mut self.slots {
+            if *in_flight {
+                copied.wait()?;
+                *in_flight = false;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -275,7 +275,7 @@ fn the_warm_up_step_leaves_its_f16_buffers_to_the_training() {
         let (windows, params, dev, model) = f16_mlp();
         crate::tensor::native::release_scratch();
         assert_eq!(crate::tensor::native::scratch_bytes(), 0);
-        warm_up::<Cpu, NativeCpuEngine>(&dev, &windows, &model, &params, 0).unwrap();
+        warm_up::<Cpu, NativeCpuEngine>(&dev, &windows, &model, &params, 0, 0.0).unwrap();
         assert!(
             crate::tensor::native::scratch_bytes() > 0,
             "the warm-up engine freed the buffers the training would reallocate in epoch 0"

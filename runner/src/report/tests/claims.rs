@@ -1,0 +1,114 @@
+//! Claims bound to the configs that meet their conditions: a claim made on 8 cores is judged
+//! at the 8-thread config only, and only on a machine with the cores for it.
+
+use crate::report::tests::{base_run, metric};
+use crate::report::*;
+use crate::runspec::ClaimSpec;
+use crate::stats::{Claim, ClaimConditions, ClaimVerdict};
+
+/// A normalization run at 1, 2, 4 and 8 threads, sequential against parallel, on a machine
+/// with `cores` cores: the parallel config's time falls with its threads.
+fn thread_sweep(cores: &str) -> RunData {
+    let mut configs = Vec::new();
+    for (variant, parallel) in [("sequential", false), ("parallel", true)] {
+        for threads in [1u32, 2, 4, 8] {
+            let seconds = if parallel {
+                10.0 / f64::from(threads).powf(0.6)
+            } else {
+                10.0
+            };
+            let trials = (0..8u32)
+                .map(|r| TrialData {
+                    index: r * 8 + threads,
+                    repetition: r,
+                    block: Some(r),
+                    scheduled_block: r,
+                    host: "bench-01".to_owned(),
+                    ok: true,
+                    error: None,
+                    stages: vec![StageData {
+                        name: "features".to_owned(),
+                        kind: "normalize".to_owned(),
+                        ok: true,
+                        seconds: seconds * (1.0 + 0.01 * f64::from(r % 3)),
+                        peak_rss_bytes: None,
+                        metrics: vec![metric("windows", 1000.0, "count", None)],
+                    }],
+                })
+                .collect();
+            let mut params = indexmap::IndexMap::new();
+            params.insert(
+                "features".to_owned(),
+                serde_json::json!({ "parallel": parallel, "threads": threads }),
+            );
+            configs.push(ConfigData {
+                name: format!("{variant}[threads={threads}]"),
+                variant: variant.to_owned(),
+                sweep: vec![("stages.features.threads".to_owned(), threads.to_string())],
+                params,
+                trials,
+            });
+        }
+    }
+    let mut run = base_run(configs);
+    run.compare.baseline = "sequential".to_owned();
+    run.compare.primary = "features.seconds".to_owned();
+    run.compare.guards.clear();
+    run.compare.claims = vec![ClaimSpec {
+        metric: "features.seconds".to_owned(),
+        variant: "parallel".to_owned(),
+        claim: Claim::parse("3x..4x").unwrap(),
+        text: "3x..4x".to_owned(),
+        source: Some("stock-trainer".to_owned()),
+        requires: ClaimConditions {
+            device: Some("cpu".to_owned()),
+            min_cores: Some(8),
+            params: Vec::new(),
+        },
+        quote: Some("**Expected Impact:** 3-4x speedup on 8-core CPU".to_owned()),
+        change: None,
+        variant_change: None,
+        source_metric: None,
+        untestable: None,
+    }];
+    run.environment.insert("cores".to_owned(), cores.to_owned());
+    run.environment.insert("gpu".to_owned(), "none (CPU build)".to_owned());
+    run
+}
+
+#[test]
+fn a_claim_made_on_eight_cores_is_judged_at_the_eight_thread_config_only() {
+    // A machine with 16 cores: only parallel[threads=8] is judged, the others are context.
+    let report = build_report(&thread_sweep("16"));
+    let rows: Vec<(&str, ClaimVerdict)> = report.claims.iter().map(|c| (c.config.as_str(), c.verdict)).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, "parallel[threads=8]");
+    assert!(
+        matches!(
+            rows[0].1,
+            ClaimVerdict::Supported | ClaimVerdict::Refuted | ClaimVerdict::Inconclusive
+        ),
+        "{rows:?}"
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains("is for 8 threads or more")
+            && n.contains("`parallel[threads=1]`, `parallel[threads=2]`, `parallel[threads=4]` are not judged")),
+        "{:?}",
+        report.notes
+    );
+    // The same run on 2 cores: the 8-thread config ran oversubscribed and judges nothing.
+    let report = build_report(&thread_sweep("2"));
+    assert_eq!(report.claims.len(), 1);
+    let c = &report.claims[0];
+    assert_eq!(
+        (c.config.as_str(), c.verdict),
+        ("parallel[threads=8]", ClaimVerdict::NotReproduced)
+    );
+    assert!(
+        c.reason
+            .contains("stages.features.threads = 8 on 2 cores (oversubscribed)"),
+        "{}",
+        c.reason
+    );
+    assert!(c.speedup_ci.is_some(), "the measurement stays as context");
+}
