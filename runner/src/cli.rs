@@ -203,8 +203,9 @@ pub enum Command {
         /// Lease length in seconds, 0.1 to 86400 (default: the one given to `measured submit`).
         #[arg(long, value_parser = lease_seconds)]
         lease_seconds: Option<f64>,
-        /// Exit after this many seconds without a claimable unit, even while other workers hold units.
-        #[arg(long)]
+        /// Exit after this many seconds without a claimable unit, even while other workers hold
+        /// units (0 to 2592000, 30 days).
+        #[arg(long, value_parser = seconds_between::<0, 2_592_000>)]
         max_idle_seconds: Option<f64>,
         /// Where the worker keeps the journal of its finished trials
         /// (`<dir>/<experiment>/<run-id>.worker-<pid>.journal.jsonl`); journals found there are
@@ -272,6 +273,25 @@ pub enum DataCommand {
     Synth(crate::market::SynthArgs),
     /// Import OHLCV CSV files (Yahoo-style, tushare-style, or mapped with --columns).
     Import(crate::market::ImportArgs),
+    /// List the dataset versions in the stock database, with the runs that read each.
+    #[command(after_help = "Example:\n  measured data ls")]
+    Ls,
+    /// Show one dataset version: its origin, lineage, extent and the runs that read it.
+    #[command(after_help = "Example:\n  measured data show synth-50x750-2021-01-04-s20240601-mixed@1")]
+    Show {
+        /// `dataset@number`, a dataset (its newest version) or an id.
+        version: String,
+    },
+    /// Delete a dataset version and its bars; refused while a stored run read it.
+    #[command(after_help = "Example:\n  measured data rm prices@1")]
+    Rm {
+        /// `dataset@number`, a dataset (its newest version) or an id.
+        version: String,
+        /// Delete it even though stored runs read it (their reports keep what they recorded;
+        /// `run --data` and `--resume` can no longer read it).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -315,6 +335,11 @@ pub struct RunArgs {
     /// stock database, then exit: no trial runs and no run is stored (exit 1 when unmet).
     #[arg(long, conflicts_with = "resume")]
     pub preflight_only: bool,
+    /// Read these dataset versions instead of the data the manifest declares (`dataset@number`,
+    /// a dataset for its newest version, or an id; `measured data ls` lists them). Repeat it for
+    /// versions of several datasets; a report's reproduce line names the versions its run read.
+    #[arg(long, value_name = "VERSION", conflicts_with = "resume")]
+    pub data: Vec<String>,
     #[command(flatten)]
     pub revs: RevArgs,
 }
@@ -418,6 +443,7 @@ pub fn main() -> u8 {
                 db_wait_seconds: a.db_wait,
                 revs: a.revs.into(),
                 preflight_only: a.preflight_only,
+                data: a.data,
             },
         ),
         Command::Runs { experiment, limit } => commands::runs(&g, experiment.as_deref(), limit).map(|s| {
@@ -478,6 +504,9 @@ pub fn main() -> u8 {
         ),
         Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),
         Command::Data(DataCommand::Import(a)) => commands::data_import(&g, a.into()),
+        Command::Data(DataCommand::Ls) => commands::data_ls(&g),
+        Command::Data(DataCommand::Show { version }) => commands::data_show(&g, &version),
+        Command::Data(DataCommand::Rm { version, force }) => commands::data_rm(&g, &version, force),
         Command::Show { run } => commands::show(&g, &run).map(|s| {
             print!("{s}");
             EXIT_OK

@@ -34,11 +34,8 @@ pub enum Backend {
 pub enum DbError {
     #[error("unsupported database URL `{url}`")]
     UnsupportedUrl { url: String },
-    #[error(
-        "cannot connect to {url}: {message}\n\
-         hint: nothing was written; check the URL (--database or DATABASE_URL) and that the server accepts connections, then run the same command again"
-    )]
-    Connect { url: String, message: String },
+    #[error("cannot connect to {url}: {message}\nhint: nothing was written; {hint}")]
+    Connect { url: String, message: String, hint: String },
     #[error("cannot migrate {url}: {message}")]
     Migrate { url: String, message: String },
 }
@@ -58,6 +55,7 @@ impl Db {
             let opts = PgConnectOptions::from_str(url).map_err(|e| DbError::Connect {
                 url: shown.clone(),
                 message: redact_text(&e.to_string(), url),
+                hint: SERVER_HINT.into(),
             })?;
             // One plain connection first: a pool that cannot connect reports only that it
             // timed out, while the driver says why (refused, unknown host, bad password).
@@ -75,6 +73,7 @@ impl Db {
                 return Err(DbError::Connect {
                     url: shown,
                     message: redact_text(&message, url),
+                    hint: SERVER_HINT.into(),
                 });
             }
             let pool = PgPoolOptions::new()
@@ -85,6 +84,7 @@ impl Db {
                 .map_err(|e| DbError::Connect {
                     url: shown.clone(),
                     message: redact_text(&e.to_string(), url),
+                    hint: SERVER_HINT.into(),
                 })?;
             (Db::Postgres(pool), None)
         } else {
@@ -96,6 +96,7 @@ impl Db {
             std::fs::create_dir_all(parent).map_err(|e| DbError::Connect {
                 url: shown.clone(),
                 message: format!("cannot create {}: {e}", parent.display()),
+                hint: sqlite_hint(""),
             })?;
             // Creating the file, switching it to WAL and migrating it race when two processes
             // open a new file at once ("database is locked", half-applied migrations). An
@@ -105,6 +106,7 @@ impl Db {
             let setup = lock_dir(parent).await.map_err(|e| DbError::Connect {
                 url: shown.clone(),
                 message: format!("cannot lock {} for setup: {e}", parent.display()),
+                hint: sqlite_hint(""),
             })?;
             (Self::open_sqlite(&path, max_connections, &shown).await?, Some(setup))
         };
@@ -128,9 +130,13 @@ impl Db {
             .max_connections(max_connections.min(4))
             .connect_with(opts)
             .await
-            .map_err(|e| DbError::Connect {
-                url: shown.to_owned(),
-                message: e.to_string(),
+            .map_err(|e| {
+                let message = e.to_string();
+                DbError::Connect {
+                    url: shown.to_owned(),
+                    hint: sqlite_hint(&message),
+                    message,
+                }
             })?;
         Ok(Db::Sqlite(pool))
     }
@@ -160,6 +166,23 @@ impl Db {
             Db::Sqlite(p) => p.close().await,
             Db::Postgres(p) => p.close().await,
         }
+    }
+}
+
+/// What to check when a PostgreSQL server cannot be reached.
+const SERVER_HINT: &str = "check the URL (--database or DATABASE_URL) and that the server accepts connections, \
+                           then run the same command again";
+
+/// What to check when a SQLite file cannot be opened, from the driver's `message`.
+fn sqlite_hint(message: &str) -> String {
+    if message.contains("file is not a database") || message.contains("database disk image is malformed") {
+        "the file is not a SQLite database (or is damaged): give --database (or DATABASE_URL) a new path, \
+         which is created, or a results file that measured wrote"
+            .into()
+    } else {
+        "check the SQLite path (--database or DATABASE_URL): its folder must be writable, and an existing \
+         file must be a SQLite database this user can read and write"
+            .into()
     }
 }
 

@@ -67,3 +67,146 @@ pub(crate) fn serde_hint(message: &str) -> Option<String> {
     }
     None
 }
+
+/// A serde message in the manifest's terms: Rust type names (`struct RawSource`, `u32`, `f64`)
+/// become what a TOML writer writes (a table, a whole number, a number), and serde's
+/// `sequence` and `map` become TOML's array and table.
+pub(crate) fn plain_types(message: &str) -> String {
+    // Named types first (their names are internal), then the primitive names as whole words.
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some((before, kind, after)) = next_named_type(rest) {
+        match before.strip_suffix("did not match any variant of ") {
+            Some(lead) if kind == "untagged enum " => {
+                out.push_str(lead);
+                out.push_str("matches none of the accepted forms");
+                let name_len = after
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                rest = &after[name_len..];
+                continue;
+            }
+            _ => out.push_str(before),
+        }
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        out.push_str(match kind {
+            "untagged enum " => "any of its accepted forms",
+            "enum " => "one of the accepted values",
+            "tuple struct " => "an array",
+            "newtype struct " | "unit struct " => "a value",
+            _ => "a table",
+        });
+        rest = &after[name_len..];
+    }
+    out.push_str(rest);
+    // Serde names the type it expected right after "expected ", and the type it got right after
+    // "invalid type: "; only there is a word such as `f32` or `map` a type name rather than
+    // text of the message (a precision, a parameter's value).
+    let words = [
+        ("a sequence", "an array"),
+        ("sequence", "array"),
+        ("a map", "a table"),
+        ("map", "table"),
+        ("usize", "a whole number, 0 or more"),
+        ("u64", "a whole number, 0 or more"),
+        ("u32", "a whole number, 0 or more"),
+        ("u16", "a whole number, 0 or more"),
+        ("u8", "a whole number, 0 or more"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ];
+    let mut text = out;
+    for lead in ["expected ", "invalid type: "] {
+        for (from, to) in words {
+            text = replace_word(&text, &format!("{lead}{from}"), &format!("{lead}{to}"));
+        }
+    }
+    text
+}
+
+/// The text before the first `struct X` / `enum X` (and its kinds), the kind, and what follows
+/// the kind.
+fn next_named_type(text: &str) -> Option<(&str, &'static str, &str)> {
+    const KINDS: [&str; 5] = [
+        "untagged enum ",
+        "tuple struct ",
+        "newtype struct ",
+        "unit struct ",
+        "struct ",
+    ];
+    let mut best: Option<(usize, &'static str)> = None;
+    for kind in KINDS.into_iter().chain(["enum "]) {
+        let mut from = 0;
+        while let Some(i) = text[from..].find(kind).map(|i| i + from) {
+            let starts_word = i == 0 || !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            let named = text[i + kind.len()..].starts_with(|c: char| c.is_ascii_uppercase());
+            if starts_word && named {
+                if best.is_none_or(|(b, k)| i < b || (i == b && kind.len() > k.len())) {
+                    best = Some((i, kind));
+                }
+                break;
+            }
+            from = i + kind.len();
+        }
+    }
+    best.map(|(i, kind)| (&text[..i], kind, &text[i + kind.len()..]))
+}
+
+/// `text` with `word` replaced where it stands as a whole word (not inside `u32x` or a quoted
+/// value such as `"map"`).
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '`' || c == '"';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(word) {
+        out.push_str(&rest[..i]);
+        let whole = !out.ends_with(is_word) && !rest[i + word.len()..].starts_with(is_word);
+        out.push_str(if whole { with } else { word });
+        rest = &rest[i + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_types;
+
+    #[test]
+    fn serde_messages_name_toml_types_not_rust_ones() {
+        assert_eq!(
+            plain_types("invalid type: string \"doc\", expected struct RawSource"),
+            "invalid type: string \"doc\", expected a table"
+        );
+        assert_eq!(
+            plain_types("invalid value: integer `-1`, expected u32"),
+            "invalid value: integer `-1`, expected a whole number, 0 or more"
+        );
+        assert_eq!(
+            plain_types("invalid type: sequence, expected f64"),
+            "invalid type: array, expected a number"
+        );
+        assert_eq!(
+            plain_types("data did not match any variant of untagged enum RawRepetitions"),
+            "data matches none of the accepted forms"
+        );
+        assert_eq!(
+            plain_types("invalid type: map, expected enum DeviceKind"),
+            "invalid type: table, expected one of the accepted values"
+        );
+        // Names users wrote, and the message's own words, stay as written.
+        assert_eq!(
+            plain_types("unknown stage `u32` in `map`"),
+            "unknown stage `u32` in `map`"
+        );
+        assert_eq!(plain_types("unknown feature \"map\""), "unknown feature \"map\"");
+        assert_eq!(
+            plain_types("CUDA trains in f32 in this build"),
+            "CUDA trains in f32 in this build"
+        );
+    }
+}

@@ -31,6 +31,7 @@ pub(crate) mod params;
 pub(crate) mod paths;
 pub(crate) mod plan;
 pub(crate) mod preflight;
+pub mod printable;
 pub(crate) mod produced;
 pub mod publish;
 pub(crate) mod queue;

@@ -8,15 +8,24 @@ use crate::db::Db;
 use crate::error::CommandError;
 use crate::globals::Globals;
 use crate::manifest::{self, Experiment, ManifestError};
-use crate::market::{self, DataIdentity, DataSpec, LoadError, LoadParams, StockPlace};
+use crate::market::{self, DataIdentity, DataSpec, DataView, LoadError, LoadParams, StockPlace};
 use crate::paths::Root;
 use indexmap::IndexMap;
+
+/// Dataset versions a run reads instead of the ones its manifest's `[data]` resolves to.
+#[derive(Debug, Clone)]
+pub enum Pin {
+    /// `run --data NAME...`: `dataset@number`, a dataset (its newest version) or an id.
+    Named(Vec<String>),
+    /// The versions a run stored, for its resumption.
+    Stored(Vec<market::VersionRef>),
+}
 
 /// The stock database, ready for the run.
 pub struct Prepared {
     pub db: Db,
-    /// The codes loads choose from (the declared market's), `None`: every symbol.
-    pub universe: Option<Vec<String>>,
+    /// The dataset versions loads read.
+    pub view: DataView,
     /// What the loads read, stored with the run; `None` when no stage loads bars.
     pub identity: Option<DataIdentity>,
 }
@@ -60,14 +69,17 @@ fn refusal(exp: &Experiment, r: market::Refusal) -> CommandError {
 }
 
 /// Prepares the declared data and, with `check`, checks every load stage against it (exit 1
-/// before anything is stored when unmet). `None` when nothing reads or declares stock data.
+/// before anything is stored when unmet). `pin` names the dataset versions to read instead
+/// (`run --data`, or a resumed run's own); nothing is prepared then. `None` when nothing
+/// reads or declares stock data.
 pub fn prepare(
     g: &Globals,
     exp: &Experiment,
     rt: &tokio::runtime::Runtime,
     check: bool,
+    pin: Option<&Pin>,
 ) -> Result<Option<Prepared>, CommandError> {
-    if !reads_stock(exp) && !exp.data.restricts() {
+    if !reads_stock(exp) && !exp.data.restricts() && pin.is_none() {
         return Ok(None);
     }
     let url = g.stock_url();
@@ -78,34 +90,43 @@ pub fn prepare(
         }
     }
     let db = rt.block_on(Db::connect_with(&url, 8))?;
-    let steps = rt
-        .block_on(market::decide_data(&db, &exp.data, &place))
-        .map_err(|e| runtime_error(e, &url))?
-        .map_err(|r| refusal(exp, r))?;
-    let done = rt
-        .block_on(market::apply_data(&db, steps, g.quiet))
-        .map_err(|e| runtime_error(e, &url))?;
-    if !g.quiet {
-        for line in &done {
-            eprintln!("stock data: {}: {line}", place.shown);
+    let view = match pin {
+        Some(Pin::Named(names)) => rt
+            .block_on(market::pinned_view(&db, names))
+            .map_err(|e| CommandError::BadInput(db::redact_text(&e.to_string(), &url)))?,
+        Some(Pin::Stored(refs)) => rt
+            .block_on(market::stored_view(&db, refs))
+            .map_err(|e| runtime_error(e, &url))?,
+        None => {
+            let steps = rt
+                .block_on(market::decide_data(&db, &exp.data, &place))
+                .map_err(|e| runtime_error(e, &url))?
+                .map_err(|r| refusal(exp, r))?;
+            let done = rt
+                .block_on(market::apply_data(&db, steps, g.quiet))
+                .map_err(|e| runtime_error(e, &url))?;
+            if !g.quiet {
+                for line in &done {
+                    eprintln!("stock data: {}: {line}", place.shown);
+                }
+            }
+            rt.block_on(market::data_view(&db, &exp.data))
+                .map_err(|e| runtime_error(e, &url))?
         }
-    }
-    let universe = rt
-        .block_on(market::universe(&db, &exp.data))
-        .map_err(|e| runtime_error(e, &url))?;
+    };
     if !reads_stock(exp) {
         return Ok(Some(Prepared {
             db,
-            universe,
+            view,
             identity: None,
         }));
     }
     let identity = rt
-        .block_on(market::identify(&db, &exp.data, universe.as_deref()))
+        .block_on(market::identify(&db, &view))
         .map_err(|e| runtime_error(e, &url))?;
     if check {
         let problems = rt
-            .block_on(problems(exp, &db, universe.as_deref(), &identity, &place))
+            .block_on(problems(exp, &db, &view, &identity, &place))
             .map_err(|e| runtime_error(e, &url))?;
         if !problems.is_empty() {
             return Err(CommandError::Data(manifest::located(exp, problems)));
@@ -116,7 +137,7 @@ pub fn prepare(
     }
     Ok(Some(Prepared {
         db,
-        universe,
+        view,
         identity: Some(identity),
     }))
 }
@@ -157,14 +178,14 @@ pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -
             lines.push(later);
             return Ok(lines);
         }
-        let universe = rt
-            .block_on(market::universe(&db, &exp.data))
+        let view = rt
+            .block_on(market::data_view(&db, &exp.data))
             .map_err(|e| runtime_error(e, &url))?;
         let identity = rt
-            .block_on(market::identify(&db, &exp.data, universe.as_deref()))
+            .block_on(market::identify(&db, &view))
             .map_err(|e| runtime_error(e, &url))?;
         let problems = rt
-            .block_on(problems(exp, &db, universe.as_deref(), &identity, &place))
+            .block_on(problems(exp, &db, &view, &identity, &place))
             .map_err(|e| runtime_error(e, &url))?;
         if !problems.is_empty() {
             return Err(CommandError::Data(manifest::located(exp, problems)));
@@ -203,11 +224,11 @@ fn declared_words(spec: &DataSpec) -> String {
 async fn problems(
     exp: &Experiment,
     db: &Db,
-    universe: Option<&[String]>,
+    view: &DataView,
     identity: &DataIdentity,
     place: &StockPlace,
 ) -> Result<Vec<ManifestError>, market::MarketError> {
-    let mut out = requirement_problems(exp, db, universe, identity).await?;
+    let mut out = requirement_problems(exp, db, view, identity).await?;
     let holds = format!("{} holds {identity}", place.shown);
     let holds = holds.as_str();
     for (si, def) in exp.stages.iter().enumerate().filter(|(_, s)| s.kind == "load") {
@@ -227,9 +248,9 @@ async fn problems(
                 continue; // validation built this stage; a table it accepted always parses
             };
             let which = which_configs(exp, configs);
-            let codes = match market::resolve_selection(db, &params.symbols, universe).await {
-                Ok(codes) => codes,
-                Err(e @ (LoadError::TooFew { .. } | LoadError::NotFound { .. } | LoadError::Undeclared(_))) => {
+            let codes = match market::resolve_selection(db, &params.symbols, view).await {
+                Ok(targets) => targets.into_iter().map(|(c, _)| c).collect::<Vec<_>>(),
+                Err(e @ (LoadError::TooFew { .. } | LoadError::NotFound { .. } | LoadError::Undeclared { .. })) => {
                     let (message, hint) = split_hint(&e.to_string());
                     let fix = selection_fix(exp, &e, place).or(hint).unwrap_or_default();
                     out.push(
@@ -245,7 +266,7 @@ async fn problems(
                 Err(LoadError::Db(e)) => return Err(market::MarketError::Db(e)),
                 Err(_) => continue, // the load itself reports anything else, with its cause
             };
-            let counts = market::bars_per_symbol(db, &codes, params.start, params.end).await?;
+            let counts = market::bars_per_symbol(db, view, &codes, params.start, params.end).await?;
             let longest = counts
                 .values()
                 .copied()
@@ -333,7 +354,7 @@ fn history_problems(exp: &Experiment, si: usize, configs: &[usize], longest: u64
 async fn requirement_problems(
     exp: &Experiment,
     db: &Db,
-    universe: Option<&[String]>,
+    view: &DataView,
     identity: &DataIdentity,
 ) -> Result<Vec<ManifestError>, market::MarketError> {
     let req = &exp.data.require;
@@ -342,10 +363,10 @@ async fn requirement_problems(
         at.push(key.to_owned());
         manifest::span_of(exp, &at, false)
     };
-    let scope = if universe.is_some() {
+    let scope = if view.declared {
         "the data declared in [data]"
     } else {
-        "the stock database"
+        "the data this run reads"
     };
     let mut out = Vec::new();
     if let Some(min) = req.min_symbols.filter(|&m| identity.symbols < m as u64) {
@@ -362,7 +383,7 @@ async fn requirement_problems(
         );
     }
     if let Some(min) = req.min_days {
-        let days = market::trading_days_held(db, universe).await?;
+        let days = market::trading_days_held(db, view).await?;
         if days < min as u64 {
             out.push(
                 ManifestError::new(
@@ -378,13 +399,16 @@ async fn requirement_problems(
         }
     }
     if !req.codes.is_empty() {
-        let found = market::existing_codes(db, &req.codes)
+        let held: std::collections::HashSet<String> = market::view_codes(db, view)
             .await
-            .map_err(|e| market::MarketError::Db(e.to_string()))?;
+            .map_err(|e| market::MarketError::Db(e.to_string()))?
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
         let missing: Vec<String> = req
             .codes
             .iter()
-            .filter(|c| !found.contains(*c) || universe.is_some_and(|u| u.binary_search(c).is_err()))
+            .filter(|c| !held.contains(*c))
             .map(|c| format!("`{c}`"))
             .collect();
         if !missing.is_empty() {

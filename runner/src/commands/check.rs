@@ -21,7 +21,7 @@ pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
                 };
                 println!(
                     "ok: {} ({}, {}, {count})",
-                    f.display(),
+                    crate::printable::printable(&f.display().to_string()),
                     plural(exp.configs.len(), "config"),
                     plural(exp.stages.len(), "stage"),
                 );

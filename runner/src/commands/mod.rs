@@ -11,7 +11,7 @@ mod runs;
 mod summary;
 
 pub use check::{check, plan};
-pub use data::{data_import, data_synth};
+pub use data::{data_import, data_ls, data_rm, data_show, data_synth};
 pub use queue::{status, submit, worker, SubmitOptions, WorkerArgs};
 pub use report::{compare, history, publish, report, HistoryOptions};
 pub use run::{run, RunOptions, DEFAULT_DB_WAIT_SECONDS, DEFAULT_LEASE_SECONDS};
@@ -196,7 +196,7 @@ pub fn finish(result: Result<u8, CommandError>) -> u8 {
                 CommandError::Manifest(m) | CommandError::Data(m) => {
                     eprint!("{}", m.render_for_stderr(crate::color::stderr()))
                 }
-                other => eprintln!("error: {other:#}"),
+                other => eprintln!("error: {}", crate::printable::error_chain(other)),
             }
             e.exit_code()
         }

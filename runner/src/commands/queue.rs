@@ -141,7 +141,7 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     let (db, pool) = connect(&rt, &g.database)?;
     // The declared data is prepared and every load stage checked before anything is queued,
     // as for a local run.
-    let prepared = crate::preflight::prepare(g, &exp, &rt, true)?;
+    let prepared = crate::preflight::prepare(g, &exp, &rt, true, None)?;
     let identity = prepared.as_ref().and_then(|p| p.identity.clone());
     if let Some(p) = prepared {
         rt.block_on(p.db.close());

@@ -47,6 +47,8 @@ pub struct RunOptions {
     /// Prepare the declared data and check every load stage against it, then stop: no trial
     /// runs and nothing is stored.
     pub preflight_only: bool,
+    /// `--data`: the dataset versions to read instead of the declared data.
+    pub data: Vec<String>,
 }
 
 /// Defaults of `measured run --lease-seconds` and `--db-wait`.
@@ -87,8 +89,9 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
     let rt = runtime()?;
     // The declared data is made ready and every load stage checked against it before the run
     // is stored: a run that cannot get its data stores nothing and runs no trial.
+    let pin = (!o.data.is_empty()).then(|| crate::preflight::Pin::Named(o.data.clone()));
     let prepared = match &fresh {
-        Some(exp) => crate::preflight::prepare(g, exp, &rt, true)?,
+        Some(exp) => crate::preflight::prepare(g, exp, &rt, true, pin.as_ref())?,
         None => None,
     };
     if o.preflight_only {
@@ -127,6 +130,23 @@ fn run_with(
             let run_id = crate::paths::new_run_id();
             let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
             let mut command = reproduce_command("run", &exp, seed, g);
+            // The versions it read, so the line reads them again whatever is stored since.
+            if let Some(identity) = prepared.as_ref().and_then(|p| p.identity.as_ref()) {
+                // Labels are dataset names (letters, digits, `_`, `-`, `.`), `@` and a number,
+                // which a shell reads as they are; anything else read from the database is quoted.
+                for v in &identity.versions {
+                    let plain = v
+                        .label
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
+                    command.push_str(" --data ");
+                    if plain {
+                        command.push_str(&v.label);
+                    } else {
+                        command.push_str(&shlex::try_quote(&v.label).unwrap_or_default());
+                    }
+                }
+            }
             let rev_words = o.revs.words();
             if !rev_words.is_empty() {
                 command.push(' ');
@@ -175,8 +195,13 @@ fn run_with(
                 let pinned = crate::gitrev::pinned(&exp, &stored);
                 prepare_revisions(&mut exp, &pinned, g.quiet)?;
             }
-            // The rest of the trials read the declared data too (prepared again if it is gone).
-            prepared = crate::preflight::prepare(g, &exp, rt, false)?;
+            // The rest of the trials read the dataset versions the first ones read; a run stored
+            // before versions reads the declared data (prepared again if it is gone).
+            let stored = crate::market::DataIdentity::from_json(row.stock_data.as_deref())
+                .map(|d| d.versions)
+                .filter(|v| !v.is_empty())
+                .map(crate::preflight::Pin::Stored);
+            prepared = crate::preflight::prepare(g, &exp, rt, false, stored.as_ref())?;
             let env = experiment_env(&exp);
             let skip: HashSet<u32> = rt
                 .block_on(store::stored_trial_indices(db, &row.id))?
@@ -194,7 +219,7 @@ fn run_with(
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
     let mut services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
     if let Some(p) = prepared {
-        services = services.prepared(p.db, &exp.data, p.universe);
+        services = services.prepared(p.db, &exp.data, p.view);
     }
     let cancel = cancel_flag();
     let spec = RunSpec {

@@ -271,6 +271,9 @@ fn data_lines(row: &store::RunRow, trials: &[TrialRecord]) -> String {
         Some(d) => {
             let _ = writeln!(out, "data: {}", d.extent());
             let _ = writeln!(out, "  source: {}", d.origin());
+            if !d.versions.is_empty() {
+                let _ = writeln!(out, "  dataset versions: {}", d.version_labels());
+            }
         }
         None if reads || !hashes.is_empty() => {
             let _ = writeln!(

@@ -318,6 +318,12 @@ impl Validator {
         if by_name {
             return;
         }
+        // Each stage as built, defaults applied: an override that sets a parameter to its
+        // default changes nothing, though the tables differ.
+        let resolved: Vec<Vec<String>> = configs
+            .iter()
+            .map(|c| c.stages.iter().map(|s| format!("{:?}", s.stage)).collect())
+            .collect();
         let mut reported = vec![false; configs.len()];
         for i in 0..configs.len() {
             if reported[i] {
@@ -331,7 +337,8 @@ impl Validator {
                             .stages
                             .iter()
                             .zip(&configs[j].stages)
-                            .all(|(a, b)| same_table(&a.params, &b.params))
+                            .zip(resolved[i].iter().zip(&resolved[j]))
+                            .all(|((a, b), (ra, rb))| same_table(&a.params, &b.params) || ra == rb)
                 })
                 .collect();
             let Some(&j) = same.first() else { continue };

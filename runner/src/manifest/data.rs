@@ -313,7 +313,7 @@ impl Validator {
                 columns: raw.columns.clone(),
                 skip_bad: raw.skip_bad,
                 date_format: raw.date_format.clone(),
-                dry_run: false,
+                ..ImportOptions::default()
             },
             at: at.to_vec(),
         })

@@ -3,6 +3,7 @@
 //! Every error carries the byte span it is about, what is wrong, and a hint; rendering shows
 //! `file:line:col`, the source line and a caret, like a compiler.
 
+use crate::printable::{needs_escape, printable, push_visible};
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term::{self, Config};
@@ -65,39 +66,54 @@ impl ManifestErrors {
     /// Renders the errors as plain text (no colour), the form used in snapshots and logs: the
     /// first `MAX_ERRORS_SHOWN`, a count of the rest, at most `MAX_RENDERED_BYTES`.
     pub fn render(&self) -> String {
-        let mut out = term::termcolor::NoColor::new(Vec::new());
-        self.emit(&mut out);
-        self.bounded(String::from_utf8_lossy(&out.into_inner()).into_owned())
+        self.bounded(self.emit(false))
     }
 
     /// Renders the errors for stderr: coloured (ANSI) when `colour`, else as [`Self::render`].
     pub fn render_for_stderr(&self, colour: bool) -> String {
-        if colour {
-            let mut out = term::termcolor::Ansi::new(Vec::new());
-            self.emit(&mut out);
-            self.bounded(String::from_utf8_lossy(&out.into_inner()).into_owned())
-        } else {
-            self.render()
-        }
+        self.bounded(self.emit(colour))
     }
 
-    fn emit(&self, out: &mut dyn term::termcolor::WriteColor) {
-        let file = SimpleFile::new(self.path.display().to_string(), self.text.as_str());
+    /// Every error against a view of the file made for it ([`View`]): control characters made
+    /// visible and long lines cut around the error, so that neither the file nor the messages
+    /// (which quote it) can drive the terminal or flood it. The `file:line:col` each error
+    /// names is the original file's, whatever the view cut.
+    fn emit(&self, colour: bool) -> String {
+        let name = printable(&self.path.display().to_string()).into_owned();
         let config = Config::default();
+        let mut out = String::new();
         for e in self.errors.iter().take(MAX_ERRORS_SHOWN) {
-            let mut diag = Diagnostic::error().with_message(&e.message);
-            if let Some(span) = &e.span {
-                let span = clamp(span.clone(), self.text.len());
-                diag = diag.with_labels(vec![Label::primary((), span).with_message(&e.label)]);
+            let span = e.span.as_ref().map(|s| clamp(s.clone(), self.text.len()));
+            let view = View::new(&self.text, span.as_ref().map(|s| s.start));
+            let file = SimpleFile::new(name.as_str(), view.text.as_str());
+            let mut diag = Diagnostic::error().with_message(printable(&crate::hint::plain_types(&e.message)));
+            if let Some(span) = &span {
+                let mapped = view.map(span.start)..view.map(span.end);
+                diag = diag.with_labels(vec![Label::primary((), mapped).with_message(printable(&e.label))]);
             } else {
-                diag = diag.with_notes(vec![format!("in {}", self.path.display())]);
+                diag = diag.with_notes(vec![format!("in {name}")]);
             }
             if let Some(h) = &e.hint {
-                diag = diag.with_notes(vec![format!("hint: {h}")]);
+                diag = diag.with_notes(vec![format!("hint: {}", printable(h))]);
             }
-            // Writing into a Vec cannot fail; an error here would only lose the message text.
-            let _ = term::emit(out, &config, &file, &diag);
+            let mut buf = if colour {
+                term::termcolor::Buffer::ansi()
+            } else {
+                term::termcolor::Buffer::no_color()
+            };
+            // Writing into a buffer cannot fail; an error here would only lose the message text.
+            let _ = term::emit(&mut buf, &config, &file, &diag);
+            let mut text = String::from_utf8_lossy(buf.as_slice()).into_owned();
+            if let Some(span) = &span {
+                let (line, shown) = column(&view.text, view.map(span.start));
+                let (_, real) = column(&self.text, span.start);
+                if shown != real {
+                    text = text.replacen(&format!("{name}:{line}:{shown}"), &format!("{name}:{line}:{real}"), 1);
+                }
+            }
+            out.push_str(&text);
         }
+        out
     }
 
     /// `text` with the count of the errors not shown, cut at `MAX_RENDERED_BYTES`.
@@ -127,6 +143,102 @@ impl ManifestErrors {
 pub const MAX_ERRORS_SHOWN: usize = 20;
 /// Longest rendered error report (a manifest line of megabytes would otherwise be echoed).
 pub const MAX_RENDERED_BYTES: usize = 64 * 1024;
+
+/// Characters of a source line shown in full; a longer line is cut to [`LINE_WINDOW`] characters
+/// either side of the error (a minified or binary file is one line of megabytes).
+pub const MAX_LINE_CHARS: usize = 240;
+const LINE_WINDOW: usize = 100;
+
+/// A manifest's text as one error shows it, with the byte offsets of the original mapped into
+/// it: control characters replaced by visible ones, and each line longer than
+/// [`MAX_LINE_CHARS`] cut to the part around the error (or its start), the rest shown as `…`.
+struct View {
+    text: String,
+    /// Each replaced or cut piece: `(original start, original end, start in the view, end in
+    /// the view)`, in order. Between pieces the text is copied, so offsets move by a constant.
+    pieces: Vec<(usize, usize, usize, usize)>,
+}
+
+impl View {
+    fn new(source: &str, focus: Option<usize>) -> View {
+        let mut view = View {
+            text: String::with_capacity(source.len().min(1 << 16)),
+            pieces: Vec::new(),
+        };
+        let mut start = 0;
+        for line in source.split_inclusive('\n') {
+            view.push_line(start, line, focus);
+            start += line.len();
+        }
+        view
+    }
+
+    fn push_line(&mut self, start: usize, line: &str, focus: Option<usize>) {
+        let chars = line.chars().count();
+        let keep = if chars <= MAX_LINE_CHARS {
+            0..chars
+        } else {
+            let at = focus
+                .filter(|f| (start..start + line.len()).contains(f))
+                .map_or(0, |f| line[..f - start].chars().count());
+            at.saturating_sub(LINE_WINDOW)..(at + LINE_WINDOW).min(chars)
+        };
+        let mut cut_from: Option<usize> = None;
+        for (i, (at, c)) in line.char_indices().enumerate() {
+            let offset = start + at;
+            if !keep.contains(&i) && c != '\n' {
+                cut_from.get_or_insert(offset);
+                continue;
+            }
+            if let Some(from) = cut_from.take() {
+                self.replace(from, offset, "…");
+            }
+            let crlf = c == '\r' && line[at + 1..].starts_with('\n');
+            if needs_escape(c) && !crlf {
+                let mut shown = String::new();
+                push_visible(&mut shown, c);
+                self.replace(offset, offset + c.len_utf8(), &shown);
+            } else {
+                self.text.push(c);
+            }
+        }
+        if let Some(from) = cut_from {
+            self.replace(from, start + line.len(), "…");
+        }
+    }
+
+    fn replace(&mut self, from: usize, to: usize, with: &str) {
+        let at = self.text.len();
+        self.text.push_str(with);
+        self.pieces.push((from, to, at, self.text.len()));
+    }
+
+    /// Where the original byte `offset` is in the view; an offset inside a replaced or cut
+    /// piece maps to the piece's start.
+    fn map(&self, offset: usize) -> usize {
+        let i = self.pieces.partition_point(|p| p.0 <= offset);
+        match i.checked_sub(1).map(|i| self.pieces[i]) {
+            None => offset,
+            Some((_, to, at, _)) if offset < to => at,
+            Some((_, to, _, end)) => end + (offset - to),
+        }
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`, as codespan counts
+/// them.
+fn column(text: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}
 
 fn clamp(span: Range<usize>, len: usize) -> Range<usize> {
     let start = span.start.min(len);

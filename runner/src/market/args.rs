@@ -55,7 +55,9 @@ impl From<SynthArgs> for SynthOptions {
     Columns are found by their usual names (Date/trade_date/datetime/timestamp/day, Open, High, Low,\n\
     Close, Volume/vol, Adj Close, amount, Symbol/Ticker/code/ts_code); a file without a symbol\n\
     column is one symbol. Every row is checked (prices positive, open and close within [low, high],\n\
-    volume not negative) before anything is written; re-importing a file updates its rows.")]
+    volume not negative) before anything is written. Each import makes a new dataset version and\n\
+    never changes a stored one: the same files again find their version; --into DATASET makes a\n\
+    new version of that dataset holding its bars and the files'.")]
 pub struct ImportArgs {
     /// CSV files to import (`.gz` files are decompressed).
     #[arg(required = true, value_name = "FILE")]
@@ -80,6 +82,18 @@ pub struct ImportArgs {
     /// Read and check every file and print what would be imported; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// The dataset the new version belongs to (default: the first file's name without
+    /// extension).
+    #[arg(long, value_name = "DATASET", conflicts_with = "into")]
+    pub name: Option<String>,
+    /// Make a new version of DATASET holding its newest version's bars and the files'; a bar
+    /// both have with other values stops the import (see --replace).
+    #[arg(long, value_name = "DATASET")]
+    pub into: Option<String>,
+    /// With --into: the files' bars replace the dataset's on the dates both have (in the new
+    /// version; the stored versions stay as they are).
+    #[arg(long, requires = "into")]
+    pub replace: bool,
 }
 
 impl From<ImportArgs> for ImportOptions {
@@ -92,6 +106,9 @@ impl From<ImportArgs> for ImportOptions {
             skip_bad: a.skip_bad,
             date_format: a.date_format,
             dry_run: a.dry_run,
+            dataset: a.name,
+            into: a.into,
+            replace: a.replace,
         }
     }
 }

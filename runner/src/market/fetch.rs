@@ -88,31 +88,57 @@ where
     })
 }
 
-/// Fetches `codes`, then applies `min_history`, `adjust` and the per-symbol digest.
-pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams) -> Result<Collected, LoadError> {
+/// Symbol codes with the dataset version each is read from, grouped by version (in order of
+/// first appearance), each group's codes in the order given.
+pub(crate) fn by_version(targets: &[(String, i64)]) -> Vec<(i64, Vec<String>)> {
+    let mut groups: Vec<(i64, Vec<String>)> = Vec::new();
+    for (code, version) in targets {
+        match groups.iter_mut().find(|(v, _)| v == version) {
+            Some((_, codes)) => codes.push(code.clone()),
+            None => groups.push((*version, vec![code.clone()])),
+        }
+    }
+    groups
+}
+
+/// Fetches `targets` (each code from its dataset version), then applies `min_history`,
+/// `adjust` and the per-symbol digest.
+pub(crate) async fn fetch_worker(
+    db: &Db,
+    targets: &[(String, i64)],
+    params: &LoadParams,
+) -> Result<Collected, LoadError> {
     let (lo, hi) = bounds(params);
+    let codes: Vec<String> = targets.iter().map(|(c, _)| c.clone()).collect();
     let mut wire_bytes = 0;
     let fetched = match (db, params.strategy) {
         (Db::Postgres(pool), FetchStrategy::Stream) => {
             let mut conn = pool.acquire().await?;
             let sql = format!(
-                "SELECT symbol, {COLUMNS} FROM daily_bars WHERE symbol = ANY($1) \
+                "SELECT symbol, {COLUMNS} FROM daily_bars WHERE version = $4 AND symbol = ANY($1) \
                  AND trade_date >= $2 AND trade_date <= $3 ORDER BY symbol, trade_date"
             );
-            let mut rows = sqlx::query(&sql).bind(codes).bind(lo).bind(hi).fetch(&mut *conn);
             let mut grouper = Grouper::default();
-            while let Some(row) = rows.try_next().await? {
-                let code: &str = row.try_get(0)?;
-                grouper.push(code.as_bytes(), bar_from(&row, 1)?);
+            for (version, codes) in by_version(targets) {
+                let mut rows = sqlx::query(&sql)
+                    .bind(&codes)
+                    .bind(lo)
+                    .bind(hi)
+                    .bind(version)
+                    .fetch(&mut *conn);
+                while let Some(row) = rows.try_next().await? {
+                    let code: &str = row.try_get(0)?;
+                    grouper.push(code.as_bytes(), bar_from(&row, 1)?);
+                }
             }
             grouper.finish()
         }
         // SQLite reads through its own API on a blocking thread, both strategies.
         (Db::Sqlite(pool), _) => {
             let path = pool.connect_options().get_filename().to_owned();
-            let (codes, params) = (codes.to_vec(), params.clone());
+            let (targets, params) = (targets.to_vec(), params.clone());
             return tokio::task::spawn_blocking(move || {
-                let fetched = super::fetch_sqlite::fetch(&path, &codes, &params, lo, hi)?;
+                let fetched = super::fetch_sqlite::fetch(&path, &targets, &params, lo, hi)?;
                 Ok(collect(fetched, &codes, &params, 0))
             })
             .await
@@ -121,11 +147,11 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
         (Db::Postgres(pool), FetchStrategy::Batched) => {
             let mut conn = pool.acquire().await?;
             let sql = format!(
-                "SELECT {COLUMNS} FROM daily_bars WHERE symbol = $1 AND trade_date >= $2 \
+                "SELECT {COLUMNS} FROM daily_bars WHERE version = $5 AND symbol = $1 AND trade_date >= $2 \
                  AND trade_date <= $3 ORDER BY trade_date LIMIT $4"
             );
-            let mut out = Vec::with_capacity(codes.len());
-            for code in codes {
+            let mut out = Vec::with_capacity(targets.len());
+            for (code, version) in targets {
                 let mut s = SymbolBars::new(code.clone());
                 let mut from = lo;
                 loop {
@@ -134,6 +160,7 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
                         .bind(from)
                         .bind(hi)
                         .bind(params.fetch_size as i64)
+                        .bind(*version)
                         .fetch_all(&mut *conn)
                         .await?;
                     for row in &rows {
@@ -149,22 +176,24 @@ pub(crate) async fn fetch_worker(db: &Db, codes: &[String], params: &LoadParams)
             out
         }
         (Db::Postgres(pool), FetchStrategy::Copy) => {
-            let stmt = copy_statement(codes, lo, hi)?;
             let mut conn = pool.acquire().await?;
-            let mut stream = conn.copy_out_raw(&stmt).await?;
-            let mut decoder = CopyDecoder::default();
             let mut grouper = Grouper::default();
-            while let Some(chunk) = stream.try_next().await? {
-                wire_bytes += chunk.len() as u64;
-                decoder
-                    .feed(&chunk, &mut |code, bar| grouper.push(code, bar))
-                    .map_err(LoadError::Decode)?;
+            for (version, codes) in by_version(targets) {
+                let stmt = copy_statement(version, &codes, lo, hi)?;
+                let mut stream = conn.copy_out_raw(&stmt).await?;
+                let mut decoder = CopyDecoder::default();
+                while let Some(chunk) = stream.try_next().await? {
+                    wire_bytes += chunk.len() as u64;
+                    decoder
+                        .feed(&chunk, &mut |code, bar| grouper.push(code, bar))
+                        .map_err(LoadError::Decode)?;
+                }
+                decoder.finish().map_err(LoadError::Decode)?;
             }
-            decoder.finish().map_err(LoadError::Decode)?;
             grouper.finish()
         }
     };
-    Ok(collect(fetched, codes, params, wire_bytes))
+    Ok(collect(fetched, &codes, params, wire_bytes))
 }
 
 /// Applies `min_history`, `adjust` and the per-symbol digest to the fetched symbols of `codes`.
@@ -198,11 +227,17 @@ fn collect(fetched: Vec<SymbolBars>, codes: &[String], params: &LoadParams, wire
     collected
 }
 
-/// The COPY statement for `codes` in `lo..=hi`. COPY cannot take bind parameters, so this is
-/// the one statement built from values: codes must pass [`is_valid_code`] (they were also
-/// looked up in `symbols` with bound parameters first), and dates are chrono's own
-/// `YYYY-MM-DD` rendering, so neither can close the quoted literal it sits in.
-pub(crate) fn copy_statement(codes: &[String], lo: NaiveDate, hi: NaiveDate) -> Result<String, LoadError> {
+/// The COPY statement for `codes` of `version` in `lo..=hi`. COPY cannot take bind
+/// parameters, so this is the one statement built from values: codes must pass
+/// [`is_valid_code`] (they were also looked up in `symbols` with bound parameters first), the
+/// version is an integer, and dates are chrono's own `YYYY-MM-DD` rendering, so none can close
+/// the quoted literal it sits in.
+pub(crate) fn copy_statement(
+    version: i64,
+    codes: &[String],
+    lo: NaiveDate,
+    hi: NaiveDate,
+) -> Result<String, LoadError> {
     let mut list = String::with_capacity(codes.len() * 14);
     for (i, code) in codes.iter().enumerate() {
         if !is_valid_code(code) {
@@ -216,7 +251,7 @@ pub(crate) fn copy_statement(codes: &[String], lo: NaiveDate, hi: NaiveDate) -> 
         list.push('\'');
     }
     Ok(format!(
-        "COPY (SELECT symbol, {COLUMNS} FROM daily_bars WHERE symbol IN ({list}) \
+        "COPY (SELECT symbol, {COLUMNS} FROM daily_bars WHERE version = {version} AND symbol IN ({list}) \
          AND trade_date >= DATE '{}' AND trade_date <= DATE '{}' ORDER BY symbol, trade_date) \
          TO STDOUT WITH (FORMAT binary)",
         lo.format("%Y-%m-%d"),

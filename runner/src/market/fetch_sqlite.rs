@@ -35,11 +35,12 @@ impl From<rusqlite::Error> for LoadError {
     }
 }
 
-/// Fetches `codes` from the SQLite file at `path` with `params.strategy` (`stream` or
-/// `batched`), in `lo..=hi`; those with no rows left out (the caller orders the symbols).
+/// Fetches `targets` (each code from its dataset version) from the SQLite file at `path` with
+/// `params.strategy` (`stream` or `batched`), in `lo..=hi`; those with no rows left out (the
+/// caller orders the symbols).
 pub(super) fn fetch(
     path: &Path,
-    codes: &[String],
+    targets: &[(String, i64)],
     params: &LoadParams,
     lo: NaiveDate,
     hi: NaiveDate,
@@ -51,24 +52,30 @@ pub(super) fn fetch(
     // Dates are stored as ISO-8601 text, the form sqlx binds a date in.
     let (lo, hi) = (lo.format("%F").to_string(), hi.format("%F").to_string());
     match params.strategy {
-        FetchStrategy::Stream => stream(&snapshot, codes, &lo, &hi),
-        FetchStrategy::Batched => batched(&snapshot, codes, &lo, &hi, params.fetch_size),
+        FetchStrategy::Stream => stream(&snapshot, targets, &lo, &hi),
+        FetchStrategy::Batched => batched(&snapshot, targets, &lo, &hi, params.fetch_size),
         FetchStrategy::Copy => Err(LoadError::CopyNeedsPostgres),
     }
 }
 
-/// One ordered query per [`CODES_PER_QUERY`] codes.
-fn stream(conn: &Connection, codes: &[String], lo: &str, hi: &str) -> Result<Vec<SymbolBars>, LoadError> {
-    let mut out: Vec<SymbolBars> = Vec::with_capacity(codes.len());
-    for chunk in codes.chunks(CODES_PER_QUERY) {
+/// One ordered query per [`CODES_PER_QUERY`] codes of one version.
+fn stream(conn: &Connection, targets: &[(String, i64)], lo: &str, hi: &str) -> Result<Vec<SymbolBars>, LoadError> {
+    let mut out: Vec<SymbolBars> = Vec::with_capacity(targets.len());
+    let groups = super::fetch::by_version(targets);
+    for (version, chunk) in groups
+        .iter()
+        .flat_map(|(v, codes)| codes.chunks(CODES_PER_QUERY).map(move |c| (v, c)))
+    {
         let sql = format!(
-            "SELECT symbol, {} FROM daily_bars WHERE symbol IN ({}) \
+            "SELECT symbol, {} FROM daily_bars WHERE version = ? AND symbol IN ({}) \
              AND trade_date >= ? AND trade_date <= ? ORDER BY symbol, trade_date",
             super::fetch::COLUMNS,
             placeholders(chunk.len())
         );
         let mut stmt = conn.prepare(&sql)?;
-        let bound = chunk.iter().map(|c| c as &dyn ToSql).chain([&lo as &dyn ToSql, &hi]);
+        let bound = std::iter::once(version as &dyn ToSql)
+            .chain(chunk.iter().map(|c| c as &dyn ToSql))
+            .chain([&lo as &dyn ToSql, &hi]);
         let mut rows = stmt.query(params_from_iter(bound))?;
         while let Some(row) = rows.next()? {
             let code = text(row, 0)?;
@@ -85,7 +92,7 @@ fn stream(conn: &Connection, codes: &[String], lo: &str, hi: &str) -> Result<Vec
 /// One query per symbol, in pages of `fetch_size` rows.
 fn batched(
     conn: &Connection,
-    codes: &[String],
+    targets: &[(String, i64)],
     lo: &str,
     hi: &str,
     fetch_size: usize,
@@ -93,20 +100,20 @@ fn batched(
     // Each page starts after the last stored `trade_date` text the previous one returned:
     // keyed on the column's own order, so every page moves forward whatever the stored text.
     let sql = format!(
-        "SELECT {} FROM daily_bars WHERE symbol = ?1 AND trade_date >= ?2 AND trade_date > ?3 \
+        "SELECT {} FROM daily_bars WHERE version = ?6 AND symbol = ?1 AND trade_date >= ?2 AND trade_date > ?3 \
          AND trade_date <= ?4 ORDER BY trade_date LIMIT ?5",
         super::fetch::COLUMNS
     );
     let mut stmt = conn.prepare(&sql)?;
     let limit = i64::try_from(fetch_size).unwrap_or(i64::MAX);
-    let mut out = Vec::with_capacity(codes.len());
-    for code in codes {
+    let mut out = Vec::with_capacity(targets.len());
+    for (code, version) in targets {
         let mut s = SymbolBars::new(code.clone());
         // Text sorts after "", so the first page is bounded by `lo` alone.
         let mut after = String::new();
         loop {
             let before = s.len();
-            let mut rows = stmt.query((code, lo, &after, hi, limit))?;
+            let mut rows = stmt.query((code, lo, &after, hi, limit, version))?;
             while let Some(row) = rows.next()? {
                 super::fetch::push_bar(&mut s, bar_at(row, 0, code)?);
                 // Only a full page has a next one: it starts after this row.

@@ -2,14 +2,11 @@
 //! check (prepare -> **identity** -> store -> show, report, compare), and the counting queries
 //! behind it and behind the preflight.
 
-use super::catalog::{self, ImportRecord};
-use super::load::existing_codes;
-use super::write::placeholders;
-use super::{DataSpec, MarketError, SynthOptions};
+use super::versions::{self, DataView, Origin, VersionRef};
+use super::MarketError;
 use crate::db::Db;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -26,6 +23,9 @@ pub struct DataIdentity {
     /// Where it came from, as far as the stock database's records tell.
     #[serde(default)]
     pub sources: Vec<DataSource>,
+    /// The dataset versions it is (empty for runs stored before versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<VersionRef>,
 }
 
 /// One part of the stock data.
@@ -53,6 +53,15 @@ pub enum DataSource {
     },
     /// Bars no record describes (written by an older version, or by hand).
     Unknown { symbols: u64, rows: u64 },
+    /// Several imported files in one version, or a version extended with files.
+    Files {
+        files: Vec<versions::FileRef>,
+        /// The version these files extend (`data import --into`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extends: Option<String>,
+        symbols: u64,
+        rows: u64,
+    },
 }
 
 fn first_generator() -> u32 {
@@ -102,6 +111,16 @@ impl DataIdentity {
     /// `seed 7 vs 42`, date ranges, files. Empty when they are the same data.
     pub fn differences(&self, other: &DataIdentity) -> Vec<String> {
         let mut out = Vec::new();
+        let labels = |d: &DataIdentity| {
+            d.versions
+                .iter()
+                .map(|v| v.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.versions.is_empty() && !other.versions.is_empty() && labels(self) != labels(other) {
+            out.push(format!("dataset versions {} vs {}", labels(self), labels(other)));
+        }
         if self.symbols != other.symbols {
             out.push(format!("{} vs {} symbols", self.symbols, other.symbols));
         }
@@ -143,9 +162,13 @@ impl DataIdentity {
         let files = |d: &DataIdentity| -> Vec<String> {
             d.sources
                 .iter()
-                .filter_map(|s| match s {
-                    DataSource::Import { file, sha256, .. } => Some(format!("{file} (sha256 {})", short(sha256))),
-                    _ => None,
+                .flat_map(|s| match s {
+                    DataSource::Import { file, sha256, .. } => vec![format!("{file} (sha256 {})", short(sha256))],
+                    DataSource::Files { files, .. } => files
+                        .iter()
+                        .map(|f| format!("{} (sha256 {})", f.file, short(&f.sha256)))
+                        .collect(),
+                    _ => Vec::new(),
                 })
                 .collect()
         };
@@ -198,7 +221,27 @@ impl DataIdentity {
 
 impl fmt::Display for DataIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.extent(), self.origin())
+        write!(f, "{} ({})", self.extent(), self.origin())?;
+        if !self.versions.is_empty() {
+            write!(
+                f,
+                ", dataset version{} {}",
+                if self.versions.len() == 1 { "" } else { "s" },
+                self.version_labels()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl DataIdentity {
+    /// `a@1, b@2`; empty for runs stored before versions.
+    pub fn version_labels(&self) -> String {
+        self.versions
+            .iter()
+            .map(|v| v.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -235,6 +278,28 @@ impl fmt::Display for DataSource {
                 if *symbols == 1 { "" } else { "s" },
                 thousands(*rows)
             ),
+            DataSource::Files {
+                files,
+                extends,
+                symbols,
+                rows,
+            } => {
+                let list = files
+                    .iter()
+                    .map(|x| format!("{} (sha256 {})", x.file, short(&x.sha256)))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                match extends {
+                    Some(parent) => write!(f, "{parent} with {list} added")?,
+                    None => write!(f, "imported {list}")?,
+                }
+                write!(
+                    f,
+                    " ({symbols} symbol{}, {} rows)",
+                    if *symbols == 1 { "" } else { "s" },
+                    thousands(*rows)
+                )
+            }
         }
     }
 }
@@ -296,93 +361,60 @@ fn max_opt(a: Option<NaiveDate>, b: Option<NaiveDate>) -> Option<NaiveDate> {
     }
 }
 
-const EXTENT: &str = "SELECT COUNT(DISTINCT symbol), COUNT(*), MIN(trade_date), MAX(trade_date) FROM daily_bars";
+/// `IN (1, 2)` over a view's version ids: integers, so spliced into the statement as text.
+fn ids_list(view: &DataView) -> String {
+    let ids: Vec<String> = view.ids().iter().map(i64::to_string).collect();
+    if ids.is_empty() {
+        "(NULL)".into()
+    } else {
+        format!("({})", ids.join(", "))
+    }
+}
 
-/// The extent of the bars of `codes` (every bar when `None`).
-pub async fn extent(db: &Db, codes: Option<&[String]>) -> Result<Extent, MarketError> {
-    type Row = (i64, i64, Option<NaiveDate>, Option<NaiveDate>);
-    let to = |r: Row| Extent {
-        symbols: r.0 as u64,
-        rows: r.1 as u64,
-        first_date: r.2,
-        last_date: r.3,
-    };
+/// The extent of the bars of `view`'s versions, from their stored counts (their symbols never
+/// overlap, so the counts add up).
+pub async fn extent(db: &Db, view: &DataView) -> Result<Extent, MarketError> {
+    let all = versions::list(db).await?;
     let mut total = Extent::default();
-    match (db, codes) {
-        (Db::Sqlite(pool), None) => total = to(sqlx::query_as::<_, Row>(EXTENT).fetch_one(pool).await?),
-        (Db::Postgres(pool), None) => total = to(sqlx::query_as::<_, Row>(EXTENT).fetch_one(pool).await?),
-        (Db::Postgres(pool), Some(codes)) => {
-            let sql = format!("{EXTENT} WHERE symbol = ANY($1)");
-            total = to(sqlx::query_as::<_, Row>(&sql).bind(codes).fetch_one(pool).await?);
-        }
-        (Db::Sqlite(pool), Some(codes)) => {
-            // Chunks hold distinct codes, so their symbol counts add up.
-            for chunk in codes.chunks(CODES_PER_QUERY) {
-                let sql = format!("{EXTENT} WHERE symbol IN ({})", placeholders(chunk.len()));
-                let mut q = sqlx::query_as::<_, Row>(&sql);
-                for c in chunk {
-                    q = q.bind(c);
-                }
-                total.add(to(q.fetch_one(pool).await?));
-            }
-        }
+    for v in all.iter().filter(|v| view.ids().contains(&v.id)) {
+        total.add(Extent {
+            symbols: v.symbols,
+            rows: v.bar_rows,
+            first_date: v.first_date,
+            last_date: v.last_date,
+        });
     }
     Ok(total)
 }
 
-/// Trading days with at least one bar of `codes` (of any symbol when `None`).
-pub async fn trading_days_held(db: &Db, codes: Option<&[String]>) -> Result<u64, MarketError> {
-    const SQL: &str = "SELECT COUNT(DISTINCT trade_date) FROM daily_bars";
-    let n: i64 = match (db, codes) {
-        (Db::Sqlite(pool), None) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
-        (Db::Postgres(pool), None) => sqlx::query_scalar(SQL).fetch_one(pool).await?,
-        (Db::Postgres(pool), Some(codes)) => {
-            sqlx::query_scalar(&format!("{SQL} WHERE symbol = ANY($1)"))
-                .bind(codes)
-                .fetch_one(pool)
-                .await?
-        }
-        (Db::Sqlite(pool), Some(codes)) => {
-            // A temporary list of the codes keeps this one query whatever their number.
-            let mut conn = pool.acquire().await?;
-            sqlx::query("CREATE TEMP TABLE IF NOT EXISTS measured_codes (code TEXT PRIMARY KEY)")
-                .execute(&mut *conn)
-                .await?;
-            sqlx::query("DELETE FROM measured_codes").execute(&mut *conn).await?;
-            for chunk in codes.chunks(CODES_PER_QUERY) {
-                let values = vec!["(?)"; chunk.len()].join(", ");
-                let sql = format!("INSERT OR IGNORE INTO measured_codes (code) VALUES {values}");
-                let mut q = sqlx::query(&sql);
-                for c in chunk {
-                    q = q.bind(c);
-                }
-                q.execute(&mut *conn).await?;
-            }
-            let n = sqlx::query_scalar(&format!("{SQL} WHERE symbol IN (SELECT code FROM measured_codes)"))
-                .fetch_one(&mut *conn)
-                .await?;
-            sqlx::query("DELETE FROM measured_codes").execute(&mut *conn).await?;
-            n
-        }
-    };
+/// Trading days with at least one bar in `view`'s versions.
+pub async fn trading_days_held(db: &Db, view: &DataView) -> Result<u64, MarketError> {
+    let sql = format!(
+        "SELECT COUNT(DISTINCT trade_date) FROM daily_bars WHERE version IN {}",
+        ids_list(view)
+    );
+    let n: i64 = crate::on_pool!(db, |pool| sqlx::query_scalar(&sql).fetch_one(pool).await)?;
     Ok(n as u64)
 }
 
-/// Bars per symbol of `codes` between `start` and `end` (inclusive, open when `None`);
-/// symbols without bars there are absent.
+/// Bars per symbol of `codes` in `view`'s versions between `start` and `end` (inclusive, open
+/// when `None`); symbols without bars there are absent.
 pub async fn bars_per_symbol(
     db: &Db,
+    view: &DataView,
     codes: &[String],
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
 ) -> Result<HashMap<String, u64>, MarketError> {
     let mut out = HashMap::new();
-    let range = "($1 IS NULL OR trade_date >= $1) AND ($2 IS NULL OR trade_date <= $2)";
+    let versions = ids_list(view);
     match db {
         Db::Postgres(pool) => {
-            let sql = "SELECT symbol, COUNT(*) FROM daily_bars WHERE symbol = ANY($3) AND \
-                 ($1::date IS NULL OR trade_date >= $1) AND ($2::date IS NULL OR trade_date <= $2) GROUP BY symbol";
-            let rows: Vec<(String, i64)> = sqlx::query_as(sql)
+            let sql = format!(
+                "SELECT symbol, COUNT(*) FROM daily_bars WHERE version IN {versions} AND symbol = ANY($3) AND \
+                 ($1::date IS NULL OR trade_date >= $1) AND ($2::date IS NULL OR trade_date <= $2) GROUP BY symbol"
+            );
+            let rows: Vec<(String, i64)> = sqlx::query_as(&sql)
                 .bind(start)
                 .bind(end)
                 .bind(codes)
@@ -391,10 +423,12 @@ pub async fn bars_per_symbol(
             out.extend(rows.into_iter().map(|(c, n)| (c, n as u64)));
         }
         Db::Sqlite(pool) => {
+            let range = "($1 IS NULL OR trade_date >= $1) AND ($2 IS NULL OR trade_date <= $2)";
             for chunk in codes.chunks(CODES_PER_QUERY) {
                 let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
                 let sql = format!(
-                    "SELECT symbol, COUNT(*) FROM daily_bars WHERE {range} AND symbol IN ({}) GROUP BY symbol",
+                    "SELECT symbol, COUNT(*) FROM daily_bars WHERE version IN {versions} AND {range} \
+                     AND symbol IN ({}) GROUP BY symbol",
                     list.join(", ")
                 );
                 let mut q = sqlx::query_as::<_, (String, i64)>(&sql).bind(start).bind(end);
@@ -408,65 +442,51 @@ pub async fn bars_per_symbol(
     Ok(out)
 }
 
-/// The identity of the data loads read: the declared market's when one is declared, else the
-/// whole database, with what its records say about where each part came from.
-pub async fn identify(db: &Db, spec: &DataSpec, universe: Option<&[String]>) -> Result<DataIdentity, MarketError> {
-    let ext = extent(db, universe).await?;
-    let records = catalog::import_records(db).await?;
+/// The identity of the data a run reads: `view`'s versions, each with where it came from.
+pub async fn identify(db: &Db, view: &DataView) -> Result<DataIdentity, MarketError> {
+    let ext = extent(db, view).await?;
+    let all = versions::list(db).await?;
     let mut sources = Vec::new();
-    let synth_source = |o: &SynthOptions, generator: u32| DataSource::Synth {
-        symbols: o.symbols as u64,
-        days: o.days as u64,
-        start: o.start,
-        seed: o.seed,
-        style: catalog::style_name(o.style),
-        generator,
-    };
-    let import_source = |r: &ImportRecord, file: &str| DataSource::Import {
-        file: file.to_owned(),
-        sha256: r.sha256.clone(),
-        symbols: r.codes.len() as u64,
-        rows: r.bar_rows,
-    };
-    if universe.is_some() {
-        if let Some(decl) = &spec.synth {
-            // Data preparation made the declared market this version's generator's.
-            sources.push(synth_source(&decl.options, super::GENERATOR_VERSION));
-        }
-        for decl in &spec.imports {
-            if let Some(r) = records.iter().find(|r| r.sha256 == decl.sha256) {
-                sources.push(import_source(r, &decl.file));
-            }
-        }
-    } else {
-        // The whole database: what the records describe, and the rest as unknown.
-        let (mut symbols, mut rows) = (0u64, 0u64);
-        let held = catalog::synth_symbols(db).await?;
-        if let Some(r) = catalog::synth_record(db).await? {
-            if held.len() == r.options.symbols {
-                symbols += held.len() as u64;
-                rows += r.bar_rows;
-                sources.push(synth_source(&r.options, r.generator));
-            }
-        }
-        let mut described: BTreeSet<&String> = BTreeSet::new();
-        for r in &records {
-            let present = existing_codes(db, &r.codes)
-                .await
-                .map_err(|e| MarketError::Db(e.to_string()))?;
-            if present.len() == r.codes.len() && !r.codes.is_empty() {
-                let fresh = r.codes.iter().filter(|c| described.insert(*c)).count() as u64;
-                symbols += fresh;
-                rows += r.bar_rows;
-                sources.push(import_source(r, &r.file));
-            }
-        }
-        if ext.symbols > symbols {
-            sources.push(DataSource::Unknown {
-                symbols: ext.symbols - symbols,
-                rows: ext.rows.saturating_sub(rows),
-            });
-        }
+    for v in view.ids().iter().filter_map(|id| all.iter().find(|v| v.id == *id)) {
+        sources.push(match &v.origin {
+            Some(Origin::Synth {
+                symbols,
+                days,
+                start,
+                seed,
+                style,
+                generator,
+            }) => DataSource::Synth {
+                symbols: *symbols,
+                days: *days,
+                start: *start,
+                seed: *seed,
+                style: style.clone(),
+                generator: *generator,
+            },
+            Some(Origin::Import { files }) if files.len() == 1 => DataSource::Import {
+                file: files[0].file.clone(),
+                sha256: files[0].sha256.clone(),
+                symbols: v.symbols,
+                rows: v.bar_rows,
+            },
+            Some(Origin::Import { files }) => DataSource::Files {
+                files: files.clone(),
+                extends: None,
+                symbols: v.symbols,
+                rows: v.bar_rows,
+            },
+            Some(Origin::Extend { parent, files, .. }) => DataSource::Files {
+                files: files.clone(),
+                extends: Some(parent.clone()),
+                symbols: v.symbols,
+                rows: v.bar_rows,
+            },
+            Some(Origin::PreVersion { .. }) | None => DataSource::Unknown {
+                symbols: v.symbols,
+                rows: v.bar_rows,
+            },
+        });
     }
     Ok(DataIdentity {
         symbols: ext.symbols,
@@ -474,6 +494,7 @@ pub async fn identify(db: &Db, spec: &DataSpec, universe: Option<&[String]>) -> 
         first_date: ext.first_date,
         last_date: ext.last_date,
         sources,
+        versions: view.versions.clone(),
     })
 }
 
@@ -504,6 +525,7 @@ mod tests {
             first_date: NaiveDate::from_ymd_opt(2021, 1, 4),
             last_date: NaiveDate::from_ymd_opt(2023, 12, 1),
             sources,
+            versions: Vec::new(),
         }
     }
 

@@ -3,13 +3,14 @@
 //!
 //! All input is parsed and checked before anything is written ([`prepare`], which is also the
 //! whole of a dry run), so a bad file either changes nothing or, with `skip_bad`, loses only its
-//! bad rows. Writes are upserts in one transaction: importing the same file twice leaves one
-//! copy of each bar.
+//! bad rows. An import writes one new dataset version in one transaction and never changes a
+//! stored one: the same files imported again find their version; `--into DATASET` makes a new
+//! version of that dataset holding its newest version's bars and the files', and stops at the
+//! first bars the two disagree on unless `--replace` says the files' win.
 
 use super::csvmap::{open_csv, parse_row, Mapping, SymbolGuess};
-use super::write::upsert_import;
-use super::{Bar, SymbolInfo, SymbolRows};
-use crate::db::Db;
+use super::versions::{FileRef, VersionRef};
+use super::{Bar, SymbolRows};
 use chrono::NaiveDate;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -48,6 +49,13 @@ pub struct ImportOptions {
     pub date_format: Option<String>,
     /// Read and check everything, write nothing.
     pub dry_run: bool,
+    /// The dataset the new version belongs to (default: the first file's name).
+    pub dataset: Option<String>,
+    /// Extend this dataset: the new version holds its newest version's bars and the files'.
+    pub into: Option<String>,
+    /// With `into`: the files' bars replace the dataset's where both have a date (otherwise a
+    /// difference stops the import).
+    pub replace: bool,
 }
 
 /// One rejected input row.
@@ -68,6 +76,10 @@ impl fmt::Display for BadRow {
 /// What [`import`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportReport {
+    /// The version the files' bars are in (`None` for a dry run).
+    pub version: Option<VersionRef>,
+    /// The same files were imported before: their version was found, nothing was written.
+    pub already: bool,
     pub files: usize,
     /// Data rows read (good and bad).
     pub rows_read: u64,
@@ -135,8 +147,39 @@ pub enum ImportError {
     SymbolColumn { message: String, hint: String },
     #[error("{}", bad_rows_message(.bad, *.total))]
     BadRows { bad: Vec<BadRow>, total: usize },
+    /// `--into`: the files and the dataset disagree on bars they both have.
+    #[error("{}", conflict_message(.dataset, .conflicts, *.total))]
+    Conflict {
+        dataset: String,
+        /// The first conflicting bars: `file:line`, symbol, date.
+        conflicts: Vec<(String, String, NaiveDate)>,
+        total: usize,
+    },
     #[error("database error, nothing was imported: {0}")]
     Db(String),
+}
+
+/// Conflicting bars named in a conflict error; the rest are counted.
+pub(super) const SHOWN_CONFLICTS: usize = 10;
+
+fn conflict_message(dataset: &str, conflicts: &[(String, String, NaiveDate)], total: usize) -> String {
+    let mut msg = format!(
+        "{total} bar{} of the input differ{} from the bars {dataset} holds for the same symbol and date; \
+         nothing was imported:",
+        plural(total),
+        if total == 1 { "s" } else { "" }
+    );
+    for (at, code, date) in conflicts {
+        msg.push_str(&format!("\n  {at}: {code} on {date}"));
+    }
+    if total > conflicts.len() {
+        msg.push_str(&format!("\n  ... and {} more", total - conflicts.len()));
+    }
+    msg.push_str(&format!(
+        "\nhint: pass --replace to make a new version of {dataset} whose bars are the file's on those dates \
+         (the dataset's versions stay as they are), or import the file as a dataset of its own (without --into)"
+    ));
+    msg
 }
 
 fn bad_rows_message(bad: &[BadRow], total: usize) -> String {
@@ -176,7 +219,9 @@ pub struct ImportPlan {
     pub bad: Vec<BadRow>,
     /// Per input file, in the order given: its sha256 and the rows it contributes.
     pub sources: Vec<FileSummary>,
-    groups: Vec<SymbolRows>,
+    pub(super) groups: Vec<SymbolRows>,
+    /// Per group, per bar: where it was read (index into `sources`, CSV line).
+    pub(super) positions: Vec<Vec<(usize, u64)>>,
 }
 
 /// One input file of an import: its content hash (of the bytes on disk, as `sha256sum` prints
@@ -194,23 +239,12 @@ pub struct FileSummary {
 }
 
 impl FileSummary {
-    /// What the catalog keeps about the file once imported.
-    pub fn record(&self) -> super::catalog::ImportRecord {
-        super::catalog::ImportRecord {
-            sha256: self.sha256.clone(),
+    /// The file as a version's origin names it.
+    pub fn file_ref(&self) -> FileRef {
+        FileRef {
             file: self.file.clone(),
-            codes: self.codes.clone(),
-            bar_rows: self.rows,
-            first_date: self.first_date,
-            last_date: self.last_date,
+            sha256: self.sha256.clone(),
         }
-    }
-}
-
-impl ImportPlan {
-    /// The bars to write, per symbol.
-    pub(crate) fn groups(&self) -> &[SymbolRows] {
-        &self.groups
     }
 }
 
@@ -354,6 +388,21 @@ pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {
             bars: bars[code].values().map(|(b, _, _)| *b).collect(),
         })
         .collect();
+    let file_index: HashMap<String, usize> = opts
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.display().to_string(), i))
+        .collect();
+    let positions: Vec<Vec<(usize, u64)>> = codes
+        .iter()
+        .map(|code| {
+            bars[code]
+                .values()
+                .map(|(_, file, line)| (file_index.get(file).copied().unwrap_or(0), *line))
+                .collect()
+        })
+        .collect();
     // One pass over every kept bar, summed per file (codes are visited in sorted order).
     let mut per_file: HashMap<&str, FileSummary> = HashMap::new();
     for code in &codes {
@@ -404,41 +453,6 @@ pub fn prepare(opts: &ImportOptions) -> Result<ImportPlan, ImportError> {
         bad,
         sources,
         groups,
+        positions,
     })
-}
-
-/// Imports `opts.files` into `db` (see [`ImportOptions`]); with `dry_run` it only checks them
-/// and reports 0 rows written.
-pub async fn import(db: &Db, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
-    let plan = prepare(opts)?;
-    let report = ImportReport {
-        files: plan.files,
-        rows_read: plan.rows_read,
-        rows_written: 0,
-        symbols: plan.codes.len(),
-        skipped: plan.skipped,
-        bad: plan.bad.clone(),
-        first_date: plan.first_date,
-        last_date: plan.last_date,
-    };
-    if opts.dry_run {
-        return Ok(report);
-    }
-    let rows_written = import_plan(db, plan).await?;
-    Ok(ImportReport { rows_written, ..report })
-}
-
-/// Writes what [`prepare`] read, and records each file by its sha256; returns the rows written.
-pub(crate) async fn import_plan(db: &Db, plan: ImportPlan) -> Result<u64, ImportError> {
-    if plan.groups.is_empty() {
-        return Ok(0);
-    }
-    let infos: Vec<SymbolInfo> = plan.codes.iter().map(|c| SymbolInfo::from_code(c)).collect();
-    let written = upsert_import(db, &infos, &plan.groups).await.map_err(ImportError::Db)?;
-    // Recorded by content, so a manifest declaring the file can tell it is already here.
-    let records: Vec<_> = plan.sources.iter().map(FileSummary::record).collect();
-    super::catalog::record_imports(db, &records)
-        .await
-        .map_err(|e| ImportError::Db(e.to_string()))?;
-    Ok(written)
 }

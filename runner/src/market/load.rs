@@ -1,7 +1,7 @@
 //! The `load` stage's computation (stock tables -> `Bars` artifact -> normalize).
 //!
-//! Resolves the symbol selection against the `symbols` table, splits the symbols across
-//! `connections` workers, fetches with the chosen strategy, then drops short histories and
+//! Resolves the symbol selection against the `symbols` of the run's dataset versions (its
+//! [`DataView`]), splits the symbols across `connections` workers, fetches with the chosen strategy, then drops short histories and
 //! hashes per symbol (prices stay as stored; `normalize` split-adjusts them). Every manifest value reaches SQL as a bound parameter,
 //! except in `COPY`, which takes no parameters: there only codes that exist in `symbols` *and*
 //! pass [`is_valid_code`] (no quote, backslash or whitespace can appear) and dates formatted by
@@ -9,6 +9,7 @@
 
 use super::fetch::{fetch_worker, Collected};
 use super::select::{FetchStrategy, LoadParams, SymbolSelection};
+use super::versions::DataView;
 use super::{db_message, is_valid_code, write::placeholders};
 use crate::artifact::{Bars, SymbolBars};
 use crate::db::Db;
@@ -36,8 +37,14 @@ pub enum LoadError {
         /// Counted within the data the manifest declares (`[data]`), not the whole database.
         declared: bool,
     },
-    #[error("{}", undeclared_message(.0))]
-    Undeclared(Vec<String>),
+    /// Codes the stock database holds only in versions the run does not read.
+    #[error("{}", undeclared_message(.codes, .view, *.declared))]
+    Undeclared {
+        codes: Vec<String>,
+        /// The versions the run reads, `a@1, b@2`.
+        view: String,
+        declared: bool,
+    },
     #[error(
         "no bars for symbols = {selection} in {range} (min_history = {min_history}); \
          hint: run `measured data synth` or `measured data import`, or widen the range"
@@ -66,13 +73,19 @@ impl From<sqlx::Error> for LoadError {
     }
 }
 
-fn undeclared_message(codes: &[String]) -> String {
+fn undeclared_message(codes: &[String], view: &str, declared: bool) -> String {
     let shown: Vec<String> = codes.iter().take(10).map(|c| format!("`{c}`")).collect();
     let (s, them) = if codes.len() == 1 { ("", "it") } else { ("s", "them") };
+    let hint = if declared {
+        format!(
+            "declare the data that holds {them} (e.g. its CSV file under [data] import), or select symbols of \
+             the declared market"
+        )
+    } else {
+        format!("read the version that holds {them} with `measured run --data VERSION` (`measured data ls` lists them)")
+    };
     format!(
-        "symbol{s} {} {} in the stock database but not in the data declared in [data]\n\
-         hint: declare the data that holds {them} (e.g. its CSV file under [data] import), or select \
-         symbols of the declared market",
+        "symbol{s} {} {} in the stock database but not in the dataset versions this run reads ({view})\nhint: {hint}",
         shown.join(", "),
         if codes.len() == 1 { "is" } else { "are" }
     )
@@ -119,27 +132,31 @@ pub(crate) fn describe(sel: &SymbolSelection) -> String {
     }
 }
 
-/// Loads the selected bars. Records `rows`, `symbols`, `symbols_dropped`, `bytes` (the
-/// columnar payload, the same for every strategy), `seconds` and `rows_per_second`, plus
-/// `wire_bytes` for `copy`; a note names the symbols `min_history` dropped.
+/// Loads the selected bars of the newest version of every dataset (what a manifest that
+/// declares no data reads), as [`load_within`] does.
 pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Bars, LoadError> {
-    load_within(db, params, None, rec).await
+    let view = DataView {
+        versions: super::versions::latest(db)
+            .await
+            .map_err(|e| LoadError::Db(e.to_string()))?
+            .iter()
+            .map(super::versions::Version::to_ref)
+            .collect(),
+        declared: false,
+    };
+    load_within(db, params, &view, rec).await
 }
 
-/// [`load`] choosing only among `universe` (sorted codes: the market a manifest declares), so a
-/// selection such as `{ first = 500 }` never mixes the declared market with other data in the
-/// same database. `None`: every symbol in the database.
-pub async fn load_within(
-    db: &Db,
-    params: &LoadParams,
-    universe: Option<&[String]>,
-    rec: &mut Recorder,
-) -> Result<Bars, LoadError> {
+/// Loads the selected bars of the dataset versions `view` holds. Records `rows`, `symbols`,
+/// `symbols_dropped`, `bytes` (the columnar payload, the same for every strategy), `seconds`
+/// and `rows_per_second`, plus `wire_bytes` for `copy`; a note names the symbols
+/// `min_history` dropped.
+pub async fn load_within(db: &Db, params: &LoadParams, view: &DataView, rec: &mut Recorder) -> Result<Bars, LoadError> {
     let started = Instant::now();
     if params.strategy == FetchStrategy::Copy && matches!(db, Db::Sqlite(_)) {
         return Err(LoadError::CopyNeedsPostgres);
     }
-    let codes = resolve(db, &params.symbols, universe).await?;
+    let targets = resolve(db, &params.symbols, view).await?;
     // More workers than pooled connections would only queue (and could hit the pool's acquire
     // timeout on long loads), so the pool size caps the parallelism. (SQLite workers open
     // read-only connections of their own; the same cap keeps them to a few.)
@@ -147,12 +164,13 @@ pub async fn load_within(
         Db::Sqlite(pool) => pool.options().get_max_connections(),
         Db::Postgres(pool) => pool.options().get_max_connections(),
     } as usize;
-    let workers = params.connections.min(pool_size).min(codes.len()).max(1);
+    let workers = params.connections.min(pool_size).min(targets.len()).max(1);
     // Round-robin keeps the workers' shares balanced when codes are ordered by size or age.
     let mut shares = vec![Vec::new(); workers];
-    for (i, code) in codes.iter().enumerate() {
-        shares[i % workers].push(code.clone());
+    for (i, target) in targets.iter().enumerate() {
+        shares[i % workers].push(target.clone());
     }
+    let codes: Vec<String> = targets.into_iter().map(|(c, _)| c).collect();
     // Workers run concurrently on the caller's task rather than as spawned tasks: their time
     // is mostly spent waiting on sockets, and a task hop per network read costs more (about
     // a third of the COPY throughput in the benchmark) than decoding on one thread.
@@ -259,36 +277,39 @@ pub(crate) fn drop_adjustment(s: &mut SymbolBars) {
     s.adj_factor.iter_mut().for_each(|a| *a = 1.0);
 }
 
-/// The codes `sel` names, checked against `symbols` (and against `universe`, the declared
-/// market's sorted codes, when there is one), in artifact order.
-pub(crate) async fn resolve(
-    db: &Db,
-    sel: &SymbolSelection,
-    universe: Option<&[String]>,
-) -> Result<Vec<String>, LoadError> {
-    let declared = universe.is_some();
-    let within = |codes: Vec<String>| -> Vec<String> {
-        match universe {
-            Some(u) => codes.into_iter().filter(|c| u.binary_search(c).is_ok()).collect(),
-            None => codes,
-        }
+/// The codes `sel` names among the symbols of `view`'s versions, each with the version it is
+/// read from, in artifact order.
+pub(crate) async fn resolve(db: &Db, sel: &SymbolSelection, view: &DataView) -> Result<Vec<(String, i64)>, LoadError> {
+    let declared = view.declared;
+    let held = view_codes(db, view).await?;
+    let version_of: HashMap<&str, i64> = held.iter().map(|(c, v)| (c.as_str(), *v)).collect();
+    let with_version = |codes: Vec<String>| -> Vec<(String, i64)> {
+        codes
+            .into_iter()
+            .filter_map(|c| version_of.get(c.as_str()).map(|v| (c.clone(), *v)))
+            .collect()
     };
+    let all: Vec<String> = held.iter().map(|(c, _)| c.clone()).collect();
     match sel {
         SymbolSelection::List(asked) => {
-            let found = existing_codes(db, asked).await?;
-            let outside: Vec<String> = asked
+            let missing: Vec<String> = asked
                 .iter()
-                .filter(|c| found.contains(*c) && universe.is_some_and(|u| u.binary_search(c).is_err()))
+                .filter(|c| !version_of.contains_key(c.as_str()))
                 .cloned()
                 .collect();
-            if !outside.is_empty() {
-                return Err(LoadError::Undeclared(outside));
-            }
-            let missing: Vec<String> = asked.iter().filter(|c| !found.contains(*c)).cloned().collect();
             if missing.is_empty() {
-                return Ok(asked.clone());
+                return Ok(with_version(asked.clone()));
             }
-            let all = within(all_codes(db).await?);
+            // Held by another version than the run reads: say which, rather than "not found".
+            let elsewhere = existing_codes(db, &missing).await?;
+            let outside: Vec<String> = missing.iter().filter(|c| elsewhere.contains(*c)).cloned().collect();
+            if !outside.is_empty() {
+                return Err(LoadError::Undeclared {
+                    codes: outside,
+                    view: view.labels(),
+                    declared,
+                });
+            }
             let suggestions = missing
                 .iter()
                 .filter_map(|m| {
@@ -303,7 +324,6 @@ pub(crate) async fn resolve(
             Err(LoadError::NotFound { missing, suggestions })
         }
         SymbolSelection::All => {
-            let all = within(all_codes(db).await?);
             if all.is_empty() {
                 return Err(LoadError::TooFew {
                     asked: describe(sel),
@@ -312,10 +332,9 @@ pub(crate) async fn resolve(
                     declared,
                 });
             }
-            Ok(all)
+            Ok(with_version(all))
         }
         SymbolSelection::First(n) | SymbolSelection::Random { n, .. } => {
-            let all = within(all_codes(db).await?);
             if all.len() < *n {
                 return Err(LoadError::TooFew {
                     asked: describe(sel),
@@ -328,29 +347,39 @@ pub(crate) async fn resolve(
                 let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(*seed);
                 let mut picked = rand::seq::index::sample(&mut rng, all.len(), *n).into_vec();
                 picked.sort_unstable();
-                Ok(picked.into_iter().map(|i| all[i].clone()).collect())
+                Ok(with_version(picked.into_iter().map(|i| all[i].clone()).collect()))
             } else {
-                Ok(all.into_iter().take(*n).collect())
+                Ok(with_version(all.into_iter().take(*n).collect()))
             }
         }
     }
 }
 
-/// Every code in `symbols`, sorted.
-async fn all_codes(db: &Db) -> Result<Vec<String>, LoadError> {
-    let sql = "SELECT code FROM symbols ORDER BY code";
-    Ok(match db {
-        Db::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
-        Db::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
-    })
+/// Every code of `view`'s versions with its version, sorted by code. Codes that cannot be used
+/// safely are left out, whatever the table holds.
+pub(crate) async fn view_codes(db: &Db, view: &DataView) -> Result<Vec<(String, i64)>, LoadError> {
+    let mut out: Vec<(String, i64)> = Vec::new();
+    for id in view.ids() {
+        let sql = "SELECT code FROM symbols WHERE version = $1 ORDER BY code";
+        let codes: Vec<String> = match db {
+            Db::Sqlite(pool) => sqlx::query_scalar(sql).bind(id).fetch_all(pool).await?,
+            Db::Postgres(pool) => sqlx::query_scalar(sql).bind(id).fetch_all(pool).await?,
+        };
+        out.extend(codes.into_iter().filter(|c| is_valid_code(c)).map(|c| (c, id)));
+    }
+    out.sort();
+    // A view's versions never share a code; should they, the first version keeps it.
+    out.dedup_by(|a, b| a.0 == b.0);
+    Ok(out)
 }
 
-/// The subset of `asked` present in `symbols` (codes travel as bound parameters).
+/// The subset of `asked` present in `symbols` of any version (codes travel as bound
+/// parameters).
 pub(crate) async fn existing_codes(db: &Db, asked: &[String]) -> Result<std::collections::HashSet<String>, LoadError> {
     let mut found = std::collections::HashSet::new();
     match db {
         Db::Postgres(pool) => {
-            let codes: Vec<String> = sqlx::query_scalar("SELECT code FROM symbols WHERE code = ANY($1)")
+            let codes: Vec<String> = sqlx::query_scalar("SELECT DISTINCT code FROM symbols WHERE code = ANY($1)")
                 .bind(asked)
                 .fetch_all(pool)
                 .await?;
@@ -358,7 +387,10 @@ pub(crate) async fn existing_codes(db: &Db, asked: &[String]) -> Result<std::col
         }
         Db::Sqlite(pool) => {
             for chunk in asked.chunks(500) {
-                let sql = format!("SELECT code FROM symbols WHERE code IN ({})", placeholders(chunk.len()));
+                let sql = format!(
+                    "SELECT DISTINCT code FROM symbols WHERE code IN ({})",
+                    placeholders(chunk.len())
+                );
                 let mut q = sqlx::query_scalar::<_, String>(&sql);
                 for c in chunk {
                     q = q.bind(c);

@@ -1,9 +1,10 @@
-//! Stock market data (CLI `data synth` / `data import` -> `symbols`, `daily_bars` tables ->
-//! `load` stage -> `Bars` artifact).
+//! Stock market data (CLI `data synth` / `data import` -> dataset versions in the `symbols`,
+//! `daily_bars` tables -> `load` stage -> `Bars` artifact).
 //!
-//! Writers ([`synth`], [`import`]) fill the stock tables of a [`Db`]; the `load` stage reads
-//! them back into the columnar [`crate::artifact::Bars`] with one of several fetch strategies
-//! so the strategies themselves can be measured against each other.
+//! Writers ([`synth`], [`import`]) add immutable dataset versions ([`versions`]) to the stock
+//! tables of a [`Db`]; the `load` stage reads the versions of its run's [`DataView`] back into
+//! the columnar [`crate::artifact::Bars`] with one of several fetch strategies so the
+//! strategies themselves can be measured against each other.
 
 mod args;
 pub mod catalog;
@@ -12,12 +13,14 @@ mod fetch;
 mod fetch_sqlite;
 mod identity;
 mod import;
+mod import_write;
 mod load;
 mod pgbinary;
 mod prepare;
 mod select;
 mod stock;
 mod synth;
+pub mod versions;
 mod write;
 mod write_sqlite;
 
@@ -28,34 +31,30 @@ pub use identity::{
     bars_per_symbol, extent, identify, short, thousands, trading_days_held, DataIdentity, DataSource, Extent,
 };
 pub use import::{
-    file_sha256, import, prepare, BadRow, FileSummary, ImportError, ImportOptions, ImportPlan, ImportReport, Layout,
+    file_sha256, prepare, BadRow, FileSummary, ImportError, ImportOptions, ImportPlan, ImportReport, Layout,
 };
-pub(crate) use load::{describe as describe_selection, existing_codes, resolve as resolve_selection};
+pub use import_write::{import, Imported};
+pub(crate) use load::{describe as describe_selection, resolve as resolve_selection, view_codes};
 pub use load::{load, load_within, LoadError};
 pub use prepare::{
-    apply as apply_data, decide as decide_data, universe, DataSpec, ImportDecl, Refusal, Requirement, Step, StockPlace,
-    SynthDecl,
+    apply as apply_data, decide as decide_data, pinned_view, stored_view, view as data_view, DataSpec, ImportDecl,
+    Refusal, Requirement, Step, StockPlace, SynthDecl,
 };
 pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
 pub use stock::StockError;
 pub use synth::{
-    demo_options, ensure_demo_market, synth, synth_bars, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED,
-    DEMO_START, DEMO_SYMBOLS, GENERATOR_VERSION, SIGNAL_COEFFICIENT,
+    demo_options, synth, synth_bars, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED, DEMO_START,
+    DEMO_SYMBOLS, GENERATOR_VERSION, SIGNAL_COEFFICIENT,
 };
 
-use crate::db::Db;
 use chrono::NaiveDate;
+pub use versions::{DataView, VersionRef};
 
 /// A failure while writing or inspecting stock data. Messages never contain a password.
 #[derive(Debug, thiserror::Error)]
 pub enum MarketError {
     #[error("invalid synth options: {0}")]
     Options(String),
-    #[error(
-        "synth would overwrite imported symbols ({codes}); use another --style or a separate \
-         STOCK_DATABASE_URL"
-    )]
-    WouldOverwrite { codes: String },
     #[error("database error: {0}")]
     Db(String),
 }
@@ -136,14 +135,4 @@ pub(crate) struct Bar {
 pub(crate) struct SymbolRows {
     pub code: String,
     pub bars: Vec<Bar>,
-}
-
-/// Whether the stock tables hold any bar at all.
-pub async fn has_bars(db: &Db) -> Result<bool, MarketError> {
-    let sql = "SELECT EXISTS (SELECT 1 FROM daily_bars)";
-    let exists = match db {
-        Db::Sqlite(pool) => sqlx::query_scalar::<_, i64>(sql).fetch_one(pool).await? != 0,
-        Db::Postgres(pool) => sqlx::query_scalar::<_, bool>(sql).fetch_one(pool).await?,
-    };
-    Ok(exists)
 }

@@ -1,5 +1,6 @@
-//! PostgreSQL binary COPY rows of `daily_bars` (synth -> COPY FROM STDIN; COPY TO STDOUT ->
-//! load): `symbol, trade_date, open, high, low, close, volume, amount, adj_factor`.
+//! PostgreSQL binary COPY rows of `daily_bars` (synth -> COPY FROM STDIN with the version
+//! first; COPY TO STDOUT -> load): `symbol, trade_date, open, high, low, close, volume, amount,
+//! adj_factor`.
 //!
 //! The binary format skips text parsing of floats on both ends, which is most of the cost of
 //! a bulk load or dump of numeric rows.
@@ -9,6 +10,8 @@ use chrono::NaiveDate;
 
 const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
 const FIELDS: i16 = 9;
+/// Fields of a written tuple: the version, then [`FIELDS`].
+const WRITTEN_FIELDS: i16 = FIELDS + 1;
 
 /// PostgreSQL stores dates as days since 2000-01-01, day 730,120 of the common era.
 const PG_EPOCH_FROM_CE: i32 = 730_120;
@@ -20,9 +23,22 @@ pub(crate) fn write_header(buf: &mut Vec<u8>) {
     buf.extend_from_slice(&0i32.to_be_bytes());
 }
 
-/// Appends one tuple.
-pub(crate) fn write_row(buf: &mut Vec<u8>, code: &str, bar: &Bar) {
-    buf.extend_from_slice(&FIELDS.to_be_bytes());
+/// Appends one tuple of `version`, as COPY FROM reads it.
+pub(crate) fn write_row(buf: &mut Vec<u8>, version: i64, code: &str, bar: &Bar) {
+    write_tuple(buf, Some(version), code, bar);
+}
+
+/// One tuple: with a version first (COPY FROM into `daily_bars`), or without (the columns a
+/// load's COPY TO sends).
+fn write_tuple(buf: &mut Vec<u8>, version: Option<i64>, code: &str, bar: &Bar) {
+    match version {
+        Some(v) => {
+            buf.extend_from_slice(&WRITTEN_FIELDS.to_be_bytes());
+            buf.extend_from_slice(&8i32.to_be_bytes());
+            buf.extend_from_slice(&v.to_be_bytes());
+        }
+        None => buf.extend_from_slice(&FIELDS.to_be_bytes()),
+    }
     buf.extend_from_slice(&(code.len() as i32).to_be_bytes());
     buf.extend_from_slice(code.as_bytes());
     let days = chrono::Datelike::num_days_from_ce(&bar.date) - PG_EPOCH_FROM_CE;
@@ -205,8 +221,8 @@ mod tests {
     fn round_trips_in_chunks_of_any_size() {
         let mut buf = Vec::new();
         write_header(&mut buf);
-        write_row(&mut buf, "600519.SH", &bar(1, 10.0));
-        write_row(&mut buf, "AAPL", &bar(2, 20.0));
+        write_tuple(&mut buf, None, "600519.SH", &bar(1, 10.0));
+        write_tuple(&mut buf, None, "AAPL", &bar(2, 20.0));
         write_trailer(&mut buf);
         for size in [1, 3, 7, 50, buf.len()] {
             let mut got = Vec::new();
@@ -225,7 +241,7 @@ mod tests {
     fn rejects_truncated_and_foreign_streams() {
         let mut buf = Vec::new();
         write_header(&mut buf);
-        write_row(&mut buf, "A", &bar(1, 1.0));
+        write_tuple(&mut buf, None, "A", &bar(1, 1.0));
         let mut dec = CopyDecoder::default();
         dec.feed(&buf[..buf.len() - 3], &mut |_, _| {}).unwrap();
         assert!(dec.finish().is_err());
@@ -249,7 +265,7 @@ mod tests {
             };
             let mut buf = Vec::new();
             write_header(&mut buf);
-            write_row(&mut buf, "A", &b);
+            write_tuple(&mut buf, None, "A", &b);
             write_trailer(&mut buf);
             let mut got = Vec::new();
             CopyDecoder::default().feed(&buf, &mut |_, b| got.push(b)).unwrap();
@@ -258,7 +274,7 @@ mod tests {
         // PostgreSQL dates reach 5874897 AD, beyond chrono's range: an error, not a panic.
         let mut buf = Vec::new();
         write_header(&mut buf);
-        write_row(&mut buf, "A", &bar(1, 1.0));
+        write_tuple(&mut buf, None, "A", &bar(1, 1.0));
         let date_at = buf.len() - 7 * 12 - 4;
         // i32::MAX and i32::MIN are how PostgreSQL sends `infinity` and `-infinity`.
         for days in [2_000_000_000, i32::MAX, i32::MIN, -100_000_000] {

@@ -1,20 +1,17 @@
 //! Making the stock database hold the data an experiment declares (`[data]`) before a run is
-//! stored (manifest `[data]` -> [`DataSpec`] -> **prepare** -> stock tables -> universe ->
+//! stored (manifest `[data]` -> [`DataSpec`] -> **prepare** -> dataset versions -> view ->
 //! `load`).
 //!
 //! [`decide`] only reads: it says what would be written, or why nothing may be (a
-//! [`Refusal`], located in the manifest). [`apply`] writes those steps. The policy: a
-//! synthetic market is generated where there is none, and where another one is held it is
-//! regenerated from its seed only on the embedded default database (the results SQLite file
-//! doubling as stock database); a stock database named apart (a shared server) never has its
-//! market replaced. Imported rows are never changed: a declared file is imported only when it
-//! adds bars, and recorded without writing when its bars are already there.
+//! [`Refusal`], located in the manifest). [`apply`] writes those steps. Every step writes a new
+//! dataset version and none changes a stored one: a declared market this build's generator
+//! has not written yet is generated beside any other (a market an older generator wrote stays
+//! as the version it is, and the runs that read it keep reading it), and a declared file is
+//! imported once, as a version of its own. [`view`] then says which versions a run reads.
 
-use super::catalog::{self, ImportRecord, SynthRecord};
-use super::import::{self, FileSummary, ImportOptions, ImportPlan};
-use super::load::existing_codes;
-use super::write::placeholders;
-use super::{identity, MarketError, StockError, SynthOptions, GENERATOR_VERSION};
+use super::import::{self, ImportOptions, ImportPlan};
+use super::versions::{self, DataView, Origin, VersionRef};
+use super::{MarketError, StockError, SynthOptions};
 use crate::db::Db;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -27,6 +24,9 @@ pub struct DataSpec {
     pub synth: Option<SynthDecl>,
     pub imports: Vec<ImportDecl>,
     pub require: Requirement,
+    /// The dataset versions a run stored: read instead of the declared data (a resumed run, a
+    /// queue worker), so every trial of a run reads the same bars.
+    pub pinned: Option<Vec<VersionRef>>,
 }
 
 impl DataSpec {
@@ -93,17 +93,11 @@ pub struct Refusal {
 /// One write [`apply`] makes.
 #[derive(Debug)]
 pub enum Step {
-    /// Generate the declared market; `replacing` describes the synthetic market it replaces.
-    Generate {
-        options: SynthOptions,
-        replacing: Option<String>,
-    },
-    /// The declared market is there but was never recorded (an older version wrote it).
-    Record(SynthRecord),
-    /// Import a declared file: every one of its bars is new to the database.
+    /// Generate the declared market as a new version; `beside` names the versions of other
+    /// generators or options already stored, which stay as they are.
+    Generate { options: SynthOptions, beside: Vec<String> },
+    /// Import a declared file as a new version of its own.
     Import { file: String, plan: Box<ImportPlan> },
-    /// A declared file's bars are all there already: record the file without writing a bar.
-    RecordImport(FileSummary),
     /// Nothing declared and no bars at all: the embedded database gets the demo market.
     Demo,
 }
@@ -113,39 +107,37 @@ impl Step {
     pub fn describe(&self, past: bool) -> String {
         let verb = |now: &str, then: &str| if past { then.to_owned() } else { now.to_owned() };
         match self {
-            Step::Generate { options, replacing } => {
+            Step::Generate { options, beside } => {
                 let mut s = format!(
-                    "{} the synthetic market {}",
+                    "{} the synthetic market {} as a new version of {}",
                     verb("generate", "generated"),
-                    catalog::describe_synth(options)
+                    super::catalog::describe_synth(options),
+                    versions::synth_dataset(options)
                 );
-                if let Some(old) = replacing {
-                    s.push_str(&format!(", replacing {old} (imported symbols are never touched)"));
+                if !beside.is_empty() {
+                    s.push_str(&format!(
+                        " (beside {}, which {})",
+                        beside.join(", "),
+                        if beside.len() == 1 {
+                            "stays as it is"
+                        } else {
+                            "stay as they are"
+                        }
+                    ));
                 }
                 s
             }
-            Step::Record(r) => format!(
-                "{} the synthetic market already there ({})",
-                verb("record", "recorded"),
-                catalog::describe_synth(&r.options)
-            ),
             Step::Import { file, plan } => format!(
-                "{} {file} ({} rows of {} symbols)",
+                "{} {file} ({} rows of {} symbols) as a new version of {}",
                 verb("import", "imported"),
                 plan.rows,
-                plan.codes.len()
-            ),
-            Step::RecordImport(s) => format!(
-                "{} {} (its {} rows {} already there)",
-                verb("record", "recorded"),
-                s.file,
-                s.rows,
-                verb("are", "were")
+                plan.codes.len(),
+                versions::dataset_from_file(std::path::Path::new(file))
             ),
             Step::Demo => format!(
                 "{} the empty database with the demo market ({})",
                 verb("fill", "filled"),
-                catalog::describe_synth(&super::demo_options())
+                super::catalog::describe_synth(&super::demo_options())
             ),
         }
     }
@@ -160,22 +152,42 @@ impl std::fmt::Display for Step {
 /// What the stock database is missing, and how to get it; reads only.
 pub async fn decide(db: &Db, spec: &DataSpec, place: &StockPlace) -> Result<Result<Vec<Step>, Refusal>, MarketError> {
     let mut steps = Vec::new();
+    // Each declared part's symbols, to refuse parts that would put two bars on one date.
+    let mut parts: Vec<(Vec<String>, BTreeSet<String>)> = Vec::new();
     if let Some(decl) = &spec.synth {
-        match synth_step(db, decl, place).await? {
-            Ok(Some(step)) => steps.push(step),
-            Ok(None) => {}
-            Err(refusal) => return Ok(Err(refusal)),
+        let want = &decl.options;
+        let codes: BTreeSet<String> = super::catalog::expected_symbols(want)
+            .into_iter()
+            .map(|s| s.0)
+            .collect();
+        parts.push((decl.at.clone(), codes));
+        if versions::by_key(db, &Origin::synth(want).key()).await?.is_none() {
+            let dataset = versions::synth_dataset(want);
+            let beside = versions::list(db)
+                .await?
+                .iter()
+                .filter(|v| v.dataset == dataset)
+                .map(versions::Version::label)
+                .collect();
+            steps.push(Step::Generate {
+                options: want.clone(),
+                beside,
+            });
         }
     }
-    let records = catalog::import_records(db).await?;
     for decl in &spec.imports {
-        match import_step(db, decl, &records).await? {
-            Ok(Some(step)) => steps.push(step),
-            Ok(None) => {}
+        match import_step(db, decl).await? {
+            Ok((step, codes)) => {
+                parts.push((decl.at.clone(), codes));
+                steps.extend(step);
+            }
             Err(refusal) => return Ok(Err(refusal)),
         }
     }
-    if !spec.restricts() && !super::has_bars(db).await? {
+    if let Some(refusal) = overlapping_parts(&parts) {
+        return Ok(Err(refusal));
+    }
+    if !spec.restricts() && versions::list(db).await?.is_empty() {
         if place.named {
             return Ok(Err(Refusal {
                 message: format!(
@@ -196,153 +208,42 @@ pub async fn decide(db: &Db, spec: &DataSpec, place: &StockPlace) -> Result<Resu
     Ok(Ok(steps))
 }
 
-// Long because: a branch per state of the database (the declared market, clashing imports, empty,
-// another market), each with its own message.
-/// Whether the declared market is there; what to write if not.
-async fn synth_step(
-    db: &Db,
-    decl: &SynthDecl,
-    place: &StockPlace,
-) -> Result<Result<Option<Step>, Refusal>, MarketError> {
-    let want = &decl.options;
-    let record = catalog::synth_record(db).await?;
-    let have = catalog::synth_symbols(db).await?;
-    let same_symbols = have == catalog::expected_symbols(want);
-    if same_symbols && !have.is_empty() {
-        let rows = catalog::synth_bar_rows(db).await?;
-        match &record {
-            Some(r) if r.options == *want && r.generator == GENERATOR_VERSION && r.bar_rows == rows => {
-                return Ok(Ok(None))
-            }
-            // Bars lost or added since, another market, or one an older generator wrote (the
-            // same options now give other bars): regenerate below.
-            Some(_) => {}
-            // Unrecorded (an older version wrote it, or a write was interrupted): recorded as
-            // the declared market only when its bars are the ones this generator makes.
-            None => {
-                if catalog::matches_generator(db, want).await? {
-                    let codes: Vec<String> = have.iter().map(|s| s.0.clone()).collect();
-                    let ext = identity::extent(db, Some(&codes)).await?;
-                    if let (Some(first_date), Some(last_date)) = (ext.first_date, ext.last_date) {
-                        return Ok(Ok(Some(Step::Record(SynthRecord {
-                            options: want.clone(),
-                            generator: GENERATOR_VERSION,
-                            bar_rows: rows,
-                            first_date,
-                            last_date,
-                        }))));
-                    }
+/// A refusal when two declared parts hold the same symbol: a run reads one bar per symbol and
+/// date, and two versions would each offer one.
+fn overlapping_parts(parts: &[(Vec<String>, BTreeSet<String>)]) -> Option<Refusal> {
+    for (i, (_, a)) in parts.iter().enumerate() {
+        for (at, b) in &parts[i + 1..] {
+            let shared: Vec<&String> = a.intersection(b).take(6).collect();
+            if !shared.is_empty() {
+                let mut shown: Vec<String> = shared.iter().take(5).map(|c| format!("`{c}`")).collect();
+                if shared.len() > 5 {
+                    shown.push("...".into());
                 }
+                return Some(Refusal {
+                    message: format!(
+                        "this declared data and an earlier part of [data] both hold {}: a run reads one bar per \
+                         symbol and date",
+                        shown.join(", ")
+                    ),
+                    at: at.clone(),
+                    label: "holds symbols of another declared part".into(),
+                    hint: "declare data whose symbols do not overlap (another synth `style`, or files of other \
+                           symbols), or merge the files into one dataset with `measured data import --into`"
+                        .into(),
+                });
             }
         }
     }
-    // Generating must not touch imported symbols: refuse before writing when codes clash.
-    let clash = imported_among(db, &catalog::expected_symbols(want)).await?;
-    if !clash.is_empty() {
-        return Ok(Err(Refusal {
-            message: format!(
-                "the declared synthetic market would generate symbol codes the stock database {} holds as \
-                 imported data ({}); imported rows are never replaced",
-                place.shown,
-                clash.join(", ")
-            ),
-            at: decl.at.clone(),
-            label: "codes clash with imported symbols".into(),
-            hint: "choose another `style` (\"us\" codes never look like exchange codes), or keep the imported \
-                   files in a stock database of their own (--stock-database)"
-                .into(),
-        }));
-    }
-    if have.is_empty() {
-        return Ok(Ok(Some(Step::Generate {
-            options: want.clone(),
-            replacing: None,
-        })));
-    }
-    let held = match &record {
-        Some(r) if r.generator != GENERATOR_VERSION => format!(
-            "the synthetic market {} written by generator version {} (this version's generator is {}, \
-             and its bars differ)",
-            catalog::describe_synth(&r.options),
-            r.generator,
-            GENERATOR_VERSION
-        ),
-        Some(r) if r.options == *want => format!(
-            "the declared market with {} of its {} bars",
-            catalog::synth_bar_rows(db).await?,
-            r.bar_rows
-        ),
-        Some(r) => format!("the synthetic market {}", catalog::describe_synth(&r.options)),
-        None => format!(
-            "{} synthetic symbols that no record describes and this version's generator did not make",
-            have.len()
-        ),
-    };
-    if place.embedded {
-        return Ok(Ok(Some(Step::Generate {
-            options: want.clone(),
-            replacing: Some(held),
-        })));
-    }
-    Ok(Err(Refusal {
-        message: format!(
-            "the stock database {} holds {held}, not the market [data] declares ({}); a stock database named \
-             apart is shared, so measured never replaces its market",
-            place.shown,
-            catalog::describe_synth(want)
-        ),
-        at: decl.at.clone(),
-        label: "another market is there".into(),
-        hint: format!(
-            "prepare the market in a stock database of your own, `measured --stock-database YOURS {synth}`, and \
-             run with --stock-database YOURS; or, if everyone who uses {shown} agrees to replace its market: \
-             `{command} {synth}`",
-            synth = catalog::synth_command(want).trim_start_matches("measured "),
-            shown = place.shown,
-            command = place.command,
-        ),
-    }))
+    None
 }
 
-/// The codes among `symbols` that `db` holds as anything but synthetic.
-async fn imported_among(db: &Db, symbols: &[catalog::SymbolFacts]) -> Result<Vec<String>, MarketError> {
-    let codes: Vec<String> = symbols.iter().map(|s| s.0.clone()).collect();
-    let mut out = Vec::new();
-    match db {
-        Db::Postgres(pool) => {
-            out = sqlx::query_scalar(
-                "SELECT code FROM symbols WHERE source <> 'synth' AND code = ANY($1) ORDER BY code LIMIT 5",
-            )
-            .bind(&codes)
-            .fetch_all(pool)
-            .await?;
-        }
-        Db::Sqlite(pool) => {
-            for chunk in codes.chunks(500) {
-                let sql = format!(
-                    "SELECT code FROM symbols WHERE source <> 'synth' AND code IN ({}) ORDER BY code LIMIT 5",
-                    placeholders(chunk.len())
-                );
-                let mut q = sqlx::query_scalar::<_, String>(&sql);
-                for c in chunk {
-                    q = q.bind(c);
-                }
-                out.extend(q.fetch_all(pool).await?);
-            }
-            out.truncate(5);
-        }
-    }
-    Ok(out)
-}
-
-// Long because: a branch per state of the database (imported, absent, partly there, different
-// rows), each with its own message.
-/// Whether a declared file is imported; what to write if not.
+// Long because: a branch per state of the declared file (unreadable, another content, imported,
+// not yet imported), each with its own message.
+/// Whether a declared file is imported (the step to import it if not), with its symbols.
 async fn import_step(
     db: &Db,
     decl: &ImportDecl,
-    records: &[ImportRecord],
-) -> Result<Result<Option<Step>, Refusal>, MarketError> {
+) -> Result<Result<(Option<Step>, BTreeSet<String>), Refusal>, MarketError> {
     let at = |key: &str| {
         let mut at = decl.at.clone();
         at.push(key.to_owned());
@@ -374,19 +275,12 @@ async fn import_step(
             ),
         }));
     }
-    if let Some(r) = records.iter().find(|r| r.sha256 == actual) {
-        if existing_codes(db, &r.codes)
-            .await
-            .map_err(|e| MarketError::Db(e.to_string()))?
-            .len()
-            == r.codes.len()
-        {
-            return Ok(Ok(None));
-        }
+    if let Some(v) = versions::by_key(db, &import_key(&actual)).await? {
+        return Ok(Ok((None, version_codes(db, v.id).await?)));
     }
     let mut options = decl.options.clone();
     options.files = vec![decl.path.clone()];
-    let plan = match import::prepare(&options) {
+    let mut plan = match import::prepare(&options) {
         Ok(p) => p,
         Err(e) => {
             return Ok(Err(Refusal {
@@ -399,82 +293,40 @@ async fn import_step(
             }))
         }
     };
-    let held = existing_codes(db, &plan.codes)
-        .await
-        .map_err(|e| MarketError::Db(e.to_string()))?;
-    let mut summary = plan.sources.first().cloned().unwrap_or_else(|| FileSummary {
-        file: decl.file.clone(),
-        sha256: actual.clone(),
-        codes: plan.codes.clone(),
-        rows: plan.rows,
-        first_date: plan.first_date,
-        last_date: plan.last_date,
-    });
-    summary.file = decl.file.clone();
-    if held.is_empty() {
-        return Ok(Ok(Some(Step::Import {
+    // The version names the file as the manifest does, not by where this checkout keeps it.
+    if let Some(source) = plan.sources.first_mut() {
+        source.file = decl.file.clone();
+    }
+    let codes = plan.codes.iter().cloned().collect();
+    Ok(Ok((
+        Some(Step::Import {
             file: decl.file.clone(),
             plan: Box::new(plan),
-        })));
-    }
-    let differing = differing_codes(db, &plan, &held).await?;
-    if differing.is_empty() && held.len() == plan.codes.len() {
-        return Ok(Ok(Some(Step::RecordImport(summary))));
-    }
-    let shown: Vec<String> = if differing.is_empty() {
-        held.into_iter().collect()
-    } else {
-        differing
-    };
-    Ok(Err(Refusal {
-        message: format!(
-            "{} holds bars of {} that the stock database already holds{}; importing it would change rows it \
-             did not write",
-            decl.file,
-            shown
-                .iter()
-                .take(5)
-                .map(|c| format!("`{c}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            if shown.len() > 5 {
-                format!(" and {} more", shown.len() - 5)
-            } else {
-                String::new()
-            }
-        ),
-        at: decl.at.clone(),
-        label: "would overwrite other data".into(),
-        hint: "keep this file's data in a stock database of its own (--stock-database), or rename its symbols".into(),
-    }))
+        }),
+        codes,
+    )))
 }
 
-/// Codes of `plan` held in `db` whose stored bars differ from the file's on the file's dates.
-async fn differing_codes(
-    db: &Db,
-    plan: &ImportPlan,
-    held: &std::collections::HashSet<String>,
-) -> Result<Vec<String>, MarketError> {
-    type Row = (chrono::NaiveDate, f64, f64, f64, f64, f64, f64, f64);
-    let sql = "SELECT trade_date, open, high, low, close, volume, amount, adj_factor FROM daily_bars \
-               WHERE symbol = $1 ORDER BY trade_date";
-    let mut out = Vec::new();
-    for group in plan.groups().iter().filter(|g| held.contains(&g.code)) {
-        let rows: Vec<Row> = crate::on_pool!(db, |pool| {
-            sqlx::query_as::<_, Row>(sql).bind(&group.code).fetch_all(pool).await
-        })?;
-        let stored: std::collections::HashMap<chrono::NaiveDate, Row> = rows.into_iter().map(|r| (r.0, r)).collect();
-        let same = group.bars.iter().all(|b| {
-            stored.get(&b.date).is_some_and(|r| {
-                (r.1, r.2, r.3, r.4, r.5, r.6, r.7)
-                    == (b.open, b.high, b.low, b.close, b.volume, b.amount, b.adj_factor)
-            })
-        });
-        if !same {
-            out.push(group.code.clone());
-        }
+/// The origin key of a version holding one imported file.
+fn import_key(sha256: &str) -> String {
+    Origin::Import {
+        files: vec![versions::FileRef {
+            file: String::new(),
+            sha256: sha256.to_owned(),
+        }],
     }
-    Ok(out)
+    .key()
+}
+
+/// The codes of version `id`.
+async fn version_codes(db: &Db, id: i64) -> Result<BTreeSet<String>, MarketError> {
+    let codes: Vec<String> = crate::on_pool!(db, |pool| {
+        sqlx::query_scalar("SELECT code FROM symbols WHERE version = $1")
+            .bind(id)
+            .fetch_all(pool)
+            .await
+    })?;
+    Ok(codes.into_iter().collect())
 }
 
 /// Writes `steps`; returns a line per step for the console. A progress bar shows generation
@@ -483,31 +335,30 @@ pub async fn apply(db: &Db, steps: Vec<Step>, quiet: bool) -> Result<Vec<String>
     let mut done = Vec::new();
     for step in steps {
         let line = step.describe(true);
-        match step {
-            Step::Generate { options, .. } => {
-                let bar = progress(quiet, &options);
-                let report = catalog::synth_recorded(db, &options, &bar).await;
-                bar.finish_and_clear();
-                report?;
-            }
-            Step::Record(r) => catalog::set_synth_record(db, Some(&r)).await?,
-            Step::Import { plan, .. } => {
-                import::import_plan(db, *plan)
+        let version = match step {
+            Step::Generate { options, .. } => generate(db, &options, quiet).await?,
+            Step::Import { plan, file } => {
+                let options = ImportOptions {
+                    files: vec![PathBuf::from(&file)],
+                    ..ImportOptions::default()
+                };
+                super::import_write::import_plan(db, *plan, &options)
                     .await
-                    .map_err(|e| MarketError::Db(e.to_string()))?;
+                    .map_err(|e| MarketError::Db(e.to_string()))?
+                    .version
             }
-            Step::RecordImport(s) => catalog::record_imports(db, &[s.record()]).await?,
-            Step::Demo => {
-                let options = super::demo_options();
-                let bar = progress(quiet, &options);
-                let report = catalog::synth_recorded(db, &options, &bar).await;
-                bar.finish_and_clear();
-                report?;
-            }
-        }
-        done.push(line);
+            Step::Demo => generate(db, &super::demo_options(), quiet).await?,
+        };
+        done.push(format!("{line}: {version}"));
     }
     Ok(done)
+}
+
+async fn generate(db: &Db, options: &SynthOptions, quiet: bool) -> Result<VersionRef, MarketError> {
+    let bar = progress(quiet, options);
+    let result = super::catalog::ensure_synth(db, options, &bar).await;
+    bar.finish_and_clear();
+    Ok(result?.0)
 }
 
 fn progress(quiet: bool, options: &SynthOptions) -> indicatif::ProgressBar {
@@ -524,42 +375,120 @@ fn progress(quiet: bool, options: &SynthOptions) -> indicatif::ProgressBar {
     bar
 }
 
-/// The codes loads may choose from: the declared market's (sorted), or `None` when nothing
-/// restricts them. An error when the declared data is not what the database holds.
-pub async fn universe(db: &Db, spec: &DataSpec) -> Result<Option<Vec<String>>, StockError> {
-    if !spec.restricts() {
-        return Ok(None);
-    }
-    let mut codes = BTreeSet::new();
+/// The dataset versions a run of a manifest declaring `spec` reads: the declared market's and
+/// files' versions; without declared data, the newest version of every dataset. An error when
+/// the declared data is not there (`apply` writes it first), or when versions a run would read
+/// hold the same symbol.
+pub async fn view(db: &Db, spec: &DataSpec) -> Result<DataView, StockError> {
+    let mut refs = Vec::new();
     if let Some(decl) = &spec.synth {
-        let record = catalog::synth_record(db).await.map_err(StockError::database)?;
-        if record.as_ref().map(|r| &r.options) != Some(&decl.options) {
-            return Err(StockError::OtherMarket {
-                held: record.map_or_else(
-                    || "no recorded synthetic market".to_owned(),
-                    |r| format!("the synthetic market {}", catalog::describe_synth(&r.options)),
-                ),
-                declared: catalog::describe_synth(&decl.options),
-                command: catalog::synth_command(&decl.options),
-            });
+        match versions::by_key(db, &Origin::synth(&decl.options).key())
+            .await
+            .map_err(StockError::database)?
+        {
+            Some(v) => refs.push(v.to_ref()),
+            None => {
+                let held: Vec<String> = versions::list(db)
+                    .await
+                    .map_err(StockError::database)?
+                    .iter()
+                    .filter(|v| v.dataset == versions::synth_dataset(&decl.options))
+                    .map(versions::Version::label)
+                    .collect();
+                return Err(StockError::OtherMarket {
+                    held: if held.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (it holds {}, written by another generator)", held.join(", "))
+                    },
+                    declared: super::catalog::describe_synth(&decl.options),
+                    command: super::catalog::synth_command(&decl.options),
+                });
+            }
         }
-        codes.extend(
-            catalog::synth_symbols(db)
-                .await
-                .map_err(StockError::database)?
-                .into_iter()
-                .map(|s| s.0),
-        );
     }
-    let records = catalog::import_records(db).await.map_err(StockError::database)?;
     for decl in &spec.imports {
-        let Some(r) = records.iter().find(|r| r.sha256 == decl.sha256) else {
-            return Err(StockError::NotImported {
-                file: decl.file.clone(),
-                sha256: identity::short(&decl.sha256).to_owned(),
-            });
-        };
-        codes.extend(r.codes.iter().cloned());
+        match versions::by_key(db, &import_key(&decl.sha256))
+            .await
+            .map_err(StockError::database)?
+        {
+            Some(v) => refs.push(v.to_ref()),
+            None => {
+                return Err(StockError::NotImported {
+                    file: decl.file.clone(),
+                    sha256: super::identity::short(&decl.sha256).to_owned(),
+                })
+            }
+        }
     }
-    Ok(Some(codes.into_iter().collect()))
+    let declared = spec.restricts();
+    if !declared {
+        refs = versions::latest(db)
+            .await
+            .map_err(StockError::database)?
+            .iter()
+            .map(versions::Version::to_ref)
+            .collect();
+    }
+    checked(
+        db,
+        DataView {
+            versions: refs,
+            declared,
+        },
+    )
+    .await
+}
+
+/// The view of the versions `names` name (`run --data`): `dataset@number`, a dataset (its
+/// newest version) or an id.
+pub async fn pinned_view(db: &Db, names: &[String]) -> Result<DataView, StockError> {
+    let mut refs: Vec<VersionRef> = Vec::new();
+    for name in names {
+        let v = versions::find(db, name)
+            .await
+            .map_err(StockError::database)?
+            .map_err(|e| StockError::UnknownVersion(e.to_string()))?;
+        if !refs.iter().any(|r| r.id == v.id) {
+            refs.push(v.to_ref());
+        }
+    }
+    checked(
+        db,
+        DataView {
+            versions: refs,
+            declared: false,
+        },
+    )
+    .await
+}
+
+/// The view a run stored, read again (a resumed run, a queue worker): each version by its id,
+/// and only while it still has the label the run stored.
+pub async fn stored_view(db: &Db, refs: &[VersionRef]) -> Result<DataView, StockError> {
+    let all = versions::list(db).await.map_err(StockError::database)?;
+    for r in refs {
+        if !all.iter().any(|v| v.id == r.id && v.label() == r.label) {
+            return Err(StockError::UnknownVersion(format!(
+                "dataset version {} (id {}), which this run read, is no longer in the stock database\nhint: a run \
+                 reads the same data to its end; start a new run (`measured data ls` lists the versions there are)",
+                r.label, r.id
+            )));
+        }
+    }
+    Ok(DataView {
+        versions: refs.to_vec(),
+        declared: false,
+    })
+}
+
+/// `view` when no two of its versions hold the same symbol.
+async fn checked(db: &Db, view: DataView) -> Result<DataView, StockError> {
+    let shared = versions::overlaps(db, &view.versions)
+        .await
+        .map_err(StockError::database)?;
+    match shared.into_iter().next() {
+        None => Ok(view),
+        Some((a, b, codes)) => Err(StockError::Overlap { a, b, codes }),
+    }
 }

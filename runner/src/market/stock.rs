@@ -22,11 +22,11 @@ pub enum StockError {
     /// The database could not be reached or read: the driver's message.
     #[error("{0}")]
     Database(String),
-    /// The database holds another synthetic market than `[data]` declares.
+    /// The stock database holds no version of the synthetic market `[data]` declares.
     #[error(
-        "the stock database holds {held}, not the synthetic market [data] declares ({declared})\n\
-         hint: `measured run` prepares the declared market before the first trial; on a stock database \
-         named apart, prepare it with `{command}`"
+        "the synthetic market [data] declares ({declared}) is not in the stock database{held}\n\
+         hint: `measured run` generates the declared market before the first trial; or generate it with \
+         `{command}`"
     )]
     OtherMarket {
         held: String,
@@ -39,6 +39,24 @@ pub enum StockError {
          hint: `measured run` imports the declared files before the first trial"
     )]
     NotImported { file: String, sha256: String },
+    /// `--data` names no stored version: the message with its hint.
+    #[error("{0}")]
+    UnknownVersion(String),
+    /// Two versions a run would read hold the same symbol.
+    #[error(
+        "dataset versions {a} and {b} both hold {}: a run reads one bar per symbol and date, so it cannot read both\n\
+         hint: choose the versions to read with `measured run --data VERSION` (`measured data ls` lists them), \
+         or declare the data in [data]", codes_list(.codes)
+    )]
+    Overlap { a: String, b: String, codes: Vec<String> },
+}
+
+fn codes_list(codes: &[String]) -> String {
+    let mut shown: Vec<String> = codes.iter().take(5).map(|c| format!("`{c}`")).collect();
+    if codes.len() > 5 {
+        shown.push("...".into());
+    }
+    shown.join(", ")
 }
 
 impl StockError {

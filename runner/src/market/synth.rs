@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal, StudentT};
 use std::time::Instant;
 
-/// Seed of the demo market created by [`ensure_demo_market`].
+/// Seed of the demo market, which an empty embedded database is filled with.
 pub const DEMO_SEED: u64 = 20_240_601;
 /// Symbols in the demo market.
 pub const DEMO_SYMBOLS: usize = 50;
@@ -29,7 +29,8 @@ pub const DEMO_DAYS: usize = 750;
 pub const DEMO_START: (i32, u32, u32) = (2021, 1, 4);
 
 /// The version of the generator: it changes whenever the same options would generate other
-/// bars, so a market recorded by an older generator is regenerated or refused, never reused.
+/// bars, so a market an older generator wrote is never taken for this one's (a new dataset
+/// version is generated beside it).
 /// 1: no planted signal; 2: the reversal of [`SIGNAL_COEFFICIENT`].
 pub const GENERATOR_VERSION: u32 = 2;
 
@@ -112,6 +113,8 @@ impl SynthOptions {
 /// What [`synth`] wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SynthReport {
+    /// The dataset version the market was written as.
+    pub version: super::versions::VersionRef,
     pub symbols: usize,
     pub rows: u64,
     pub first_date: NaiveDate,
@@ -124,14 +127,15 @@ impl std::fmt::Display for SynthReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "synthetic market: {} symbols, {} daily bars from {} to {} (seed {}) written in {:.1} s",
-            self.symbols, self.rows, self.first_date, self.last_date, self.seed, self.seconds
+            "synthetic market {}: {} symbols, {} daily bars from {} to {} (seed {}) written in {:.1} s",
+            self.version, self.symbols, self.rows, self.first_date, self.last_date, self.seed, self.seconds
         )
     }
 }
 
-/// Generates a reproducible synthetic market and writes it to `db`, replacing any earlier
-/// synthetic market there (imported symbols are never touched).
+/// Generates a reproducible synthetic market and writes it to `db` as a new version of its
+/// dataset ([`super::versions::synth_dataset`]); nothing stored before is touched. Callers that
+/// want an existing version reused look it up first ([`super::catalog::ensure_synth`]).
 pub async fn synth(
     db: &Db,
     opts: &SynthOptions,
@@ -165,13 +169,19 @@ pub async fn synth(
         rows: rx,
         progress,
     };
-    let written = write_synth(db, plan).await;
+    let new = super::versions::NewVersion {
+        dataset: super::versions::synth_dataset(opts),
+        origin: super::versions::Origin::synth(opts),
+        parent: None,
+    };
+    let written = write_synth(db, plan, &new).await;
     generator
         .await
         .map_err(|e| MarketError::Options(format!("generator failed: {e}")))?;
-    let rows = written?;
+    let (version, rows) = written?;
     let calendar = trading_days(opts.start, opts.days);
     Ok(SynthReport {
+        version,
         symbols: opts.symbols,
         rows,
         first_date: calendar[0],
@@ -222,17 +232,6 @@ pub fn synth_bars(opts: &SynthOptions) -> Result<crate::artifact::Bars, MarketEr
     Ok(out)
 }
 
-/// The rows of the first symbol, in code order, that `opts` generates; `None` for options
-/// `synth` refuses.
-pub(super) fn first_symbol_rows(opts: &SynthOptions) -> Option<SymbolRows> {
-    opts.check().ok()?;
-    let calendar = trading_days(opts.start, opts.days);
-    let (i, info) = (0..opts.symbols)
-        .map(|i| (i, symbol_info(opts, i, &calendar)))
-        .min_by(|a, b| a.1.code.cmp(&b.1.code))?;
-    Some(Market::new(opts, calendar.len()).symbol_rows(opts, i, &info, &calendar))
-}
-
 /// The options of the demo market.
 pub fn demo_options() -> SynthOptions {
     let (y, m, d) = DEMO_START;
@@ -243,16 +242,6 @@ pub fn demo_options() -> SynthOptions {
         seed: DEMO_SEED,
         style: CodeStyle::Mixed,
     }
-}
-
-/// Fills an empty stock database with the demo market ([`DEMO_SYMBOLS`] symbols x
-/// [`DEMO_DAYS`] days, seed [`DEMO_SEED`]); `None` when it already holds bars.
-pub async fn ensure_demo_market(db: &Db) -> Result<Option<SynthReport>, MarketError> {
-    if super::has_bars(db).await? {
-        return Ok(None);
-    }
-    let report = synth(db, &demo_options(), &indicatif::ProgressBar::hidden()).await?;
-    Ok(Some(report))
 }
 
 /// Whether markets are closed on `day`: weekends and a few fixed holidays every year.

@@ -1,9 +1,12 @@
-//! Bulk writers of the stock tables (synth / import -> `symbols`, `daily_bars`).
+//! Bulk writers of the stock tables (synth / import -> a new dataset version's `symbols` and
+//! `daily_bars`).
 //!
-//! Postgres gets binary COPY for generated data and array-parameter upserts for imports;
+//! Postgres gets binary COPY for generated data and array-parameter inserts for imports;
 //! SQLite gets multi-row prepared INSERTs with deferred indexes (see [`super::write_sqlite`]).
-//! Each write is one transaction, so a failure leaves the tables as they were.
+//! Each write is one transaction that creates one version, so a failure leaves the tables as
+//! they were, and no write ever changes a version stored before.
 
+use super::versions::{self, NewVersion, VersionRef};
 use super::{db_message, pgbinary, write_sqlite, MarketError, SymbolInfo, SymbolRows};
 use crate::db::Db;
 use sqlx::postgres::PgConnection;
@@ -14,7 +17,7 @@ const PG_ROWS_PER_UPSERT: usize = 10_000;
 /// Bytes buffered before a COPY chunk is sent.
 const COPY_CHUNK: usize = 1 << 20;
 
-pub(super) const BAR_COLUMNS: &str = "symbol, trade_date, open, high, low, close, volume, amount, adj_factor";
+pub(super) const BAR_COLUMNS: &str = "version, symbol, trade_date, open, high, low, close, volume, amount, adj_factor";
 
 /// A synthetic market on its way to the database: symbols up front, bars as generated.
 pub(crate) struct SynthPlan<'a> {
@@ -23,38 +26,24 @@ pub(crate) struct SynthPlan<'a> {
     pub progress: &'a indicatif::ProgressBar,
 }
 
-/// Replaces the synthetic market in `db` with `plan` in one transaction; returns the rows
-/// written. Refuses when a generated code belongs to an imported symbol.
-pub(crate) async fn write_synth(db: &Db, plan: SynthPlan<'_>) -> Result<u64, MarketError> {
+/// Writes `plan` as the new version `new`, in one transaction; returns the version and the
+/// rows written. Nothing stored before is touched.
+pub(crate) async fn write_synth(
+    db: &Db,
+    plan: SynthPlan<'_>,
+    new: &NewVersion,
+) -> Result<(VersionRef, u64), MarketError> {
     match db {
         Db::Postgres(pool) => {
-            let codes: Vec<String> = plan.symbols.iter().map(|s| s.code.clone()).collect();
             let mut tx = pool.begin().await?;
-            let clash: Vec<String> = sqlx::query_scalar(
-                "SELECT code FROM symbols WHERE source <> 'synth' AND code = ANY($1) \
-                 ORDER BY code LIMIT 5",
-            )
-            .bind(&codes)
-            .fetch_all(&mut *tx)
-            .await?;
-            refuse_clash(clash)?;
-            clear_synth_pg(&mut tx).await?;
-            insert_symbols_pg(&mut tx, plan.symbols, "synth").await?;
-            let rows = copy_bars_pg(&mut tx, plan).await?;
+            let version = versions::begin_pg(&mut tx, new).await?;
+            insert_symbols_pg(&mut tx, version.id, plan.symbols).await?;
+            let rows = copy_bars_pg(&mut tx, version.id, plan).await?;
+            versions::finish_pg(&mut tx, version.id).await?;
             tx.commit().await?;
-            Ok(rows)
+            Ok((version, rows))
         }
-        Db::Sqlite(pool) => write_sqlite::write_synth(pool, plan).await,
-    }
-}
-
-pub(super) fn refuse_clash(clash: Vec<String>) -> Result<(), MarketError> {
-    if clash.is_empty() {
-        Ok(())
-    } else {
-        Err(MarketError::WouldOverwrite {
-            codes: clash.join(", "),
-        })
+        Db::Sqlite(pool) => write_sqlite::write_synth(pool, plan, new).await,
     }
 }
 
@@ -68,30 +57,8 @@ pub(super) fn check_complete(received: usize, expected: usize) -> Result<(), Mar
     }
 }
 
-/// Removes the previous synthetic market. When nothing else is stored, TRUNCATE is both faster
-/// than deleting millions of rows and leaves no dead tuples behind (it is transactional).
-async fn clear_synth_pg(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    let only_synth: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM symbols WHERE source <> 'synth')")
-        .fetch_one(&mut *conn)
-        .await?;
-    if only_synth {
-        sqlx::query("TRUNCATE daily_bars, symbols").execute(&mut *conn).await?;
-    } else {
-        sqlx::query(
-            "DELETE FROM daily_bars WHERE symbol IN \
-             (SELECT code FROM symbols WHERE source = 'synth')",
-        )
-        .execute(&mut *conn)
-        .await?;
-        sqlx::query("DELETE FROM symbols WHERE source = 'synth'")
-            .execute(&mut *conn)
-            .await?;
-    }
-    Ok(())
-}
-
 /// Streams every generated symbol through one binary COPY.
-async fn copy_bars_pg(conn: &mut PgConnection, plan: SynthPlan<'_>) -> Result<u64, MarketError> {
+async fn copy_bars_pg(conn: &mut PgConnection, version: i64, plan: SynthPlan<'_>) -> Result<u64, MarketError> {
     let stmt = format!("COPY daily_bars ({BAR_COLUMNS}) FROM STDIN WITH (FORMAT binary)");
     let mut copy = conn.copy_in_raw(&stmt).await?;
     let mut buf = Vec::with_capacity(COPY_CHUNK + 4096);
@@ -101,7 +68,7 @@ async fn copy_bars_pg(conn: &mut PgConnection, plan: SynthPlan<'_>) -> Result<u6
     let mut failure = None;
     while let Some(group) = rows_in.recv().await {
         for bar in &group.bars {
-            pgbinary::write_row(&mut buf, &group.code, bar);
+            pgbinary::write_row(&mut buf, version, &group.code, bar);
         }
         received += 1;
         plan.progress.inc(1);
@@ -131,15 +98,15 @@ pub(crate) fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
-async fn insert_symbols_pg(conn: &mut PgConnection, symbols: &[SymbolInfo], source: &str) -> Result<(), sqlx::Error> {
+async fn insert_symbols_pg(conn: &mut PgConnection, version: i64, symbols: &[SymbolInfo]) -> Result<(), sqlx::Error> {
     let col = |f: fn(&SymbolInfo) -> String| symbols.iter().map(f).collect::<Vec<_>>();
     let opt = |f: fn(&SymbolInfo) -> Option<chrono::NaiveDate>| symbols.iter().map(f).collect::<Vec<_>>();
-    // An imported file may name a synthetic symbol: it becomes an imported one.
+    // A symbol a version extends already has its row there.
     sqlx::query(
-        "INSERT INTO symbols (code, name, exchange, currency, listed, delisted, sector, source) \
-         SELECT u.*, $8 FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], \
+        "INSERT INTO symbols (version, code, name, exchange, currency, listed, delisted, sector) \
+         SELECT $8, u.* FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], \
                                     $5::date[], $6::date[], $7::text[]) AS u \
-         ON CONFLICT (code) DO UPDATE SET source = EXCLUDED.source",
+         ON CONFLICT (version, code) DO NOTHING",
     )
     .bind(col(|s| s.code.clone()))
     .bind(col(|s| s.name.clone()))
@@ -148,20 +115,41 @@ async fn insert_symbols_pg(conn: &mut PgConnection, symbols: &[SymbolInfo], sour
     .bind(opt(|s| s.listed))
     .bind(opt(|s| s.delisted))
     .bind(symbols.iter().map(|s| s.sector.clone()).collect::<Vec<_>>())
-    .bind(source)
+    .bind(version)
     .execute(conn)
     .await?;
     Ok(())
 }
 
-/// Inserts or replaces imported bars (and registers their symbols) in one transaction;
-/// returns the number of rows written.
-pub(crate) async fn upsert_import(db: &Db, symbols: &[SymbolInfo], groups: &[SymbolRows]) -> Result<u64, String> {
-    let result: Result<u64, sqlx::Error> = async {
+/// Copies every symbol and bar of version `from` into version `to`, in the caller's
+/// transaction (an import `--into` a dataset starts from its newest version).
+pub(super) const COPY_SYMBOLS: &str =
+    "INSERT INTO symbols (version, code, name, exchange, currency, listed, delisted, sector) \
+     SELECT $1, code, name, exchange, currency, listed, delisted, sector FROM symbols WHERE version = $2";
+pub(super) const COPY_BARS: &str =
+    "INSERT INTO daily_bars (version, symbol, trade_date, open, high, low, close, volume, \
+     amount, adj_factor) SELECT $1, symbol, trade_date, open, high, low, close, volume, amount, adj_factor \
+     FROM daily_bars WHERE version = $2 ORDER BY symbol, trade_date";
+
+/// Writes imported bars as the new version `new` (on top of a copy of its parent's, when it
+/// extends one) in one transaction; returns the version and the rows written.
+pub(crate) async fn write_import(
+    db: &Db,
+    new: &NewVersion,
+    symbols: &[SymbolInfo],
+    groups: &[SymbolRows],
+) -> Result<(VersionRef, u64), String> {
+    let result: Result<(VersionRef, u64), sqlx::Error> = async {
         match db {
             Db::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                insert_symbols_pg(&mut tx, symbols, "import").await?;
+                let version = versions::begin_pg(&mut tx, new).await?;
+                if let Some(parent) = new.parent {
+                    for sql in [COPY_SYMBOLS, COPY_BARS] {
+                        sqlx::query(sql).bind(version.id).bind(parent).execute(&mut *tx).await?;
+                    }
+                }
+                insert_symbols_pg(&mut tx, version.id, symbols).await?;
                 let flat: Vec<(&str, &super::Bar)> = groups
                     .iter()
                     .flat_map(|g| g.bars.iter().map(move |b| (g.code.as_str(), b)))
@@ -171,9 +159,9 @@ pub(crate) async fn upsert_import(db: &Db, symbols: &[SymbolInfo], groups: &[Sym
                     let f = |g: fn(&super::Bar) -> f64| chunk.iter().map(|(_, b)| g(b)).collect::<Vec<f64>>();
                     written += sqlx::query(&format!(
                         "INSERT INTO daily_bars ({BAR_COLUMNS}) \
-                         SELECT * FROM UNNEST($1::text[], $2::date[], $3::float8[], $4::float8[], \
-                              $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::float8[]) \
-                         ON CONFLICT (symbol, trade_date) DO UPDATE SET open = EXCLUDED.open, \
+                         SELECT $10, u.* FROM UNNEST($1::text[], $2::date[], $3::float8[], $4::float8[], \
+                              $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::float8[]) AS u \
+                         ON CONFLICT (version, symbol, trade_date) DO UPDATE SET open = EXCLUDED.open, \
                          high = EXCLUDED.high, low = EXCLUDED.low, close = EXCLUDED.close, \
                          volume = EXCLUDED.volume, amount = EXCLUDED.amount, \
                          adj_factor = EXCLUDED.adj_factor"
@@ -187,14 +175,16 @@ pub(crate) async fn upsert_import(db: &Db, symbols: &[SymbolInfo], groups: &[Sym
                     .bind(f(|b| b.volume))
                     .bind(f(|b| b.amount))
                     .bind(f(|b| b.adj_factor))
+                    .bind(version.id)
                     .execute(&mut *tx)
                     .await?
                     .rows_affected();
                 }
+                versions::finish_pg(&mut tx, version.id).await?;
                 tx.commit().await?;
-                Ok(written)
+                Ok((version, written))
             }
-            Db::Sqlite(pool) => write_sqlite::upsert_import(pool, symbols, groups).await,
+            Db::Sqlite(pool) => write_sqlite::write_import(pool, new, symbols, groups).await,
         }
     }
     .await;

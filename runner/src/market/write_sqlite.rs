@@ -1,22 +1,25 @@
-//! SQLite side of the bulk writers (synth / import -> `symbols`, `daily_bars`).
+//! SQLite side of the bulk writers (synth / import -> a new dataset version's `symbols` and
+//! `daily_bars`).
 //!
-//! Every write is one transaction, so a failure or a crash at any point leaves the tables as
-//! they were. Inside it:
-//! - when `daily_bars` is empty at the start of the write (a first synth or import, or a synth
-//!   replacing the only market), its secondary indexes are dropped and recreated from their
-//!   stored definitions before the commit: one sort instead of one random B-tree insert per
-//!   row. DDL is transactional in SQLite: a rollback brings the indexes back, and readers keep
-//!   seeing the committed tables, indexes included;
+//! Every write is one transaction that creates one version, so a failure or a crash at any
+//! point leaves the tables as they were. Inside it:
+//! - when `daily_bars` is empty at the start of the write (a first synth or import), its
+//!   secondary indexes are dropped and recreated from their stored definitions before the
+//!   commit: one sort instead of one random B-tree insert per row. DDL is transactional in
+//!   SQLite: a rollback brings the indexes back, and readers keep seeing the committed tables,
+//!   indexes included;
 //! - the write runs on a connection of its own with a large page cache and temporary storage in
 //!   memory, so a write that has to maintain the indexes (rows already stored) neither evicts
 //!   and re-reads pages nor writes statement journals to temporary files;
 //! - bars go out in multi-row INSERTs of one fixed size, one prepared statement for all, each
 //!   batch encoded while SQLite inserts the previous one.
 //!
-//! Rows should arrive sorted by (symbol, date), the table's clustering key (synth and import
-//! both send them so): the B-tree then grows at its right edge.
+//! Rows should arrive sorted by (symbol, date): with the new version's id first, that is the
+//! table's clustering key (synth and import both send them so), and the B-tree grows at its
+//! right edge.
 
-use super::write::{check_complete, placeholders, refuse_clash, SynthPlan, BAR_COLUMNS};
+use super::versions::{self, NewVersion, VersionRef};
+use super::write::{check_complete, SynthPlan, BAR_COLUMNS, COPY_BARS, COPY_SYMBOLS};
 use super::{Bar, MarketError, SymbolInfo};
 use chrono::NaiveDate;
 use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqlitePool};
@@ -24,7 +27,7 @@ use sqlx::{Arguments, Connection};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Rows per bars INSERT: 9 parameters each stays far below SQLite's variable limit (32,766),
+/// Rows per bars INSERT: 10 parameters each stays far below SQLite's variable limit (32,766),
 /// and a fixed size lets every full chunk reuse one prepared statement.
 const ROWS_PER_INSERT: usize = 500;
 /// Rows per symbols INSERT (8 parameters each).
@@ -34,7 +37,7 @@ const SYMBOLS_PER_INSERT: usize = 200;
 /// all over. Pages are allocated as used, so small writes stay small.
 const BULK_CACHE_KIB: i64 = 128 * 1024;
 
-const UPSERT_BARS: &str = " ON CONFLICT (symbol, trade_date) DO UPDATE SET open = excluded.open, \
+const UPSERT_BARS: &str = " ON CONFLICT (version, symbol, trade_date) DO UPDATE SET open = excluded.open, \
      high = excluded.high, low = excluded.low, close = excluded.close, \
      volume = excluded.volume, amount = excluded.amount, adj_factor = excluded.adj_factor";
 
@@ -53,49 +56,29 @@ async fn bulk_connection(pool: &SqlitePool) -> Result<SqliteConnection, sqlx::Er
     Ok(conn)
 }
 
-/// Replaces the synthetic market with `plan` in one transaction; returns the rows written.
-pub(super) async fn write_synth(pool: &SqlitePool, plan: SynthPlan<'_>) -> Result<u64, MarketError> {
+/// Writes `plan` as the new version `new` in one transaction; returns it and the rows written.
+pub(super) async fn write_synth(
+    pool: &SqlitePool,
+    plan: SynthPlan<'_>,
+    new: &NewVersion,
+) -> Result<(VersionRef, u64), MarketError> {
     let mut conn = bulk_connection(pool).await?;
-    let result = write_synth_on(&mut conn, plan).await;
+    let result = write_synth_on(&mut conn, plan, new).await;
     // A transaction still open here was rolled back on drop; closing only frees the handle.
     let _ = conn.close().await;
     result
 }
 
-async fn write_synth_on(conn: &mut SqliteConnection, plan: SynthPlan<'_>) -> Result<u64, MarketError> {
+async fn write_synth_on(
+    conn: &mut SqliteConnection,
+    plan: SynthPlan<'_>,
+    new: &NewVersion,
+) -> Result<(VersionRef, u64), MarketError> {
     let mut tx = conn.begin().await?;
-    let mut clash = Vec::new();
-    let codes: Vec<&str> = plan.symbols.iter().map(|s| s.code.as_str()).collect();
-    for chunk in codes.chunks(500) {
-        let sql = format!(
-            "SELECT code FROM symbols WHERE source <> 'synth' AND code IN ({}) LIMIT 5",
-            placeholders(chunk.len())
-        );
-        let mut q = sqlx::query_scalar::<_, String>(&sql);
-        for c in chunk {
-            q = q.bind(*c);
-        }
-        clash.extend(q.fetch_all(&mut *tx).await?);
-    }
-    refuse_clash(clash)?;
-    let only_synth = sqlx::query_scalar::<_, i64>("SELECT NOT EXISTS (SELECT 1 FROM symbols WHERE source <> 'synth')")
-        .fetch_one(&mut *tx)
-        .await?
-        != 0;
-    if only_synth {
-        // An unqualified DELETE is SQLite's fast truncate.
-        sqlx::query("DELETE FROM daily_bars").execute(&mut *tx).await?;
-    } else {
-        sqlx::query("DELETE FROM daily_bars WHERE symbol IN (SELECT code FROM symbols WHERE source = 'synth')")
-            .execute(&mut *tx)
-            .await?;
-    }
-    sqlx::query("DELETE FROM symbols WHERE source = 'synth'")
-        .execute(&mut *tx)
-        .await?;
+    let version = versions::begin_sqlite(&mut tx, new).await?;
     let deferred = defer_indexes(&mut tx).await?;
-    insert_symbols(&mut tx, plan.symbols, "synth", false).await?;
-    let mut bars = BarBatches::new(false);
+    insert_symbols(&mut tx, version.id, plan.symbols).await?;
+    let mut bars = BarBatches::new(version.id, false);
     let mut rows_in = plan.rows;
     let mut received = 0usize;
     while let Some(group) = rows_in.recv().await {
@@ -106,30 +89,40 @@ async fn write_synth_on(conn: &mut SqliteConnection, plan: SynthPlan<'_>) -> Res
     check_complete(received, plan.symbols.len())?;
     let written = bars.finish(&mut tx).await?;
     rebuild_indexes(&mut tx, &deferred).await?;
+    versions::finish_sqlite(&mut tx, version.id).await?;
     tx.commit().await?;
-    Ok(written)
+    Ok((version, written))
 }
 
-/// Inserts or replaces imported bars (and registers their symbols) in one transaction;
-/// returns the number of rows written.
-pub(super) async fn upsert_import(
+/// Writes imported bars as the new version `new` (on top of a copy of its parent's, when it
+/// extends one; the files' bars replace the parent's on shared dates) in one transaction;
+/// returns the version and the rows written.
+pub(super) async fn write_import(
     pool: &SqlitePool,
+    new: &NewVersion,
     symbols: &[SymbolInfo],
     groups: &[super::SymbolRows],
-) -> Result<u64, sqlx::Error> {
+) -> Result<(VersionRef, u64), sqlx::Error> {
     let mut conn = bulk_connection(pool).await?;
     let result = async {
         let mut tx = conn.begin().await?;
-        insert_symbols(&mut tx, symbols, "import", true).await?;
+        let version = versions::begin_sqlite(&mut tx, new).await?;
         let deferred = defer_indexes(&mut tx).await?;
-        let mut bars = BarBatches::new(true);
+        if let Some(parent) = new.parent {
+            for sql in [COPY_SYMBOLS, COPY_BARS] {
+                sqlx::query(sql).bind(version.id).bind(parent).execute(&mut *tx).await?;
+            }
+        }
+        insert_symbols(&mut tx, version.id, symbols).await?;
+        let mut bars = BarBatches::new(version.id, new.parent.is_some());
         for g in groups {
             bars.push(&mut tx, &g.code, &g.bars).await?;
         }
         let written = bars.finish(&mut tx).await?;
         rebuild_indexes(&mut tx, &deferred).await?;
+        versions::finish_sqlite(&mut tx, version.id).await?;
         tx.commit().await?;
-        Ok(written)
+        Ok((version, written))
     }
     .await;
     let _ = conn.close().await;
@@ -174,35 +167,25 @@ async fn rebuild_indexes(conn: &mut SqliteConnection, indexes: &[IndexDef]) -> R
     Ok(())
 }
 
-async fn insert_symbols(
-    conn: &mut SqliteConnection,
-    symbols: &[SymbolInfo],
-    source: &str,
-    upsert: bool,
-) -> Result<(), sqlx::Error> {
+async fn insert_symbols(conn: &mut SqliteConnection, version: i64, symbols: &[SymbolInfo]) -> Result<(), sqlx::Error> {
     for chunk in symbols.chunks(SYMBOLS_PER_INSERT) {
         let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
-        // An imported file may name a synthetic symbol: it becomes an imported one.
-        let conflict = if upsert {
-            " ON CONFLICT (code) DO UPDATE SET source = excluded.source"
-        } else {
-            ""
-        };
+        // A symbol a version extends already has its row there.
         let sql = format!(
-            "INSERT INTO symbols (code, name, exchange, currency, listed, delisted, sector, \
-             source) VALUES {values}{conflict}"
+            "INSERT INTO symbols (version, code, name, exchange, currency, listed, delisted, sector) \
+             VALUES {values} ON CONFLICT (version, code) DO NOTHING"
         );
         let mut q = sqlx::query(&sql);
         for s in chunk {
             q = q
+                .bind(version)
                 .bind(&s.code)
                 .bind(&s.name)
                 .bind(&s.exchange)
                 .bind(&s.currency)
                 .bind(s.listed)
                 .bind(s.delisted)
-                .bind(&s.sector)
-                .bind(source);
+                .bind(&s.sector);
         }
         q.execute(&mut *conn).await?;
     }
@@ -211,7 +194,7 @@ async fn insert_symbols(
 
 /// The INSERT of `rows` bars (with `upsert`, insert or replace).
 fn bars_statement(rows: usize, upsert: bool) -> String {
-    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
+    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
     let conflict = if upsert { UPSERT_BARS } else { "" };
     format!("INSERT INTO daily_bars ({BAR_COLUMNS}) VALUES {values}{conflict}")
 }
@@ -222,6 +205,8 @@ fn bars_statement(rows: usize, upsert: bool) -> String {
 /// Encoding a batch's parameters costs about a third of what SQLite spends inserting it, so
 /// each batch is encoded while SQLite (on the connection's own thread) inserts the one before.
 struct BarBatches {
+    /// The version every bar goes into.
+    version: i64,
     full: String,
     upsert: bool,
     pending: Vec<(Arc<str>, Bar)>,
@@ -233,8 +218,9 @@ struct BarBatches {
 }
 
 impl BarBatches {
-    fn new(upsert: bool) -> Self {
+    fn new(version: i64, upsert: bool) -> Self {
         BarBatches {
+            version,
             full: bars_statement(ROWS_PER_INSERT, upsert),
             upsert,
             pending: Vec::with_capacity(2 * ROWS_PER_INSERT),
@@ -252,14 +238,15 @@ impl BarBatches {
             if self.pending.len() < ROWS_PER_INSERT {
                 continue;
             }
+            let version = self.version;
             let rows = self.pending.drain(..ROWS_PER_INSERT);
             let next = match self.ready.take() {
-                None => encode_bars(rows, &mut self.dates)?,
+                None => encode_bars(self.version, rows, &mut self.dates)?,
                 Some(args) => {
                     let insert = sqlx::query_with(&self.full, args).execute(&mut *conn);
                     // The insert is sent on its first poll; the encoding runs while it executes.
                     let (done, next) =
-                        futures_util::future::join(insert, async { encode_bars(rows, &mut self.dates) }).await;
+                        futures_util::future::join(insert, async { encode_bars(version, rows, &mut self.dates) }).await;
                     self.written += done?.rows_affected();
                     next?
                 }
@@ -278,7 +265,7 @@ impl BarBatches {
         }
         if !self.pending.is_empty() {
             let sql = bars_statement(self.pending.len(), self.upsert);
-            let args = encode_bars(self.pending.drain(..), &mut self.dates)?;
+            let args = encode_bars(self.version, self.pending.drain(..), &mut self.dates)?;
             self.written += sqlx::query_with(&sql, args).execute(&mut *conn).await?.rows_affected();
         }
         Ok(self.written)
@@ -288,6 +275,7 @@ impl BarBatches {
 /// The parameters of one bars INSERT. Owned values: the driver would copy borrowed ones anyway
 /// on their way to the connection's thread.
 fn encode_bars(
+    version: i64,
     rows: impl Iterator<Item = (Arc<str>, Bar)>,
     dates: &mut HashMap<NaiveDate, String>,
 ) -> Result<SqliteArguments<'static>, sqlx::Error> {
@@ -296,6 +284,7 @@ fn encode_bars(
         // The text the driver's own date encoding writes.
         let date = dates.entry(b.date).or_insert_with(|| b.date.format("%F").to_string());
         let values = [b.open, b.high, b.low, b.close, b.volume, b.amount, b.adj_factor];
+        args.add(version).map_err(sqlx::Error::Encode)?;
         args.add(code.to_string()).map_err(sqlx::Error::Encode)?;
         args.add(date.clone()).map_err(sqlx::Error::Encode)?;
         for v in values {

@@ -227,7 +227,16 @@ pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: 
     if let Some(stock) = &run.stock_data {
         data.push((
             "stock data".to_owned(),
-            format!("{}; {}", stock.extent(), stock.origin()),
+            if stock.versions.is_empty() {
+                format!("{}; {}", stock.extent(), stock.origin())
+            } else {
+                format!(
+                    "{}; {}; dataset versions {}",
+                    stock.extent(),
+                    stock.origin(),
+                    stock.version_labels()
+                )
+            },
         ));
     }
     let commit = run

@@ -287,8 +287,12 @@ fn load_run_state(
         ),
         &header,
     )?;
-    let exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)
+    let mut exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)
         .map_err(|e| QueueError::Manifest(run_id.to_owned(), e.to_string()))?;
+    // Every unit reads the dataset versions the run was submitted with.
+    exp.data.pinned = crate::market::DataIdentity::from_json(row.stock_data.as_deref())
+        .map(|d| d.versions)
+        .filter(|v| !v.is_empty());
     let (lease, _) = rt
         .block_on(claim::queue_run(pool, run_id))?
         .ok_or_else(|| QueueError::NoQueue(run_id.to_owned()))?;

@@ -89,8 +89,22 @@ pub fn build_history(experiment: &str, metric: &str, direction: Option<Direction
     // Per config: the samples of the last run that had it, with that run's id.
     let mut last: Vec<(String, String, Vec<f64>)> = Vec::new();
     let mut raw_steps = Vec::new();
+    let mut notes = Vec::new();
+    // The dataset versions of the previous run that named them.
+    let mut last_data: Option<(String, String)> = None;
     for (index, run) in runs.iter().enumerate() {
         let commit = short_commit(run);
+        if let Some(data) = run.stock_data.as_ref().filter(|d| !d.versions.is_empty()) {
+            let labels = data.version_labels();
+            if let Some((prev_run, prev)) = last_data.as_ref().filter(|(_, prev)| *prev != labels) {
+                notes.push(format!(
+                    "Run {} read other stock data than run {prev_run} (dataset versions {labels} vs {prev}): the \
+                     steps between them compare different inputs.",
+                    run.run_id
+                ));
+            }
+            last_data = Some((run.run_id.clone(), labels));
+        }
         for config in &run.configs {
             let samples = metric_samples(config, metric);
             if let Some(u) = &samples.unit {
@@ -179,7 +193,7 @@ pub fn build_history(experiment: &str, metric: &str, direction: Option<Direction
         method,
         points,
         steps,
-        notes: Vec::new(),
+        notes,
     }
 }
 

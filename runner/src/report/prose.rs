@@ -296,24 +296,24 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
                 row.source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default(),
             ),
         };
-        let measured = row.speedup_ci.is_some() || row.value.is_some();
-        let detail = match (&row.against, measured) {
+        let measured = row.speedup_ci.is_some() || row.value.as_ref().is_some_and(|v| v.median_ci.is_some());
+        let verdict = format!("{}: ", row.verdict.as_str());
+        let detail = match (row.against.is_some() || row.value.is_some(), measured) {
             // The claim is not judged: why, then the measurement as context.
-            (Some(_), true)
+            (true, true)
                 if matches!(
                     row.verdict,
                     ClaimVerdict::NotThisExperiment | ClaimVerdict::NotReproduced | ClaimVerdict::Untestable
                 ) && !row.reason.is_empty() =>
             {
                 // The reason may open with the verdict's own words, which the line already says.
-                let verdict = format!("{}: ", row.verdict.as_str());
                 format!(
                     "{}; measured {}",
                     row.reason.strip_prefix(&verdict).unwrap_or(&row.reason),
                     claim_measurement(row)
                 )
             }
-            (Some(_), true) if row.verdict == ClaimVerdict::Inconclusive => format!(
+            (true, true) if row.verdict == ClaimVerdict::Inconclusive => format!(
                 "measured {} against claimed {}: {}{}",
                 claim_measurement(row),
                 claimed_range(row),
@@ -322,12 +322,15 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
                     .map(|n| format!("; about {n} repetitions per side (blocks) would settle it"))
                     .unwrap_or_default()
             ),
-            (Some(_), true) => format!(
+            (true, true) => format!(
                 "measured {} against claimed {}",
                 claim_measurement(row),
                 claimed_range(row)
             ),
-            _ => claim_reason(row, style),
+            _ => {
+                let reason = claim_reason(row, style);
+                reason.strip_prefix(&verdict).map(str::to_owned).unwrap_or(reason)
+            }
         };
         lines.push(format!(
             "Claim \"{claim}\"{source} for {} on {}: {}, {detail}.",

@@ -164,6 +164,17 @@ fn how_made(s: &DataSource) -> String {
         DataSource::Import { file, sha256, .. } => {
             format!("{file} (sha256 {sha256}) imported with measured data import")
         }
+        DataSource::Files { files, extends, .. } => {
+            let list = files
+                .iter()
+                .map(|f| format!("{} (sha256 {})", f.file, f.sha256))
+                .collect::<Vec<_>>()
+                .join(", ");
+            match extends {
+                Some(parent) => format!("{list} imported with measured data import --into, onto {parent}"),
+                None => format!("{list} imported with measured data import"),
+            }
+        }
         DataSource::Unknown { .. } => s.to_string(),
     }
 }

@@ -424,6 +424,17 @@ pub fn view(r: &Report) -> ReportView<'_> {
         environment: key_values(&r.environment),
         data_hashes: key_values(&r.data_hashes),
         stock_data: match &r.stock_data {
+            Some(d) if !d.versions.is_empty() => Some(format!(
+                "Stock data: {}; source: {}; dataset version{} {} (read again with `--data`).",
+                d.extent(),
+                d.origin(),
+                if d.versions.len() == 1 { "" } else { "s" },
+                d.versions
+                    .iter()
+                    .map(|v| format!("`{}`", v.label))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
             Some(d) => Some(format!("Stock data: {}; source: {}.", d.extent(), d.origin())),
             None if !r.data_hashes.is_empty() => Some(
                 "Stock data: unknown (not recorded with the run: it was stored before runs named their data).".into(),

@@ -19,10 +19,10 @@ pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamErr
 impl Stage for LoadStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         let db = ctx.services.stock_db()?;
-        let universe = ctx.services.universe(ctx.data)?;
+        let view = ctx.services.view(ctx.data)?;
         let bars = ctx
             .services
-            .block_on(load_within(db, &self.params, universe.as_deref(), &mut ctx.rec))?;
+            .block_on(load_within(db, &self.params, &view, &mut ctx.rec))?;
         ctx.content_hash = Some(bars.content_hash.clone());
         Ok(Artifact::Bars(Arc::new(bars)))
     }

@@ -2,13 +2,13 @@
 //! stock database, connected on first use.
 
 use crate::db::Db;
-use crate::market::{DataSpec, StockError};
+use crate::market::{DataSpec, DataView, StockError};
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The codes a manifest's loads may choose from (`None`: every symbol), or why its declared
-/// data is not what the stock database holds.
-type Universe = Result<Option<Arc<[String]>>, StockError>;
+/// The dataset versions a manifest's loads read, or why its declared data is not what the
+/// stock database holds.
+type View = Result<Arc<DataView>, StockError>;
 
 pub struct Services {
     rt: tokio::runtime::Handle,
@@ -18,7 +18,7 @@ pub struct Services {
     named: bool,
     stock: OnceLock<Result<Db, StockError>>,
     /// Per declared `[data]`: a worker may serve runs of several manifests.
-    universes: Mutex<Vec<(DataSpec, Universe)>>,
+    views: Mutex<Vec<(DataSpec, View)>>,
 }
 
 impl Services {
@@ -30,40 +30,39 @@ impl Services {
             stock_url,
             named,
             stock: OnceLock::new(),
-            universes: Mutex::new(Vec::new()),
+            views: Mutex::new(Vec::new()),
         }
     }
 
     /// Uses `db`, already connected and prepared by the run (see `crate::preflight`), as the
-    /// stock database, with the universe the preparation found for `data`.
-    pub fn prepared(self, db: Db, data: &DataSpec, universe: Option<Vec<String>>) -> Self {
+    /// stock database, with the versions the preparation chose for `data`.
+    pub fn prepared(self, db: Db, data: &DataSpec, view: DataView) -> Self {
         let _ = self.stock.set(Ok(db));
-        if let Ok(mut u) = self.universes.lock() {
-            u.push((data.clone(), Ok(universe.map(Arc::from))));
+        if let Ok(mut v) = self.views.lock() {
+            v.push((data.clone(), Ok(Arc::new(view))));
         }
         self
     }
 
-    /// The codes loads of a manifest declaring `data` choose from: the declared market's, or
-    /// every symbol when it declares none. Checked against the stock database once per
-    /// declaration, so a worker whose stock database holds another market fails its trials
-    /// with the reason instead of loading other data.
-    pub fn universe(&self, data: &DataSpec) -> Universe {
-        if !data.restricts() {
-            return Ok(None);
+    /// The versions loads of a manifest declaring `data` read: the ones it pins (a run's
+    /// stored versions), else the declared data's, else the newest version of every dataset.
+    /// Resolved once per declaration, so a worker whose stock database lacks them fails its
+    /// trials with the reason instead of loading other data.
+    pub fn view(&self, data: &DataSpec) -> View {
+        let mut known = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, v)) = known.iter().find(|(d, _)| d == data) {
+            return v.clone();
         }
-        let mut known = self.universes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, u)) = known.iter().find(|(d, _)| d == data) {
-            return u.clone();
-        }
-        let u = match self.stock_db() {
-            Ok(db) => self
-                .block_on(crate::market::universe(db, data))
-                .map(|codes| codes.map(Arc::from)),
+        let v = match self.stock_db() {
+            Ok(db) => match &data.pinned {
+                Some(refs) => self.block_on(crate::market::stored_view(db, refs)),
+                None => self.block_on(crate::market::data_view(db, data)),
+            }
+            .map(Arc::new),
             Err(e) => Err(e),
         };
-        known.push((data.clone(), u.clone()));
-        u
+        known.push((data.clone(), v.clone()));
+        v
     }
 
     /// Runs async work (database access) from a stage's synchronous code.
@@ -86,22 +85,31 @@ impl Services {
                     let db = Db::connect_with(&self.stock_url, 8)
                         .await
                         .map_err(StockError::database)?;
+                    let empty = crate::market::versions::list(&db)
+                        .await
+                        .map_err(StockError::database)?
+                        .is_empty();
                     if self.named {
-                        if !crate::market::has_bars(&db).await.map_err(StockError::database)? {
+                        if empty {
                             return Err(StockError::Empty(shown));
                         }
                         eprintln!("stock data: {shown}");
                         return Ok(db);
                     }
-                    match crate::market::catalog::ensure_demo_recorded(&db)
+                    if !empty {
+                        eprintln!("stock data: {shown}");
+                        return Ok(db);
+                    }
+                    let hidden = indicatif::ProgressBar::hidden();
+                    match crate::market::catalog::ensure_synth(&db, &crate::market::demo_options(), &hidden)
                         .await
                         .map_err(StockError::database)?
                     {
-                        Some(report) => eprintln!(
+                        (_, Some(report)) => eprintln!(
                             "stock data: {shown} was empty, so it was filled with a {report} \
-                             (replace it with `measured data import` or `measured data synth`)"
+                             (add your own with `measured data import` or `measured data synth`)"
                         ),
-                        None => eprintln!("stock data: {shown}"),
+                        (version, None) => eprintln!("stock data: {shown} ({version})"),
                     }
                     Ok(db)
                 })

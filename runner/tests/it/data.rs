@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 const IMPORTED_ROWS: &str =
     "SELECT COALESCE(group_concat(row, ';'), '') FROM (SELECT symbol || ',' || trade_date || ',' || \
      open || ',' || high || ',' || low || ',' || close || ',' || volume || ',' || amount || ',' || adj_factor AS row \
-     FROM daily_bars WHERE symbol IN (SELECT code FROM symbols WHERE source = 'import') ORDER BY symbol, trade_date)";
+     FROM daily_bars WHERE version IN (SELECT id FROM dataset_versions WHERE origin_key LIKE 'import:%') \
+     ORDER BY symbol, trade_date)";
 
 fn experiments() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
@@ -95,7 +96,7 @@ fn every_experiment_passes_preflight_on_a_fresh_database() {
 }
 
 #[test]
-fn a_declared_market_replaces_the_demo_market_and_the_quickstart_gets_its_own_back() {
+fn a_declared_market_is_added_beside_the_demo_market_and_the_quickstart_reads_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
     let results = dir.path().join("results");
@@ -168,7 +169,7 @@ fn a_declared_market_replaces_the_demo_market_and_the_quickstart_gets_its_own_ba
     assert_eq!(
         hash(&quick_a),
         hash(&quick_b),
-        "the demo market regenerated is the same data"
+        "the quickstart reads its own version again"
     );
 }
 
@@ -314,14 +315,18 @@ fn declared_files_are_verified_by_sha256_and_imported_once() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
     assert_eq!(scalar(db.to_str().unwrap(), "SELECT COUNT(*) FROM daily_bars"), 5);
-    assert_eq!(scalar(db.to_str().unwrap(), "SELECT COUNT(*) FROM imported_files"), 1);
+    assert_eq!(
+        scalar(db.to_str().unwrap(), "SELECT COUNT(*) FROM dataset_versions"),
+        1,
+        "one version, found again by the file's sha256"
+    );
     let data = stock_data(&db, &latest_run(&db));
     assert_eq!(data["sources"][0]["sha256"].as_str(), Some(sha.as_str()), "{data}");
     assert_eq!(data["sources"][0]["file"].as_str(), Some("data/TEST1.csv"), "{data}");
 }
 
 #[test]
-fn a_named_stock_database_never_has_its_market_replaced() {
+fn a_named_stock_database_gets_the_declared_market_beside_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let stock = dir.path().join("stock.sqlite");
     let made =
@@ -330,6 +335,10 @@ fn a_named_stock_database_never_has_its_market_replaced() {
             .arg(&stock)
             .args(["data", "synth", "--symbols", "20", "--days", "100"]));
     assert_eq!(made.status.code(), Some(0), "{}", text(&made));
+    let held = |sql: &str| scalar(stock.to_str().unwrap(), sql);
+    let first = "SELECT COUNT(*) FROM symbols WHERE version = \
+                 (SELECT id FROM dataset_versions WHERE dataset = 'synth-20x100-2015-01-01-s42-mixed')";
+    assert_eq!(held(first), 20);
     let m = write(
         dir.path(),
         "m.toml",
@@ -343,17 +352,25 @@ fn a_named_stock_database_never_has_its_market_replaced() {
     )
     .arg(&m));
     let t = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{t}");
-    assert!(t.contains("holds the synthetic market 20 symbols x 100 days"), "{t}");
+    // A shared database loses nothing: the declared market is a version beside the one there.
+    assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(
-        t.contains(&format!(
-            "measured --stock-database {} data synth --symbols 30 --days 100 --start 2015-01-01 --seed 42 --style mixed",
-            stock.display()
-        )),
+        t.contains("generated the synthetic market 30 symbols x 100 days from 2015-01-01, seed 42, style mixed as a new version"),
         "{t}"
     );
-    assert_eq!(scalar(stock.to_str().unwrap(), "SELECT COUNT(*) FROM symbols"), 20);
-    assert_eq!(runs(&db), 0);
+    assert_eq!(held(first), 20, "the market that was there is untouched");
+    assert_eq!(held("SELECT COUNT(*) FROM dataset_versions"), 2);
+    let data = stock_data(&db, &latest_run(&db));
+    assert_eq!(
+        data["symbols"].as_u64(),
+        Some(30),
+        "the run read the declared market: {data}"
+    );
+    assert_eq!(
+        data["versions"][0]["label"].as_str(),
+        Some("synth-30x100-2015-01-01-s42-mixed@1"),
+        "{data}"
+    );
 }
 
 #[test]
@@ -539,7 +556,7 @@ fn a_run_whose_first_trials_all_fail_alike_stops_unless_told_to_keep_going() {
 }
 
 #[test]
-fn on_postgres_a_declared_market_is_added_never_replaced_and_files_are_imported() {
+fn on_postgres_declared_markets_and_files_are_versions_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
     let url = crate::common::pg_url();
     let results = dir.path().join("results");
@@ -556,21 +573,30 @@ fn on_postgres_a_declared_market_is_added_never_replaced_and_files_are_imported(
     let out = run(run_cmd(&url, &results, &[]).arg(&m));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(scalar(&url, "SELECT COUNT(*) FROM symbols"), 13);
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM dataset_versions"), 2);
     let stock: serde_json::Value =
         serde_json::from_str(&strings(&url, "SELECT stock_data FROM runs").remove(0)).unwrap();
     assert_eq!(stock["symbols"].as_u64(), Some(13), "{stock}");
     assert_eq!(stock["sources"][1]["sha256"].as_str(), Some(sha.as_str()), "{stock}");
-    // The results database doubling as stock database is a server here, not the embedded
-    // default: another market is never generated over the one it holds.
+    // Another market declared with the same file: a version beside the first, which keeps
+    // every bar; each run reads its own market.
+    let before = scalar(&url, "SELECT COUNT(*) FROM daily_bars");
     let m = write(dir.path(), "b.toml", &manifest("pg-data", &data(8), "\"all\"", ""));
     let out = run(run_cmd(&url, &results, &[]).arg(&m));
     let t = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(
-        t.contains("holds the synthetic market 12 symbols x 120 days from 2015-01-01, seed 7"),
+        t.contains("generated the synthetic market 12 symbols x 120 days from 2015-01-01, seed 8"),
         "{t}"
     );
-    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM runs"), 1);
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM runs"), 2);
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM dataset_versions"), 3);
+    assert!(scalar(&url, "SELECT COUNT(*) FROM daily_bars") > before);
+    let seeds = strings(
+        &url,
+        "SELECT (stock_data::jsonb -> 'sources' -> 0 ->> 'seed') FROM runs ORDER BY started_at",
+    );
+    assert_eq!(seeds, ["7", "8"]);
     // A requirement the data does not meet is located at the requirement.
     let m = write(
         dir.path(),

@@ -564,6 +564,7 @@ fn check_csv(dir: &Path, mut bytes: Vec<u8>, o: CsvOptions) -> Result<bool, Test
         skip_bad: o.skip_bad,
         date_format: o.date_format,
         dry_run: true,
+        ..ImportOptions::default()
     };
     let outcome = bounded(opts, |opts| {
         prepare(&opts).map(|p| p.to_string()).map_err(|e| e.to_string())

@@ -28,6 +28,8 @@ mod runs;
 mod sequential;
 mod stage_notes;
 mod stored;
+mod terminal;
 mod transfer;
 mod trust;
 mod typos;
+mod versions;

@@ -164,7 +164,8 @@ fn compare_refuses_runs_that_loaded_different_data() {
         "{}",
         text(&first)
     );
-    // Another synthetic market: same codes, other prices.
+    // Another synthetic market: same codes, other prices, as a version beside the demo's (a
+    // manifest without [data] must then choose one).
     let synth = run(bin().arg("--database").arg(&db).args([
         "data",
         "synth",
@@ -178,7 +179,14 @@ fn compare_refuses_runs_that_loaded_different_data() {
         "mixed",
     ]));
     assert_eq!(synth.status.code(), Some(0), "{}", text(&synth));
-    let second = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
+    let ambiguous = run(bin().arg("--database").arg(&db).args(["run", "--no-report"]).arg(&m));
+    assert_eq!(ambiguous.status.code(), Some(1), "{}", text(&ambiguous));
+    assert!(text(&ambiguous).contains("--data"), "{}", text(&ambiguous));
+    let second = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--no-report", "--data", "synth-50x200-2015-01-01-s9-mixed"])
+        .arg(&m));
     assert_eq!(second.status.code(), Some(0), "{}", text(&second));
     let ids = crate::common::strings(db.to_str().unwrap(), "SELECT id FROM runs ORDER BY started_at, id");
     let refused = run(bin()
@@ -195,6 +203,13 @@ fn compare_refuses_runs_that_loaded_different_data() {
     // What differs, in the terms of the data each run recorded.
     assert!(
         text(&refused).contains("seed 20240601 vs 9") && text(&refused).contains("750 vs 200 synthetic days"),
+        "{}",
+        text(&refused)
+    );
+    assert!(
+        text(&refused).contains(
+            "dataset versions synth-50x750-2021-01-04-s20240601-mixed@1 vs synth-50x200-2015-01-01-s9-mixed@1"
+        ),
         "{}",
         text(&refused)
     );

@@ -351,6 +351,7 @@ pub(super) fn parse_percent(s: &str) -> Option<f64> {
         Some(p) => p.trim().parse::<f64>().ok().map(|x| x / 100.0),
         None => s.parse::<f64>().ok(),
     }
+    .filter(|x| x.is_finite())
 }
 
 pub(super) fn check_tolerance(s: &str) -> Result<(), (String, Option<String>)> {

@@ -25,11 +25,56 @@ use indexmap::IndexMap;
 use std::ops::Range;
 use std::path::Path;
 
+/// Opens `path` to read without waiting (a FIFO swapped in after the check does not block),
+/// and only when it is a regular file.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(format!("it is {}, not a file", kind_of(&meta))));
+    }
+    Ok(file)
+}
+
+/// What a path that is not a regular file is, in words.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Reads and validates a manifest file. `smoke` applies its `[smoke]` overrides.
 pub fn parse_file(path: &Path, smoke: bool) -> Result<Experiment, ManifestErrors> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    let unreadable = |what: String| {
+        ManifestErrors::single(
+            path,
+            "",
+            ManifestError::new(what, None).hint("a manifest is a TOML file; manifests usually live under experiments/"),
+        )
+    };
+    // A FIFO, a device or a directory is refused before it is opened: opening a FIFO to read
+    // waits for a writer, and reading a device may never end.
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Err(unreadable(format!("{} is {}, not a file", path.display(), kind_of(&m)))),
+        _ => {}
+    }
+    open_regular(path)
         .and_then(|f| f.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes))
         .map_err(|e| {
             ManifestErrors::single(
@@ -102,6 +147,7 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
     for key in &ignored {
         v.unknown_key(key);
     }
+    v.non_finite_numbers(text);
     let raw = match parsed {
         Ok(raw) => raw,
         Err(e) => {
@@ -174,7 +220,48 @@ fn toml_type(v: &toml::Value) -> &'static str {
     v.type_str()
 }
 
+/// Paths (keys and array indices) of the `nan` and `inf` floats under `value`.
+fn non_finite_paths(path: &mut Vec<String>, value: &toml::Value, out: &mut Vec<(Vec<String>, f64)>) {
+    match value {
+        toml::Value::Float(f) if !f.is_finite() => out.push((path.clone(), *f)),
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                path.push(k.clone());
+                non_finite_paths(path, v, out);
+                path.pop();
+            }
+        }
+        toml::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                path.push(i.to_string());
+                non_finite_paths(path, v, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
 impl Validator {
+    /// Refuses `nan` and `inf` wherever the manifest has a number: a parameter, a template
+    /// variable (which would render as `None`) or an override.
+    fn non_finite_numbers(&mut self, text: &str) {
+        let Ok(doc) = text.parse::<toml::Table>() else {
+            return;
+        };
+        let mut found = Vec::new();
+        non_finite_paths(&mut Vec::new(), &toml::Value::Table(doc), &mut found);
+        for (path, value) in found {
+            let at: Vec<&str> = path.iter().map(String::as_str).collect();
+            let span = self.value_span(&at);
+            self.err(
+                ManifestError::new(format!("`{}` is {value}, not a finite number", path.join(".")), span)
+                    .label("not a finite number")
+                    .hint("write a finite number: measured refuses nan and inf wherever it reads one"),
+            );
+        }
+    }
+
     pub(super) fn loc(&self, path: &[&str]) -> Located {
         let segs: Vec<Seg<'_>> = path
             .iter()

@@ -1,5 +1,6 @@
 //! Tests of CSV files -> import -> stock tables -> load on both backends.
 
+use crate::db::Db;
 use crate::market::tests::{both_backends, count_rows, flatten, load_with, on_postgres, on_sqlite};
 use crate::market::*;
 use std::io::Write;
@@ -7,11 +8,10 @@ use std::path::{Path, PathBuf};
 
 both_backends!(
     both_layouts_import_and_load_back,
-    reimport_creates_no_duplicates,
     malformed_file_writes_nothing_unless_skip_bad,
 );
 
-const YAHOO: &str = "\
+pub(super) const YAHOO: &str = "\
 Date,Open,High,Low,Close,Adj Close,Volume
 2024-01-02,187.15,188.44,183.89,185.64,184.94,82488700
 2024-01-03,184.22,185.88,183.43,184.25,183.55,58414500
@@ -19,7 +19,7 @@ Date,Open,High,Low,Close,Adj Close,Volume
 ";
 
 // Tushare exports come newest first; `vol` is in lots and `amount` in thousands.
-const TUSHARE: &str = "\
+pub(super) const TUSHARE: &str = "\
 ts_code,trade_date,open,high,low,close,pre_close,change,pct_chg,vol,amount
 000001.SZ,20240104,9.19,9.24,9.13,9.20,9.21,-0.01,-0.11,1158366.45,1064961.59
 600519.SH,20240104,1650.00,1670.00,1645.00,1660.00,1655.00,5.00,0.30,30000.00,4980000.00
@@ -27,7 +27,7 @@ ts_code,trade_date,open,high,low,close,pre_close,change,pct_chg,vol,amount
 600519.SH,20240103,1640.00,1660.00,1635.00,1655.00,1640.00,15.00,0.91,28000.00,4620000.00
 ";
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(super) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
@@ -41,14 +41,14 @@ fn write_gz(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn opts(files: Vec<PathBuf>) -> ImportOptions {
+pub(super) fn opts(files: Vec<PathBuf>) -> ImportOptions {
     ImportOptions {
         files,
         ..ImportOptions::default()
     }
 }
 
-fn only(codes: &[&str]) -> LoadParams {
+pub(super) fn only(codes: &[&str]) -> LoadParams {
     LoadParams {
         symbols: SymbolSelection::List(codes.iter().map(|c| c.to_string()).collect()),
         ..LoadParams::default()
@@ -118,31 +118,6 @@ async fn both_layouts_import_and_load_back(db: Db) {
     assert_eq!(
         flatten(&x),
         vec![("X.HK".into(), day(2), [1.0, 2.0, 0.5, 1.5, 10.0, 15.0, 1.0])]
-    );
-}
-
-async fn reimport_creates_no_duplicates(db: Db) {
-    let dir = tempfile::tempdir().unwrap();
-    let files = vec![
-        write(dir.path(), "AAPL.csv", YAHOO),
-        write(dir.path(), "t.csv", TUSHARE),
-    ];
-    import(&db, &opts(files.clone())).await.unwrap();
-    let before = load_with(&db, LoadParams::default()).await.0.unwrap();
-    let again = import(&db, &opts(files)).await.unwrap();
-    assert_eq!(again.rows_written, 7, "every row upserted again");
-    assert_eq!(count_rows(&db).await, 7);
-    // A corrected value replaces the stored one.
-    let fixed = YAHOO.replace("181.91,181.22", "181.95,181.22");
-    import(&db, &opts(vec![write(dir.path(), "AAPL.csv", &fixed)]))
-        .await
-        .unwrap();
-    assert_eq!(count_rows(&db).await, 7);
-    let after = load_with(&db, only(&["AAPL"])).await.0.unwrap();
-    assert_eq!(after.symbols[0].close[2], 181.95);
-    assert_ne!(
-        before.content_hash,
-        load_with(&db, LoadParams::default()).await.0.unwrap().content_hash
     );
 }
 
@@ -232,41 +207,6 @@ fn unknown_header_and_bad_names_get_hints() {
         let err = import(&db, &bad_map).await.unwrap_err().to_string();
         assert!(err.contains("unknown field `price`"), "{err}");
     });
-}
-
-both_backends!(synth_keeps_imported_symbols_and_never_overwrites_them);
-
-async fn synth_keeps_imported_symbols_and_never_overwrites_them(db: Db) {
-    let dir = tempfile::tempdir().unwrap();
-    import(&db, &opts(vec![write(dir.path(), "KEEP.csv", YAHOO)]))
-        .await
-        .unwrap();
-    let hidden = indicatif::ProgressBar::hidden();
-    let market = crate::market::tests::small_market(4);
-    let first = synth(&db, &market, &hidden).await.unwrap();
-    let again = synth(&db, &market, &hidden).await.unwrap();
-    assert_eq!(first.rows, again.rows);
-    assert_eq!(
-        count_rows(&db).await,
-        again.rows as i64 + 3,
-        "imported rows kept, no duplicates"
-    );
-    assert_eq!(load_with(&db, only(&["KEEP"])).await.0.unwrap().rows(), 3);
-
-    // Importing a code the generator uses makes it an imported symbol: synth now refuses.
-    let taken = load_with(&db, LoadParams::default()).await.0.unwrap().symbols[0]
-        .symbol
-        .clone();
-    let file = write(dir.path(), "taken.csv", YAHOO);
-    let named = ImportOptions {
-        symbol: Some(taken.clone()),
-        ..opts(vec![file])
-    };
-    import(&db, &named).await.unwrap();
-    let before = count_rows(&db).await;
-    let err = synth(&db, &market, &hidden).await.unwrap_err().to_string();
-    assert!(err.contains(&taken) && err.contains("overwrite"), "{err}");
-    assert_eq!(count_rows(&db).await, before, "nothing changed");
 }
 
 /// The one `--columns` hint of a failed prepare, unquoted as a shell would.

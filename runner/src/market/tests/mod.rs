@@ -3,10 +3,12 @@
 
 mod import;
 mod sqlite;
+mod versions;
 mod write;
 
 use super::*;
 use crate::artifact::Bars;
+use crate::db::Db;
 use crate::metrics::Recorder;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,7 +98,7 @@ pub(super) use both_backends;
 
 both_backends!(
     synth_then_load_returns_exactly_the_rows_written,
-    synth_is_reproducible_and_replaces_itself,
+    synth_is_reproducible_and_never_touches_a_stored_version,
     injection_in_a_symbol_loads_nothing,
     selections_and_errors_name_what_was_asked,
     demo_market_fills_only_an_empty_database,
@@ -122,14 +124,27 @@ pub(super) async fn count_rows(db: &Db) -> i64 {
     }
 }
 
-/// Every stored row, ordered, as the load stage should see it unadjusted.
+/// Every stored row (of every version), ordered, as the load stage should see it unadjusted.
 pub(super) async fn stored_rows(db: &Db) -> Vec<(String, NaiveDate, [f64; 7])> {
+    stored_rows_where(db, None).await
+}
+
+/// The stored rows of version `id`, ordered.
+pub(super) async fn stored_rows_in(db: &Db, id: i64) -> Vec<(String, NaiveDate, [f64; 7])> {
+    stored_rows_where(db, Some(id)).await
+}
+
+async fn stored_rows_where(db: &Db, version: Option<i64>) -> Vec<(String, NaiveDate, [f64; 7])> {
     let sql = "SELECT symbol, trade_date, open, high, low, close, volume, amount, adj_factor \
-               FROM daily_bars ORDER BY symbol, trade_date";
+               FROM daily_bars WHERE ($1 IS NULL OR version = $1) ORDER BY symbol, trade_date";
     type Row = (String, NaiveDate, f64, f64, f64, f64, f64, f64, f64);
     let rows: Vec<Row> = match db {
-        Db::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await.unwrap(),
-        Db::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await.unwrap(),
+        Db::Sqlite(p) => sqlx::query_as(sql).bind(version).fetch_all(p).await.unwrap(),
+        Db::Postgres(p) => sqlx::query_as(&sql.replace("$1 IS NULL", "$1::bigint IS NULL"))
+            .bind(version)
+            .fetch_all(p)
+            .await
+            .unwrap(),
     };
     rows.into_iter()
         .map(|r| (r.0, r.1, [r.2, r.3, r.4, r.5, r.6, r.7, r.8]))
@@ -253,25 +268,52 @@ async fn synth_then_load_returns_exactly_the_rows_written(db: Db) {
     }
 }
 
-async fn synth_is_reproducible_and_replaces_itself(db: Db) {
-    let hidden = indicatif::ProgressBar::hidden();
-    let first = synth(&db, &small_market(11), &hidden).await.unwrap();
-    let hash_a = load_with(&db, LoadParams::default()).await.0.unwrap().content_hash;
-    let again = synth(&db, &small_market(11), &hidden).await.unwrap();
-    assert_eq!(first.rows, again.rows);
-    assert_eq!(count_rows(&db).await, first.rows as i64, "no duplicates");
-    let hash_b = load_with(&db, LoadParams::default()).await.0.unwrap().content_hash;
-    assert_eq!(hash_a, hash_b);
-    synth(&db, &small_market(12), &hidden).await.unwrap();
-    let hash_c = load_with(&db, LoadParams::default()).await.0.unwrap().content_hash;
-    assert_ne!(hash_a, hash_c, "another seed is another market");
-    // A smaller market replaces the larger one entirely.
-    let small = SynthOptions {
-        symbols: 3,
-        ..small_market(11)
+/// Loads `params` from version `v` alone.
+pub(super) async fn load_version(db: &Db, params: LoadParams, v: &VersionRef) -> Result<Bars, LoadError> {
+    let view = DataView {
+        versions: vec![v.clone()],
+        declared: false,
     };
-    let report = synth(&db, &small, &hidden).await.unwrap();
-    assert_eq!(count_rows(&db).await, report.rows as i64);
+    load_within(db, &params, &view, &mut Recorder::new()).await
+}
+
+async fn synth_is_reproducible_and_never_touches_a_stored_version(db: Db) {
+    let hidden = indicatif::ProgressBar::hidden();
+    let (first, report) = catalog::ensure_synth(&db, &small_market(11), &hidden).await.unwrap();
+    let rows = report.expect("generated").rows;
+    let hash_a = load_version(&db, LoadParams::default(), &first)
+        .await
+        .unwrap()
+        .content_hash;
+    // The same options again: the same version, nothing written.
+    let (again, report) = catalog::ensure_synth(&db, &small_market(11), &hidden).await.unwrap();
+    assert_eq!((again.clone(), report), (first.clone(), None));
+    assert_eq!(count_rows(&db).await, rows as i64, "no duplicates");
+    // Another seed is another version beside it; the first keeps every bar.
+    let (other, _) = catalog::ensure_synth(&db, &small_market(12), &hidden).await.unwrap();
+    assert_ne!(other.id, first.id);
+    let hash_c = load_version(&db, LoadParams::default(), &other)
+        .await
+        .unwrap()
+        .content_hash;
+    assert_ne!(hash_a, hash_c, "another seed is another market");
+    assert_eq!(
+        load_version(&db, LoadParams::default(), &first)
+            .await
+            .unwrap()
+            .content_hash,
+        hash_a
+    );
+    // `synth` itself does not look first: the unique origin key refuses a second copy.
+    let third = synth(&db, &small_market(11), &hidden).await;
+    assert!(
+        third.is_err(),
+        "one origin, one version: the unique key refuses a second"
+    );
+    let listed = crate::market::versions::list(&db).await.unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0].label(), first.label);
+    assert_eq!(first.label, "synth-12x80-2019-12-20-s11-mixed@1");
 }
 
 async fn injection_in_a_symbol_loads_nothing(db: Db) {
@@ -436,22 +478,44 @@ async fn dropped_symbols_are_named_in_a_note(db: Db) {
 }
 
 async fn demo_market_fills_only_an_empty_database(db: Db) {
-    let report = ensure_demo_market(&db).await.unwrap().expect("empty database");
+    let hidden = indicatif::ProgressBar::hidden();
+    let (version, report) = catalog::ensure_synth(&db, &demo_options(), &hidden).await.unwrap();
+    let report = report.expect("empty database");
     assert_eq!(report.symbols, DEMO_SYMBOLS);
     assert_eq!(report.seed, DEMO_SEED);
     assert_eq!(count_rows(&db).await, report.rows as i64);
-    assert!(ensure_demo_market(&db).await.unwrap().is_none());
+    assert_eq!(
+        catalog::ensure_synth(&db, &demo_options(), &hidden).await.unwrap(),
+        (version, None)
+    );
     assert!(report.to_string().contains("seed 20240601"), "{report}");
+    let decided = decide_data(
+        &db,
+        &DataSpec::default(),
+        &StockPlace {
+            shown: "test".into(),
+            embedded: true,
+            named: false,
+            command: "measured".into(),
+        },
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        decided.is_empty(),
+        "a database holding data gets no demo market: {decided:?}"
+    );
 }
 
 #[test]
 fn copy_statement_refuses_unsafe_codes() {
     let lo = NaiveDate::from_ymd_opt(2020, 1, 1).unwrap();
     let hi = NaiveDate::from_ymd_opt(2020, 12, 31).unwrap();
-    let ok = fetch::copy_statement(&["600519.SH".into(), "^GSPC".into()], lo, hi).unwrap();
-    assert!(ok.contains("IN ('600519.SH', '^GSPC')") && ok.contains("DATE '2020-12-31'"));
+    let ok = fetch::copy_statement(7, &["600519.SH".into(), "^GSPC".into()], lo, hi).unwrap();
+    assert!(ok.contains("version = 7 AND symbol IN ('600519.SH', '^GSPC')") && ok.contains("DATE '2020-12-31'"));
     for evil in ["x'); DROP TABLE daily_bars; --", "a b", "a\\", "", &"A".repeat(33)] {
-        let err = fetch::copy_statement(&[evil.to_owned()], lo, hi);
+        let err = fetch::copy_statement(7, &[evil.to_owned()], lo, hi);
         assert!(matches!(err, Err(LoadError::UnsafeCode(_))), "{evil:?}");
     }
 }
@@ -476,59 +540,75 @@ async fn decide_for(db: &Db, market: &SynthOptions, embedded: bool) -> Result<Ve
     decide_data(db, &spec, &place).await.unwrap()
 }
 
-async fn set_generator(db: &Db, version: i64) {
-    let sql = "UPDATE synth_market SET generator = $1";
-    match db {
-        Db::Sqlite(p) => {
-            sqlx::query(sql).bind(version).execute(p).await.unwrap();
-        }
-        Db::Postgres(p) => {
-            sqlx::query(sql).bind(version as i32).execute(p).await.unwrap();
-        }
+/// Makes version `id` read as the same market written by generator 1, its bars changed the way
+/// an older generator's would differ.
+async fn as_generator_one(db: &Db, id: i64, market: &SynthOptions) {
+    let mut origin = crate::market::versions::Origin::synth(market);
+    if let crate::market::versions::Origin::Synth { generator, .. } = &mut origin {
+        *generator = 1;
+    }
+    let statements = [
+        "UPDATE dataset_versions SET origin = $1, origin_key = $2 WHERE id = $3",
+        "UPDATE daily_bars SET close = close * 1.01 WHERE version = $3 AND $1 <> $2",
+    ];
+    let json = serde_json::to_string(&origin).unwrap();
+    for sql in statements {
+        crate::on_pool!(db, |p| {
+            sqlx::query(sql)
+                .bind(&json)
+                .bind(origin.key())
+                .bind(id)
+                .execute(p)
+                .await
+                .unwrap();
+        });
     }
 }
 
 async fn a_market_of_another_generator_is_regenerated_never_reused(db: Db) {
     let market = small_market(21);
     let hidden = indicatif::ProgressBar::hidden();
-    catalog::synth_recorded(&db, &market, &hidden).await.unwrap();
-    let record = catalog::synth_record(&db).await.unwrap().unwrap();
-    assert_eq!(record.generator, GENERATOR_VERSION);
+    let (old, _) = catalog::ensure_synth(&db, &market, &hidden).await.unwrap();
     // The in-memory generator gives exactly the bars a load of the written market returns.
-    let loaded = load_with(&db, LoadParams::default()).await.0.unwrap();
+    let loaded = load_version(&db, LoadParams::default(), &old).await.unwrap();
     assert_eq!(flatten(&synth_bars(&market).unwrap()), flatten(&loaded));
-    assert!(
-        decide_for(&db, &market, true).await.unwrap().is_empty(),
-        "this generator's market is reused"
-    );
+    for embedded in [true, false] {
+        assert!(
+            decide_for(&db, &market, embedded).await.unwrap().is_empty(),
+            "this generator's market is reused"
+        );
+    }
 
-    // The same options, recorded by generator 1: other bars, so regenerated or refused.
-    set_generator(&db, 1).await;
-    let steps = decide_for(&db, &market, true).await.unwrap();
-    assert!(
-        matches!(&steps[..], [Step::Generate { replacing: Some(r), .. }] if r.contains("generator version 1")),
-        "{steps:?}"
-    );
-    let refusal = decide_for(&db, &market, false).await.unwrap_err();
-    assert!(refusal.message.contains("generator version 1"), "{}", refusal.message);
-
-    // Unrecorded bars are recorded only when they are this generator's.
-    catalog::set_synth_record(&db, None).await.unwrap();
-    let steps = decide_for(&db, &market, true).await.unwrap();
-    assert!(
-        matches!(&steps[..], [Step::Record(r)] if r.generator == GENERATOR_VERSION),
-        "{steps:?}"
-    );
-    let first = catalog::expected_symbols(&market)[0].0.clone();
-    let sql = "UPDATE daily_bars SET close = close + 0.01 WHERE symbol = $1";
-    match &db {
-        Db::Sqlite(p) => {
-            sqlx::query(sql).bind(&first).execute(p).await.unwrap();
-        }
-        Db::Postgres(p) => {
-            sqlx::query(sql).bind(&first).execute(p).await.unwrap();
-        }
+    // The same options, written by generator 1: other bars, so a new version beside them, on
+    // the embedded database and on a shared one alike (nothing is replaced).
+    as_generator_one(&db, old.id, &market).await;
+    let before = load_version(&db, LoadParams::default(), &old).await.unwrap();
+    for embedded in [true, false] {
+        let steps = decide_for(&db, &market, embedded).await.unwrap();
+        assert!(
+            matches!(&steps[..], [Step::Generate { beside, .. }] if beside == &vec![old.label.clone()]),
+            "{steps:?}"
+        );
     }
     let steps = decide_for(&db, &market, true).await.unwrap();
-    assert!(matches!(&steps[..], [Step::Generate { .. }]), "{steps:?}");
+    let done = apply_data(&db, steps, true).await.unwrap();
+    assert!(done[0].ends_with("synth-12x80-2019-12-20-s21-mixed@2"), "{done:?}");
+    let spec = DataSpec {
+        declared: true,
+        synth: Some(SynthDecl {
+            options: market.clone(),
+            at: vec![],
+        }),
+        ..DataSpec::default()
+    };
+    let view = data_view(&db, &spec).await.unwrap();
+    assert_eq!(view.labels(), "synth-12x80-2019-12-20-s21-mixed@2");
+    let fresh = load_within(&db, &LoadParams::default(), &view, &mut Recorder::new())
+        .await
+        .unwrap();
+    assert_eq!(flatten(&fresh), flatten(&synth_bars(&market).unwrap()));
+    // The old version is still there, bar for bar.
+    let after = load_version(&db, LoadParams::default(), &old).await.unwrap();
+    assert_eq!(after, before);
+    assert_ne!(after.content_hash, fresh.content_hash);
 }

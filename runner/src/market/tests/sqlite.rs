@@ -83,8 +83,8 @@ fn sqlite_batched_pages_end_on_the_last_possible_date() {
             .unwrap();
         let Db::Sqlite(pool) = &db else { unreachable!() };
         sqlx::query(
-            "INSERT INTO daily_bars (symbol, trade_date, open, high, low, close, volume, amount, adj_factor) \
-             SELECT symbol, '9999-12-31', open, high, low, close, volume, amount, adj_factor FROM daily_bars \
+            "INSERT INTO daily_bars (version, symbol, trade_date, open, high, low, close, volume, amount, adj_factor) \
+             SELECT version, symbol, '9999-12-31', open, high, low, close, volume, amount, adj_factor FROM daily_bars \
              WHERE symbol = (SELECT MIN(symbol) FROM daily_bars) ORDER BY trade_date DESC LIMIT 1",
         )
         .execute(pool)

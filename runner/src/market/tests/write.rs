@@ -1,7 +1,10 @@
 //! Tests of the bulk writers on both backends: the exact rows they store, that the stored
-//! indexes survive every kind of write, and that a failed write leaves the previous market.
+//! indexes survive every kind of write, and that a failed write leaves no version behind.
 
-use crate::market::tests::{both_backends, count_rows, load_with, on_postgres, on_sqlite, stored_rows};
+use crate::db::Db;
+use crate::market::tests::{
+    both_backends, count_rows, load_version, on_postgres, on_sqlite, stored_rows, stored_rows_in,
+};
 use crate::market::write::{write_synth, SynthPlan};
 use crate::market::*;
 use sha2::{Digest, Sha256};
@@ -10,7 +13,7 @@ use std::path::Path;
 both_backends!(
     synth_stores_the_known_market_however_it_is_written,
     imports_into_empty_and_filled_tables,
-    a_failed_synth_leaves_the_previous_market,
+    a_failed_synth_leaves_no_version,
 );
 
 /// The market of [`KNOWN_DIGEST`]: `data synth --symbols 30 --days 250 --start 2019-12-20
@@ -32,11 +35,10 @@ const KNOWN_DIGEST: &str = "cb9e08353b6bf410c74f80eac79a7f6bc203ebb8ee02de10ecbb
 /// The `load` stage's content hash of the same rows (all symbols).
 const KNOWN_CONTENT_HASH: &str = "ffe894637680530103108d81cf73910ce10cb0dc1b7c997510dff7471b383ab9";
 
-/// A digest of the stored bars of the symbols `keep` accepts, independent of the backend and of
-/// row order: symbol, ISO date and the exact bits of every value, sorted by (symbol, date).
-async fn rows_digest(db: &Db, keep: impl Fn(&str) -> bool) -> String {
-    let mut rows = stored_rows(db).await;
-    rows.retain(|r| keep(&r.0));
+/// A digest of the stored bars of version `id`, independent of the backend and of row order:
+/// symbol, ISO date and the exact bits of every value, sorted by (symbol, date).
+async fn rows_digest(db: &Db, id: i64) -> String {
+    let mut rows = stored_rows_in(db, id).await;
     rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let mut hash = Sha256::new();
     for (symbol, date, values) in rows {
@@ -83,7 +85,7 @@ async fn assert_sqlite_intact(db: &Db, indexes: &[(String, String)]) {
     .unwrap();
     assert_eq!(not_iso, 0);
     let by_index: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM daily_bars INDEXED BY daily_bars_trade_date_idx WHERE trade_date >= ''",
+        "SELECT COUNT(*) FROM daily_bars INDEXED BY daily_bars_trade_date_idx WHERE version > 0 AND trade_date >= ''",
     )
     .fetch_one(pool)
     .await
@@ -91,8 +93,8 @@ async fn assert_sqlite_intact(db: &Db, indexes: &[(String, String)]) {
     assert_eq!(by_index, count_rows(db).await);
 }
 
-async fn content_hash(db: &Db) -> String {
-    load_with(db, LoadParams::default()).await.0.unwrap().content_hash
+async fn content_hash(db: &Db, v: &VersionRef) -> String {
+    load_version(db, LoadParams::default(), v).await.unwrap().content_hash
 }
 
 fn csv(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
@@ -115,15 +117,19 @@ const KEEP: &str = "Date,Open,High,Low,Close,Adj Close,Volume\n\
 async fn synth_stores_the_known_market_however_it_is_written(db: Db) {
     let indexes = sqlite_indexes(&db).await;
     let hidden = indicatif::ProgressBar::hidden();
-    let all = |_: &str| true;
     // Into an empty table: indexes deferred and rebuilt.
     let report = synth(&db, &known_market(), &hidden).await.unwrap();
     assert_eq!(report.rows, KNOWN_ROWS);
-    assert_eq!(rows_digest(&db, all).await, KNOWN_DIGEST);
-    assert_eq!(content_hash(&db).await, KNOWN_CONTENT_HASH);
+    assert_eq!(rows_digest(&db, report.version.id).await, KNOWN_DIGEST);
+    assert_eq!(content_hash(&db, &report.version).await, KNOWN_CONTENT_HASH);
     assert_sqlite_intact(&db, &indexes).await;
-    // Replacing itself: the old market is deleted in the same transaction, the pages reused.
-    synth(
+    // Beside other versions (an imported symbol, another seed), the indexes are kept up to
+    // date row by row instead; the known market, written again, is the same bars.
+    let dir = tempfile::tempdir().unwrap();
+    import(&db, &import_opts(vec![csv(dir.path(), "KEEP.csv", KEEP)]))
+        .await
+        .unwrap();
+    let other = synth(
         &db,
         &SynthOptions {
             seed: 8,
@@ -133,55 +139,48 @@ async fn synth_stores_the_known_market_however_it_is_written(db: Db) {
     )
     .await
     .unwrap();
-    assert_ne!(rows_digest(&db, all).await, KNOWN_DIGEST);
-    synth(&db, &known_market(), &hidden).await.unwrap();
-    assert_eq!(rows_digest(&db, all).await, KNOWN_DIGEST);
-    assert_sqlite_intact(&db, &indexes).await;
-    // Next to an imported symbol: the indexes are kept up to date row by row instead.
-    let dir = tempfile::tempdir().unwrap();
-    import(&db, &import_opts(vec![csv(dir.path(), "KEEP.csv", KEEP)]))
-        .await
-        .unwrap();
-    let report = synth(&db, &known_market(), &hidden).await.unwrap();
-    assert_eq!(report.rows, KNOWN_ROWS);
-    assert_eq!(count_rows(&db).await, KNOWN_ROWS as i64 + 2);
-    assert_eq!(rows_digest(&db, |c| c != "KEEP").await, KNOWN_DIGEST);
+    assert_ne!(rows_digest(&db, other.version.id).await, KNOWN_DIGEST);
+    versions::remove(&db, report.version.id).await.unwrap();
+    let again = synth(&db, &known_market(), &hidden).await.unwrap();
+    assert_eq!(again.rows, KNOWN_ROWS);
+    assert_eq!(count_rows(&db).await, (KNOWN_ROWS + other.rows) as i64 + 2);
+    assert_eq!(rows_digest(&db, again.version.id).await, KNOWN_DIGEST);
+    assert_eq!(content_hash(&db, &again.version).await, KNOWN_CONTENT_HASH);
     assert_sqlite_intact(&db, &indexes).await;
 }
 
 async fn imports_into_empty_and_filled_tables(db: Db) {
     let indexes = sqlite_indexes(&db).await;
     let dir = tempfile::tempdir().unwrap();
-    // Into an empty table (indexes deferred), then the same file again (upserts, kept indexes).
+    // Into an empty table (indexes deferred), then the same file again (found, not written).
     let file = csv(dir.path(), "KEEP.csv", KEEP);
-    assert_eq!(
-        import(&db, &import_opts(vec![file.clone()]))
-            .await
-            .unwrap()
-            .rows_written,
-        2
-    );
+    let first = import(&db, &import_opts(vec![file.clone()])).await.unwrap();
+    assert_eq!(first.rows_written, 2);
     assert_sqlite_intact(&db, &indexes).await;
-    let once = rows_digest(&db, |_| true).await;
-    import(&db, &import_opts(vec![file])).await.unwrap();
-    assert_eq!(rows_digest(&db, |_| true).await, once);
+    let keep = first.version.unwrap();
+    let once = rows_digest(&db, keep.id).await;
+    let again = import(&db, &import_opts(vec![file])).await.unwrap();
+    assert!(again.already, "{again:?}");
+    assert_eq!(rows_digest(&db, keep.id).await, once);
     assert_eq!(count_rows(&db).await, 2);
 
-    // Into a filled table: a new symbol, and a stored synthetic bar corrected by a file.
-    synth(&db, &known_market(), &indicatif::ProgressBar::hidden())
+    // Into a filled table: a file holding a bar of the market is a version of its own, and the
+    // market's version keeps its bar.
+    let market = synth(&db, &known_market(), &indicatif::ProgressBar::hidden())
         .await
-        .unwrap();
-    let market = load_with(
+        .unwrap()
+        .version;
+    let bars = load_version(
         &db,
         LoadParams {
             adjust: false,
             ..LoadParams::default()
         },
+        &market,
     )
     .await
-    .0
     .unwrap();
-    let target = market.symbols.iter().find(|s| s.symbol != "KEEP").unwrap();
+    let target = &bars.symbols[0];
     let (code, date) = (target.symbol.clone(), target.dates[3]);
     let fix = format!("Date,Open,High,Low,Close,Adj Close,Volume\n{date},1,2,0.5,1.5,1.5,100\n");
     let named = ImportOptions {
@@ -189,20 +188,23 @@ async fn imports_into_empty_and_filled_tables(db: Db) {
         ..import_opts(vec![csv(dir.path(), "fix.csv", &fix)])
     };
     let fresh = csv(dir.path(), "NEW.csv", &KEEP.replace("2020-01-0", "2020-02-0"));
-    import(&db, &named).await.unwrap();
+    let fixed = import(&db, &named).await.unwrap().version.unwrap();
     import(&db, &import_opts(vec![fresh])).await.unwrap();
     assert_eq!(
         count_rows(&db).await,
-        KNOWN_ROWS as i64 + 2 + 2,
-        "one row replaced, two added"
+        KNOWN_ROWS as i64 + 2 + 1 + 2,
+        "every version kept"
     );
-    let stored = stored_rows(&db).await;
-    let fixed = stored.iter().find(|r| r.0 == code && r.1 == date).unwrap();
-    assert_eq!(fixed.2, [1.0, 2.0, 0.5, 1.5, 100.0, 150.0, 1.0]);
-    let others = |c: &str| c != "KEEP" && c != "NEW";
-    assert_ne!(rows_digest(&db, others).await, KNOWN_DIGEST, "the corrected bar");
-    let new = stored.iter().filter(|r| r.0 == "NEW").count();
-    assert_eq!(new, 2);
+    assert_eq!(
+        stored_rows_in(&db, fixed.id).await,
+        vec![(code.clone(), date, [1.0, 2.0, 0.5, 1.5, 100.0, 150.0, 1.0])]
+    );
+    assert_eq!(
+        rows_digest(&db, market.id).await,
+        KNOWN_DIGEST,
+        "the market's bar is as generated"
+    );
+    assert_eq!(stored_rows(&db).await.iter().filter(|r| r.0 == "NEW").count(), 2);
     assert_sqlite_intact(&db, &indexes).await;
 }
 
@@ -232,7 +234,8 @@ fn groups(days: usize) -> (Vec<SymbolInfo>, Vec<SymbolRows>) {
     (infos, rows)
 }
 
-/// Writes `sent` as a synthetic market of `symbols`, as if generated.
+/// Writes `sent` as a synthetic market of `symbols`, as if generated, into a new version of the
+/// dataset `failing`.
 async fn write_groups(db: &Db, symbols: &[SymbolInfo], sent: Vec<SymbolRows>) -> Result<u64, MarketError> {
     let (tx, rx) = tokio::sync::mpsc::channel(sent.len().max(1));
     for g in sent {
@@ -240,6 +243,16 @@ async fn write_groups(db: &Db, symbols: &[SymbolInfo], sent: Vec<SymbolRows>) ->
     }
     drop(tx);
     let progress = indicatif::ProgressBar::hidden();
+    let new = versions::NewVersion {
+        dataset: "failing".into(),
+        origin: versions::Origin::Import {
+            files: vec![versions::FileRef {
+                file: "groups".into(),
+                sha256: format!("{}", symbols.len()),
+            }],
+        },
+        parent: None,
+    };
     write_synth(
         db,
         SynthPlan {
@@ -247,18 +260,21 @@ async fn write_groups(db: &Db, symbols: &[SymbolInfo], sent: Vec<SymbolRows>) ->
             rows: rx,
             progress: &progress,
         },
+        &new,
     )
     .await
+    .map(|(_, rows)| rows)
 }
 
-async fn a_failed_synth_leaves_the_previous_market(db: Db) {
+async fn a_failed_synth_leaves_no_version(db: Db) {
     let indexes = sqlite_indexes(&db).await;
-    synth(&db, &known_market(), &indicatif::ProgressBar::hidden())
+    let market = synth(&db, &known_market(), &indicatif::ProgressBar::hidden())
         .await
-        .unwrap();
-    let hash = content_hash(&db).await;
-    // Each failure comes after more than one full INSERT went through, with the old market
-    // already deleted and (on SQLite) the indexes dropped.
+        .unwrap()
+        .version;
+    let hash = content_hash(&db, &market).await;
+    // Each failure comes after more than one full INSERT went through, with the version row
+    // written and (on SQLite) the indexes in place.
     let (symbols, mut rows) = groups(700);
     let stopped = write_groups(&db, &symbols, rows[..2].to_vec()).await.unwrap_err();
     assert!(stopped.to_string().contains("stopped after 2 of 3"), "{stopped}");
@@ -267,8 +283,9 @@ async fn a_failed_synth_leaves_the_previous_market(db: Db) {
     let duplicate = write_groups(&db, &symbols, rows.clone()).await.unwrap_err();
     assert!(matches!(duplicate, MarketError::Db(_)), "{duplicate}");
     assert_eq!(count_rows(&db).await, KNOWN_ROWS as i64);
-    assert_eq!(rows_digest(&db, |_| true).await, KNOWN_DIGEST);
-    assert_eq!(content_hash(&db).await, hash);
+    assert_eq!(versions::list(&db).await.unwrap().len(), 1, "no half-written version");
+    assert_eq!(rows_digest(&db, market.id).await, KNOWN_DIGEST);
+    assert_eq!(content_hash(&db, &market).await, hash);
     assert_sqlite_intact(&db, &indexes).await;
     // The database is usable afterwards: the complete write goes through.
     rows[2].bars.pop();

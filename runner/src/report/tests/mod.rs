@@ -156,6 +156,10 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
                 style: "mixed".to_owned(),
                 generator: 2,
             }],
+            versions: vec![crate::market::VersionRef {
+                id: 1,
+                label: "synth-50x750-2021-01-04-s20240601-mixed@1".to_owned(),
+            }],
         }),
         configs,
         compare: CompareSpec {
