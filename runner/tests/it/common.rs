@@ -101,6 +101,23 @@ pub fn strings(url: &str, sql: &str) -> Vec<String> {
     })
 }
 
+/// Runs statements on a Postgres database, in order, in one transaction.
+pub fn pg_exec(url: &str, statements: &[&str]) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use sqlx::Connection;
+        let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
+        let mut tx = c.begin().await.expect("begin");
+        for s in statements {
+            sqlx::query(s).execute(&mut *tx).await.expect(s);
+        }
+        tx.commit().await.expect("commit");
+    });
+}
+
 pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, body).unwrap();

@@ -2,7 +2,7 @@
 //! name the versions they read and can read them again, and databases written before versions
 //! migrate with every bar kept.
 
-use crate::common::{bin, fixture, pg_url, run, scalar, strings, text, write};
+use crate::common::{bin, fixture, pg_exec, pg_url, run, scalar, strings, text, write};
 use crate::stored::sqlite_exec;
 use std::path::Path;
 
@@ -416,4 +416,80 @@ fn a_database_from_before_versions_migrates_with_every_bar_kept_and_runs_still_r
         &["run", m.to_str().unwrap(), "--data", "import-aaaa1111@1"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// The stock tables as they were before versions, on PostgreSQL, with the migration's record
+/// gone.
+const BEFORE_VERSIONS_PG: &[&str] = &[
+    "DROP TABLE daily_bars",
+    "DROP TABLE symbols",
+    "DROP TABLE dataset_versions",
+    "DELETE FROM _sqlx_migrations WHERE description = 'dataset versions'",
+    "CREATE TABLE symbols (code TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', exchange TEXT NOT NULL DEFAULT '', \
+     currency TEXT NOT NULL DEFAULT '', listed DATE, delisted DATE, sector TEXT, source TEXT NOT NULL DEFAULT 'import')",
+    "CREATE TABLE daily_bars (symbol TEXT NOT NULL, trade_date DATE NOT NULL, open DOUBLE PRECISION NOT NULL, \
+     high DOUBLE PRECISION NOT NULL, low DOUBLE PRECISION NOT NULL, close DOUBLE PRECISION NOT NULL, \
+     volume DOUBLE PRECISION NOT NULL, amount DOUBLE PRECISION NOT NULL, adj_factor DOUBLE PRECISION NOT NULL DEFAULT 1, \
+     PRIMARY KEY (symbol, trade_date))",
+    "CREATE INDEX daily_bars_trade_date_idx ON daily_bars (trade_date)",
+    "CREATE TABLE synth_market (id INTEGER PRIMARY KEY CHECK (id = 1), symbols BIGINT NOT NULL, days BIGINT NOT NULL, \
+     start_date DATE NOT NULL, seed TEXT NOT NULL, style TEXT NOT NULL, bar_rows BIGINT NOT NULL, first_date DATE NOT NULL, \
+     last_date DATE NOT NULL, created_at TIMESTAMPTZ NOT NULL, generator INTEGER NOT NULL DEFAULT 1)",
+    "CREATE TABLE imported_files (sha256 TEXT PRIMARY KEY, file TEXT NOT NULL, codes TEXT NOT NULL, bar_rows BIGINT NOT NULL, \
+     first_date DATE, last_date DATE, imported_at TIMESTAMPTZ NOT NULL)",
+    "INSERT INTO synth_market VALUES (1, 2, 3, '2024-01-02', '7', 'us', 6, '2024-01-02', '2024-01-04', \
+     '2025-01-01T00:00:00Z', 1)",
+    "INSERT INTO imported_files VALUES ('aaaa1111', 'first.csv', '[\"ONLY\",\"SHARED\"]', 6, '2024-01-02', '2024-01-04', \
+     '2025-01-02T00:00:00Z')",
+    "INSERT INTO imported_files VALUES ('bbbb2222', 'second.csv', '[\"SHARED\"]', 3, '2024-01-02', '2024-01-04', \
+     '2025-01-03T00:00:00Z')",
+    "INSERT INTO symbols (code, source) VALUES ('SYNA', 'synth'), ('SYNB', 'synth'), ('ONLY', 'import'), \
+     ('SHARED', 'import'), ('HAND', 'import')",
+    "INSERT INTO daily_bars SELECT s.code, d::date, 10, 11, 9, 10, 100, 1000, 1 FROM symbols s, \
+     generate_series('2024-01-02'::date, '2024-01-04'::date, '1 day') AS d",
+];
+
+#[test]
+fn a_postgres_database_from_before_versions_migrates_with_every_bar_kept() {
+    let url = pg_url();
+    let dir = tempfile::tempdir().unwrap();
+    // Created with every migration, then taken back.
+    let out = measured(&url, dir.path(), &["data", "ls"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    pg_exec(&url, BEFORE_VERSIONS_PG);
+    let out = measured(&url, dir.path(), &["data", "ls"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let per_version = strings(
+        &url,
+        "SELECT v.dataset || ':' || string_agg(s.code, ',' ORDER BY s.code) FROM dataset_versions v \
+         JOIN symbols s ON s.version = v.id GROUP BY v.id, v.dataset ORDER BY v.id",
+    );
+    assert_eq!(
+        per_version,
+        [
+            "synth-2x3-2024-01-02-s7-us:SYNA,SYNB",
+            "import-aaaa1111:ONLY",
+            "pre-version:HAND,SHARED"
+        ]
+    );
+    assert_eq!(scalar(&url, "SELECT COUNT(*) FROM daily_bars"), 15, "every bar kept");
+    assert_eq!(scalar(&url, "SELECT SUM(bar_rows)::bigint FROM dataset_versions"), 15);
+    assert!(text(&out).contains("generator 1"), "{}", text(&out));
+    // New versions get ids after the migrated ones.
+    let out = measured(
+        &url,
+        dir.path(),
+        &[
+            "data",
+            "synth",
+            "--symbols",
+            "3",
+            "--days",
+            "5",
+            "--start",
+            "2024-01-02",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(scalar(&url, "SELECT MAX(id) FROM dataset_versions"), 4);
 }
