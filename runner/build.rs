@@ -111,8 +111,15 @@ mod cuda_shim {
             }
         }
         assert!(!fns.is_empty(), "no functions found in cudarc's {module} bindings");
+        // The forwarders' one `unsafe` block is documented once, in the template above: quote!
+        // drops comments, so the generated copies carry no `// SAFETY:` line for clippy to see.
         quote! {
-            #[allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+            #[allow(
+                non_snake_case,
+                clippy::missing_safety_doc,
+                clippy::too_many_arguments,
+                clippy::undocumented_unsafe_blocks
+            )]
             pub mod #module_ident {
                 #[allow(unused_imports)]
                 use cudarc::#module_ident::sys::*;

@@ -9,8 +9,15 @@
 # fail rather than skip when it cannot start. Then scripts/cuda-smoke.sh builds the CUDA binary
 # (the toolkit wheels are cached in .cuda/) and smoke-tests it without a GPU. Extra arguments go
 # to `cargo test`.
+# Lint gates: `cargo fmt --check`, and clippy with `-D warnings` (the workspace denies
+# `undocumented_unsafe_blocks`) on the CPU build after the tests and on the CUDA build after
+# the smoke, each in the target folder the build before it filled. Every step runs; the script
+# fails when any of them failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fmt_status=0
+cargo fmt --all --check || fmt_status=$?
+[ "$fmt_status" -eq 0 ] && echo "fmt: ok" || echo "fmt: FAILED: run cargo fmt" >&2
 if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ]; then
     echo "installing chromium and chromium-driver with apt-get ..." >&2
@@ -29,10 +36,15 @@ log=$(mktemp)
 set +e
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+cargo clippy --workspace --all-targets --locked -- -D warnings
+clippy_status=$?
 # The CUDA build: compiled here (no GPU needed) and smoke-tested as one binary for CPU and GPU
 # machines (scripts/cuda-smoke.sh says what it checks).
 bash scripts/cuda-smoke.sh
 cuda_status=$?
+# The CUDA build's lints, in the target folder and with the features the smoke just built.
+bash scripts/build-cuda.sh --target-dir "$PWD/target" -- clippy --all-targets --locked --features cuda -p measured -- -D warnings
+cuda_clippy_status=$?
 set -e
 # One closing line over every test binary (cargo's own last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
@@ -44,4 +56,12 @@ if [ "$cuda_status" -ne 0 ]; then
 else
   echo "cuda smoke: ok"
 fi
+for gate in "fmt:$fmt_status" "clippy:$clippy_status" "clippy --features cuda:$cuda_clippy_status"; do
+  if [ "${gate##*:}" -ne 0 ]; then
+    echo "${gate%:*}: FAILED (exit ${gate##*:})"
+    [ "$status" -ne 0 ] || status=${gate##*:}
+  else
+    echo "${gate%:*}: ok"
+  fi
+done
 exit "$status"

@@ -284,10 +284,8 @@ impl MemPool {
         }
         let mut pool = ptr::null_mut();
         // SAFETY: `pool` is a valid out-pointer and `dev` a valid device.
-        call(
-            "cuDeviceGetDefaultMemPool",
-            unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, dev) }.result(),
-        )?;
+        let status = unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, dev) };
+        call("cuDeviceGetDefaultMemPool", status.result())?;
         Ok(Some(MemPool(pool)))
     }
 
@@ -302,10 +300,8 @@ impl MemPool {
     fn get(&self, attr: sys::CUmemPool_attribute) -> Result<u64, CudaFailure> {
         let mut value = 0u64;
         // SAFETY: as in `set`.
-        call(
-            "cuMemPoolGetAttribute",
-            unsafe { sys::cuMemPoolGetAttribute(self.0, attr, (&mut value as *mut u64).cast()) }.result(),
-        )?;
+        let status = unsafe { sys::cuMemPoolGetAttribute(self.0, attr, (&mut value as *mut u64).cast()) };
+        call("cuMemPoolGetAttribute", status.result())?;
         Ok(value)
     }
 

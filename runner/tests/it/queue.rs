@@ -265,6 +265,7 @@ fn paused_worker_that_lost_its_lease_stores_no_duplicate() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(run_status(&url, &run_id), "finished");
     // Thawed, the stale worker finishes its trial; the store refuses the second result.
+    // SAFETY: a plain syscall on our own child, which has not been waited for yet.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     let stale = stale.wait_with_output().unwrap();
     assert_eq!(stale.status.code(), Some(0), "{}", text(&stale));
