@@ -34,7 +34,7 @@ pub(crate) fn serde_hint(message: &str) -> Option<String> {
         return did_you_mean(name, known.iter().copied()).or_else(|| Some(format!("known keys: {}", known.join(", "))));
     }
     if message.starts_with("missing field") {
-        return Some("add it; the manifest reference in README.md lists every key".to_owned());
+        return Some("add it; the manifest reference in docs/manifest.md lists every key".to_owned());
     }
     if message.contains("duplicate key") {
         return Some("each key may appear once per table: remove or rename one of them".to_owned());
@@ -63,7 +63,7 @@ pub(crate) fn serde_hint(message: &str) -> Option<String> {
         }
     }
     if message.starts_with("invalid") || message.contains("expected") {
-        return Some("see the manifest reference in README.md for the accepted values".to_owned());
+        return Some("see the manifest reference in docs/manifest.md for the accepted values".to_owned());
     }
     None
 }

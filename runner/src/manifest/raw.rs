@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 /// An experiment manifest for measured: a DAG of stages, the variants (and sweep points) to run
 /// them in, and how to compare the results. `measured check FILE` validates it with located
-/// errors; README.md has the full reference.
+/// errors; docs/manifest.md has the full reference.
 // Unknown keys are errors (collected by `validate`), so the schema rejects them too.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields, title = "measured experiment manifest")]

@@ -132,3 +132,116 @@ fn every_command_has_help_with_an_example() {
     walk(&mut measured::cli::Cli::command(), "", &mut missing);
     assert!(missing.is_empty(), "no example in --help of: {missing:?}");
 }
+
+/// The figures `1.77x (1.73x-1.82x)` in `text`: a ratio with its interval.
+fn figures(text: &str) -> Vec<String> {
+    let number = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("x (") {
+        let start = text[..i]
+            .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map_or(0, |p| p + 1);
+        let Some(end) = text[i..].find(')').map(|p| i + p) else {
+            continue;
+        };
+        let inner = &text[i + 3..end];
+        let ok = number(&text[start..i])
+            && inner
+                .strip_suffix('x')
+                .and_then(|s| s.split_once("x-"))
+                .is_some_and(|(a, b)| number(a) && number(b));
+        if ok {
+            out.push(text[start..=end].to_owned());
+        }
+    }
+    out
+}
+
+/// What the verdict column says for each claim verdict of `report.json`.
+fn verdict_words(verdict: &str) -> &'static str {
+    match verdict {
+        "not_reproduced" => "not reproduced here",
+        "not_this_experiments_claim" => "not this experiment's claim",
+        "untestable" => "untestable",
+        "supported" => "supported",
+        "refuted" => "refuted",
+        "inconclusive" => "inconclusive",
+        other => panic!("unknown claim verdict {other}"),
+    }
+}
+
+#[test]
+fn the_results_tables_are_true_to_the_committed_reports() {
+    let mut experiments: Vec<String> = std::fs::read_dir(root().join("experiments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    experiments.sort();
+    for doc in ["README.md", "docs/results.md"] {
+        let md = std::fs::read_to_string(root().join(doc)).unwrap();
+        let base = root().join(doc).parent().unwrap().to_owned();
+        let mut rows = Vec::new();
+        for line in md.lines().filter(|l| l.starts_with("| [")) {
+            let (name, rest) = line[3..].split_once("](").unwrap();
+            let link = rest.split_once(')').unwrap().0;
+            if !link.ends_with("/report.md") {
+                continue;
+            }
+            let report = base.join(link);
+            assert!(report.is_file(), "{doc}: {name} links to missing {link}");
+            let json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(report.with_file_name("report.json")).unwrap()).unwrap();
+            assert_eq!(
+                json["experiment"].as_str(),
+                Some(name),
+                "{doc}: the row of {name} links to another experiment"
+            );
+            let body = std::fs::read_to_string(&report).unwrap().replace('–', "-");
+            // The report writes them in a sentence or in a table's cells: the ratio and its
+            // interval must both be there.
+            for figure in figures(line) {
+                let (ratio, interval) = figure.trim_end_matches(')').split_once(" (").unwrap();
+                assert!(
+                    body.contains(ratio) && body.contains(interval),
+                    "{doc}: {name} says {figure}, which {link} does not"
+                );
+            }
+            let verdict_cell = line.trim_end_matches('|').rsplit('|').next().unwrap();
+            let claims = json["claims"].as_array().unwrap();
+            let said: Vec<&str> = claims
+                .iter()
+                .map(|c| verdict_words(c["verdict"].as_str().unwrap()))
+                .collect();
+            let all = [
+                "not reproduced here",
+                "not this experiment's claim",
+                "untestable",
+                "supported",
+                "refuted",
+            ];
+            for words in all.iter().filter(|w| verdict_cell.contains(*w)) {
+                assert!(
+                    said.contains(words),
+                    "{doc}: {name}'s verdict says {words:?}, its report {said:?}"
+                );
+            }
+            for words in &said {
+                assert!(
+                    verdict_cell.contains(words),
+                    "{doc}: {name}'s verdict leaves out {words:?}"
+                );
+            }
+            if claims.is_empty() {
+                assert!(
+                    verdict_cell.contains("no claim"),
+                    "{doc}: {name} has no claim: {verdict_cell}"
+                );
+            }
+            rows.push(name.to_owned());
+        }
+        rows.sort();
+        assert_eq!(rows, experiments, "{doc}: one row per committed experiment");
+    }
+}
