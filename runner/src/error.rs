@@ -51,6 +51,15 @@ impl From<crate::store::StoreError> for CommandError {
     }
 }
 
+impl From<crate::gitrev::GitRevError> for CommandError {
+    fn from(e: crate::gitrev::GitRevError) -> Self {
+        match e {
+            crate::gitrev::GitRevError::BadInput(message) => CommandError::BadInput(message),
+            crate::gitrev::GitRevError::Runtime(e) => CommandError::Runtime(e),
+        }
+    }
+}
+
 impl From<crate::paths::UnsafeName> for CommandError {
     fn from(e: crate::paths::UnsafeName) -> Self {
         CommandError::BadInput(e.to_string())

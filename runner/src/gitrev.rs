@@ -10,8 +10,7 @@
 //! Only the `git` command line is used, always with explicit arguments; the build command is
 //! the one shell string, and it is the user's own.
 
-use crate::error::CommandError;
-use crate::manifest::{same_code_twice, Experiment, Resolved, Revision};
+use crate::manifest::{same_code_twice, short_commit, Experiment, Resolved, Revision};
 use crate::measure::NO_REPO_COMMANDS;
 use crate::record::TrialRecord;
 use std::collections::{HashMap, VecDeque};
@@ -20,6 +19,17 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
+
+/// Why revisions could not be made ready: the manifest or command line names one that cannot
+/// serve (bad input, exit 2), or git, the file system or a build failed (exit 1). `commands`
+/// maps it to the exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum GitRevError {
+    #[error("{0}")]
+    BadInput(String),
+    #[error(transparent)]
+    Runtime(#[from] anyhow::Error),
+}
 
 /// The folder under the repository root that holds the checkouts and their build logs.
 pub const CACHE_DIR: &str = ".measured";
@@ -42,26 +52,22 @@ fn git(dir: &Path) -> Command {
 }
 
 /// Runs a git command to its end, its output captured.
-fn output(cmd: &mut Command) -> Result<Output, CommandError> {
+fn output(cmd: &mut Command) -> Result<Output, GitRevError> {
     cmd.output().map_err(|e| {
-        CommandError::BadInput(format!(
+        GitRevError::BadInput(format!(
             "cannot run git: {e}\nhint: variants with `git` need the git command line installed and on PATH"
         ))
     })
 }
 
 /// The first line of a successful git command's output.
-fn line(cmd: &mut Command) -> Result<Option<String>, CommandError> {
+fn line(cmd: &mut Command) -> Result<Option<String>, GitRevError> {
     let out = output(cmd)?;
     Ok(out
         .status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
         .filter(|s| !s.is_empty()))
-}
-
-fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
 }
 
 /// The variants that name a revision, each once, in manifest order.
@@ -78,7 +84,7 @@ fn revisions(exp: &Experiment) -> Vec<(String, Revision)> {
 }
 
 impl Repo {
-    fn of(exp: &Experiment, variant: &str, rev: &str) -> Result<Repo, CommandError> {
+    fn of(exp: &Experiment, variant: &str, rev: &str) -> Result<Repo, GitRevError> {
         let dir = exp.dir();
         let root = if dir.is_dir() {
             line(git(dir).args(["rev-parse", "--show-toplevel"]))?
@@ -86,7 +92,7 @@ impl Repo {
             None
         };
         let Some(root) = root.map(PathBuf::from) else {
-            return Err(CommandError::BadInput(format!(
+            return Err(GitRevError::BadInput(format!(
                 "variant `{variant}` names the git revision `{rev}`, but the manifest {} is not inside a git repository\n\
                  hint: keep the manifest in the repository whose revisions it compares (`git init` makes one there); \
                  variants without `git` need no repository",
@@ -115,7 +121,7 @@ impl Repo {
     }
 
     /// The full sha of the commit `rev` names, if it names one.
-    fn commit(&self, rev: &str) -> Result<Option<String>, CommandError> {
+    fn commit(&self, rev: &str) -> Result<Option<String>, GitRevError> {
         line(
             git(&self.root)
                 .args(["rev-parse", "--verify", "--quiet"])
@@ -125,7 +131,7 @@ impl Repo {
 
     /// Whether tracked files in `dir` differ from its commit (untracked files, such as build
     /// outputs, do not count, as for the run's own commit).
-    fn dirty(dir: &Path) -> Result<Option<String>, CommandError> {
+    fn dirty(dir: &Path) -> Result<Option<String>, GitRevError> {
         let out = output(git(dir).args(["status", "--porcelain", "--untracked-files=no"]))?;
         let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         Ok((!text.is_empty()).then_some(text))
@@ -151,7 +157,7 @@ pub fn pinned(exp: &Experiment, stored: &[TrialRecord]) -> HashMap<String, Strin
 /// Resolves every revision of `exp` to a commit and says where its checkout is (nothing is
 /// checked out or built: `plan` shows this much). `pinned` holds commits a resumed run keeps.
 /// Returns notes for the user.
-pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result<Vec<String>, CommandError> {
+pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result<Vec<String>, GitRevError> {
     let revs = revisions(exp);
     let Some((first_variant, first)) = revs.first() else {
         return Ok(Vec::new());
@@ -162,7 +168,7 @@ pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result
     for (variant, rev) in &revs {
         let r = if rev.is_worktree() {
             let commit = repo.commit("HEAD")?.ok_or_else(|| {
-                CommandError::BadInput(format!(
+                GitRevError::BadInput(format!(
                     "variant `{variant}` is the working tree (`{}`), but the repository {} has no commit yet\n\
                      hint: commit once (`git commit`), so the working tree's changes are relative to a commit",
                     rev.rev,
@@ -191,7 +197,7 @@ pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result
                         repo.root.display()
                     )
                 };
-                return Err(CommandError::BadInput(format!(
+                return Err(GitRevError::BadInput(format!(
                     "{why}\nhint: `git branch -a` lists branches and tags, `git log --oneline` lists commits"
                 )));
             };
@@ -210,10 +216,10 @@ pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result
         for (b, rb) in &revs[i + 1..] {
             let (x, y) = (&resolved[a], &resolved[b]);
             if !ra.is_worktree() && !rb.is_worktree() && x.commit == y.commit && ra.build != rb.build {
-                return Err(CommandError::BadInput(format!(
+                return Err(GitRevError::BadInput(format!(
                     "variants `{a}` and `{b}` are both commit {} but build it differently ({} vs {}): they would share one checkout\n\
                      hint: give them the same `build`, and vary what differs through stage parameters",
-                    short(&x.commit),
+                    short_commit(&x.commit),
                     shown_build(ra.build.as_deref()),
                     shown_build(rb.build.as_deref())
                 )));
@@ -226,12 +232,12 @@ pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result
         }
     }
     if let Some((a, b, commit)) = same_code_twice(exp) {
-        return Err(CommandError::BadInput(format!(
+        return Err(GitRevError::BadInput(format!(
             "variants `{a}` and `{b}` run the same code: both are commit {} with the same build and parameters, \
              so the comparison would measure noise\n\
              hint: name two different revisions (`git log --oneline --all` lists them), or set allow_identical = true \
              in [compare] for an A/A run",
-            short(&commit)
+            short_commit(&commit)
         )));
     }
     if revs.iter().any(|(_, r)| !r.is_worktree()) {
@@ -248,15 +254,6 @@ pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result
     Ok(notes)
 }
 
-/// `main at 0123456789ab`, or the sha alone when the revision is one.
-fn shown_rev(rev: &Revision, commit: &str) -> String {
-    if commit.starts_with(&rev.rev) {
-        short(commit).to_owned()
-    } else {
-        format!("{} at {}", rev.rev, short(commit))
-    }
-}
-
 fn shown_build(build: Option<&str>) -> String {
     match build {
         Some(b) => format!("`{b}`"),
@@ -266,7 +263,7 @@ fn shown_build(build: Option<&str>) -> String {
 
 /// Checks out every resolved revision of `exp` (reusing a checkout already at its commit) and
 /// runs each distinct build once. Progress and notes go to stderr unless `quiet`.
-pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), CommandError> {
+pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), GitRevError> {
     let revs = revisions(exp);
     let Some((first_variant, first)) = revs.first() else {
         return Ok(());
@@ -289,7 +286,7 @@ pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), CommandError> {
             let reused = ensure_checkout(&root, &r.checkout, &r.commit)?;
             say(format!(
                 "variant `{variant}`: {} {} {}",
-                shown_rev(rev, &r.commit),
+                rev.shown(&r.commit),
                 if reused {
                     "reuses its checkout"
                 } else {
@@ -301,7 +298,7 @@ pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), CommandError> {
         // The manifest's folder may be new since this commit: paths relative to it must
         // still resolve in the checkout.
         std::fs::create_dir_all(&r.dir)
-            .map_err(|e| CommandError::Runtime(anyhow::anyhow!("cannot create {}: {e}", r.dir.display())))?;
+            .map_err(|e| GitRevError::Runtime(anyhow::anyhow!("cannot create {}: {e}", r.dir.display())))?;
         let key = (r.checkout.clone(), rev.build.clone());
         if built.contains(&key) {
             continue;
@@ -317,7 +314,7 @@ pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), CommandError> {
             if let (Some(files), false) = (&dirty, rev.is_worktree()) {
                 say(format!(
                     "note: tracked files differ from commit {} in the checkout {} ({}): its trials are recorded as dirty",
-                    short(&r.commit),
+                    short_commit(&r.commit),
                     r.checkout.display(),
                     files.lines().take(3).map(str::trim).collect::<Vec<_>>().join(", ")
                 ));
@@ -337,7 +334,7 @@ pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), CommandError> {
 
 /// Keeps the cache folder out of the user's `git status` (for every worktree of the
 /// repository), without touching any tracked file such as `.gitignore`.
-fn exclude_cache(root: &Path) -> Result<(), CommandError> {
+fn exclude_cache(root: &Path) -> Result<(), GitRevError> {
     let Some(common) = line(git(root).args(["rev-parse", "--git-common-dir"]))? else {
         return Ok(());
     };
@@ -361,11 +358,11 @@ fn exclude_cache(root: &Path) -> Result<(), CommandError> {
         };
         write!(f, "{sep}# checkouts of git revisions made by measured\n{entry}\n")
     };
-    write().map_err(|e| CommandError::Runtime(anyhow::anyhow!("cannot write {}: {e}", path.display())))
+    write().map_err(|e| GitRevError::Runtime(anyhow::anyhow!("cannot write {}: {e}", path.display())))
 }
 
 /// Makes `path` a checkout of `commit`; `true` when one was there already.
-fn ensure_checkout(root: &Path, path: &Path, commit: &str) -> Result<bool, CommandError> {
+fn ensure_checkout(root: &Path, path: &Path, commit: &str) -> Result<bool, GitRevError> {
     if path.exists() {
         // Its own top level (not merely a folder of the enclosing repository) at the commit.
         let top = line(git(path).args(["rev-parse", "--show-toplevel"]))?;
@@ -377,7 +374,7 @@ fn ensure_checkout(root: &Path, path: &Path, commit: &str) -> Result<bool, Comma
         let _ = output(git(root).args(["worktree", "remove", "--force"]).arg(path))?;
         if path.exists() {
             std::fs::remove_dir_all(path).map_err(|e| {
-                CommandError::Runtime(anyhow::anyhow!(
+                GitRevError::Runtime(anyhow::anyhow!(
                     "cannot remove the stale checkout {}: {e}",
                     path.display()
                 ))
@@ -393,9 +390,9 @@ fn ensure_checkout(root: &Path, path: &Path, commit: &str) -> Result<bool, Comma
             .arg(commit),
     )?;
     if !out.status.success() {
-        return Err(CommandError::Runtime(anyhow::anyhow!(
+        return Err(GitRevError::Runtime(anyhow::anyhow!(
             "cannot check out commit {} into {}: {}",
-            short(commit),
+            short_commit(commit),
             path.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         )));
@@ -412,7 +409,7 @@ fn build(
     cmd: &str,
     root: &Path,
     say: &dyn Fn(String),
-) -> Result<(), CommandError> {
+) -> Result<(), GitRevError> {
     let log = if rev.is_worktree() {
         root.join(CACHE_DIR).join("worktree.build.log")
     } else {
@@ -434,7 +431,7 @@ fn build(
             .stderr(file)
             .status()
     })()
-    .map_err(|e| CommandError::Runtime(anyhow::anyhow!("cannot run the build of variant `{variant}`: {e}")))?;
+    .map_err(|e| GitRevError::Runtime(anyhow::anyhow!("cannot run the build of variant `{variant}`: {e}")))?;
     if status.success() {
         say(format!(
             "variant `{variant}`: built in {:.1} s (log: {})",
@@ -453,11 +450,11 @@ fn build(
     } else {
         tail.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
     };
-    Err(CommandError::BadInput(format!(
+    Err(GitRevError::BadInput(format!(
         "the build of variant `{variant}` ({}) {how}: {cmd}\n\
          log: {}\nlast lines of its output:\n{shown}\n\
          hint: run the command in {} to see why; no trial ran and nothing was stored",
-        shown_rev(rev, &r.commit),
+        rev.shown(&r.commit),
         log.display(),
         r.dir.display()
     )))
@@ -473,33 +470,6 @@ fn tail_lines(path: &Path, n: usize) -> Vec<String> {
         }
     }
     lines.into()
-}
-
-/// A git variant's revision for `plan`: `main at 0123456789ab`, or the working tree.
-pub fn summary(rev: &Revision) -> String {
-    match &rev.resolved {
-        Some(r) if rev.is_worktree() => format!(
-            "the working tree at {}{}",
-            short(&r.commit),
-            if r.dirty { " with uncommitted changes" } else { "" }
-        ),
-        Some(r) => format!("git {}", shown_rev(rev, &r.commit)),
-        None => format!("git {}", rev.rev),
-    }
-}
-
-/// What `plan --show-commands` prints under a config of a git variant: where its commands run
-/// and how its checkout is built.
-pub fn describe(rev: &Revision) -> String {
-    let dir = match &rev.resolved {
-        Some(r) if rev.is_worktree() || r.checkout.exists() => format!("in {}", r.dir.display()),
-        Some(r) => format!("in {} (checked out by `run`)", r.dir.display()),
-        None => String::new(),
-    };
-    match &rev.build {
-        Some(b) => format!("{dir}; built with: {b}"),
-        None => dir,
-    }
 }
 
 #[cfg(test)]

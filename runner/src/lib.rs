@@ -39,6 +39,7 @@ pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod rundata;
 pub(crate) mod runspec;
+pub mod size;
 pub mod stage;
 pub mod stats;
 pub mod store;

@@ -97,7 +97,7 @@ fn prepare_revisions(
             eprintln!("{note}");
         }
     }
-    crate::gitrev::prepare(exp, quiet)
+    Ok(crate::gitrev::prepare(exp, quiet)?)
 }
 
 /// The cancel flag, set by Ctrl-C. One per process: signal handlers are process-wide.

@@ -92,13 +92,13 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         let _ = writeln!(out, "{}", abandoned_note(&row, now));
     }
     out.push_str(&data_lines(&row, &trials));
-    if row.status == crate::exec::STOPPED {
+    if row.status == crate::record::STOPPED {
         let configs: HashSet<&str> = trials.iter().map(|t| t.config.as_str()).collect();
-        if let Some(error) = crate::exec::common_first_failure(&trials, configs.len()) {
+        if let Some(error) = crate::record::common_first_failure(&trials, configs.len()) {
             let _ = writeln!(
                 out,
                 "stopped: the first trial of every config failed with the same error, so the rest were not run: {}",
-                crate::exec::one_line(&error)
+                crate::record::one_line(&error)
             );
         }
     }

@@ -117,13 +117,10 @@ impl Outcome {
         match self {
             Outcome::Finished => "finished",
             Outcome::Interrupted => "interrupted",
-            Outcome::Stopped => STOPPED,
+            Outcome::Stopped => crate::record::STOPPED,
         }
     }
 }
-
-/// The status of a run stopped because every config's first trial failed the same way.
-pub const STOPPED: &str = "stopped";
 
 #[derive(Debug, Clone)]
 pub struct ExecSummary {
@@ -134,46 +131,6 @@ pub struct ExecSummary {
     pub stopped: Option<String>,
     /// A sequential run that ended before its planned trials: its complete blocks and why.
     pub ended_early: Option<(u32, String)>,
-}
-
-/// An error on one line (a command's stderr tail joined), at most 300 characters: for notes.
-pub fn one_line(error: &str) -> String {
-    let joined = error
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    match joined.char_indices().nth(300) {
-        Some((i, _)) => format!("{}...", &joined[..i]),
-        None => joined,
-    }
-}
-
-/// The error the first trial of every config failed with, when it is one and the same: a run
-/// that shows this can only repeat it. `None` when any config's first trial passed, when the
-/// errors differ, or when some config has no trial yet. `configs` is the number of configs.
-pub fn common_first_failure(trials: &[TrialRecord], configs: usize) -> Option<String> {
-    let mut first: Vec<Option<&TrialRecord>> = vec![None; configs];
-    let mut names: Vec<&str> = Vec::new();
-    for t in trials {
-        // Configs are told apart by name: stored trials carry no config index.
-        let i = match names.iter().position(|n| *n == t.config) {
-            Some(i) => i,
-            None => {
-                names.push(&t.config);
-                names.len() - 1
-            }
-        };
-        if let Some(slot) = first.get_mut(i) {
-            slot.get_or_insert(t);
-        }
-    }
-    let mut errors = first
-        .iter()
-        .map(|t| t.filter(|t| !t.ok).and_then(|t| t.error.as_deref()));
-    let error = errors.next()??;
-    errors.all(|e| e == Some(error)).then(|| error.to_owned())
 }
 
 /// Everything fixed for one run.
@@ -296,7 +253,7 @@ pub fn execute(
             if firsts.iter().all(Option::is_some) {
                 judged = true;
                 let seen: Vec<TrialRecord> = firsts.iter().flatten().cloned().collect();
-                if let Some(error) = common_first_failure(&seen, configs).filter(|_| n + 1 < total) {
+                if let Some(error) = crate::record::common_first_failure(&seen, configs).filter(|_| n + 1 < total) {
                     summary.outcome = Outcome::Stopped;
                     summary.stopped = Some(error);
                     break;
@@ -516,52 +473,4 @@ fn emit_stage(
             stage,
         },
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn trial(config: &str, error: Option<&str>) -> TrialRecord {
-        TrialRecord {
-            index: 0,
-            config: config.into(),
-            variant: config.into(),
-            sweep: Vec::new(),
-            repetition: 0,
-            block: 0,
-            warmup: true,
-            ok: error.is_none(),
-            error: error.map(str::to_owned),
-            seconds: 0.0,
-            started_at: Utc::now(),
-            finished_at: Utc::now(),
-            environment_hash: String::new(),
-            worker: String::new(),
-            git_commit: None,
-            git_dirty: false,
-            load: Default::default(),
-            stages: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn only_the_same_failure_in_every_configs_first_trial_stops_a_run() {
-        let boom = Some("stage `load` failed: too few symbols");
-        let same = [trial("a", boom), trial("b", boom), trial("a", None)];
-        assert_eq!(common_first_failure(&same, 2).as_deref(), boom);
-        // A config still to run, a first trial that passed, or another error: go on.
-        assert_eq!(common_first_failure(&same[..1], 2), None);
-        assert_eq!(common_first_failure(&[trial("a", boom), trial("b", None)], 2), None);
-        assert_eq!(
-            common_first_failure(&[trial("a", boom), trial("b", Some("stage `load` failed: other"))], 2),
-            None
-        );
-        // Later trials do not count: only each config's first.
-        assert_eq!(
-            common_first_failure(&[trial("a", None), trial("b", boom), trial("a", boom)], 2),
-            None
-        );
-        assert_eq!(one_line("first\n  second\n\n"), "first second");
-    }
 }

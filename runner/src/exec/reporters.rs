@@ -380,7 +380,7 @@ impl StoreReporter {
     /// connection in use at the end (a new one if the results file was replaced).
     /// `planned`: the trial count a sequential run that ended early settled on.
     pub fn finish(mut self, status: &str, planned: Option<u32>, wait: Duration) -> Result<Db, Unstored> {
-        let finished_at = matches!(status, "finished" | super::STOPPED).then(chrono::Utc::now);
+        let finished_at = matches!(status, "finished" | crate::record::STOPPED).then(chrono::Utc::now);
         if let Some(h) = self.heartbeat.take() {
             h.abort();
         }

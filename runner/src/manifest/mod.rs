@@ -18,7 +18,7 @@ pub use dag::topo_order;
 pub use diag::{ManifestError, ManifestErrors};
 pub use located::{located, param_span, span_of};
 pub use raw::Order;
-pub use revisions::{same_code_twice, with_revisions, Resolved, Revision, WORKTREE};
+pub use revisions::{same_code_twice, short_commit, with_revisions, Resolved, Revision, WORKTREE};
 pub use schema::{manifest_schema, manifest_schema_text};
 pub use sources::{find_quote, sources_dir, SourceError};
 pub use validate::{parse_file, parse_str};

@@ -42,9 +42,50 @@ pub struct Resolved {
     pub dir: PathBuf,
 }
 
+/// A commit as shown: its first 12 hex digits.
+pub fn short_commit(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
 impl Revision {
     pub fn is_worktree(&self) -> bool {
         self.rev == WORKTREE
+    }
+
+    /// `main at 0123456789ab`, or the sha alone when the revision is one.
+    pub fn shown(&self, commit: &str) -> String {
+        if commit.starts_with(&self.rev) {
+            short_commit(commit).to_owned()
+        } else {
+            format!("{} at {}", self.rev, short_commit(commit))
+        }
+    }
+
+    /// A git variant's revision for `plan`: `main at 0123456789ab`, or the working tree.
+    pub fn summary(&self) -> String {
+        match &self.resolved {
+            Some(r) if self.is_worktree() => format!(
+                "the working tree at {}{}",
+                short_commit(&r.commit),
+                if r.dirty { " with uncommitted changes" } else { "" }
+            ),
+            Some(r) => format!("git {}", self.shown(&r.commit)),
+            None => format!("git {}", self.rev),
+        }
+    }
+
+    /// What `plan --show-commands` prints under a config of a git variant: where its commands
+    /// run and how its checkout is built.
+    pub fn describe(&self) -> String {
+        let dir = match &self.resolved {
+            Some(r) if self.is_worktree() || r.checkout.exists() => format!("in {}", r.dir.display()),
+            Some(r) => format!("in {} (checked out by `run`)", r.dir.display()),
+            None => String::new(),
+        };
+        match &self.build {
+            Some(b) => format!("{dir}; built with: {b}"),
+            None => dir,
+        }
     }
 }
 

@@ -27,7 +27,7 @@ pub fn describe(
     for (i, c) in exp.configs.iter().enumerate() {
         match &c.revision {
             Some(r) => {
-                let _ = writeln!(out, "  [{i}] {}  ({})", c.name, crate::gitrev::summary(r));
+                let _ = writeln!(out, "  [{i}] {}  ({})", c.name, r.summary());
             }
             None => {
                 let _ = writeln!(out, "  [{i}] {}", c.name);
@@ -101,7 +101,7 @@ fn describe_config(out: &mut String, exp: &Experiment, i: usize) {
     let c = &exp.configs[i];
     let first = &exp.configs[0];
     if let Some(rev) = &c.revision {
-        let _ = writeln!(out, "        code: {}", crate::gitrev::describe(rev));
+        let _ = writeln!(out, "        code: {}", rev.describe());
     }
     for &si in &exp.order {
         let name = &exp.stages[si].name;

@@ -172,7 +172,7 @@ fn size_of(key: &str, v: &Value) -> Option<(f64, bool)> {
         Value::Number(n) => positive(n.as_f64()?),
         Value::String(s) => match s.trim().parse::<f64>() {
             Ok(x) => positive(x),
-            Err(_) => crate::transfer::parse_size(s).ok().map(|b| (b as f64, true)),
+            Err(_) => crate::size::parse_size(s).ok().map(|b| (b as f64, true)),
         },
         Value::Object(m) => positive(m.get("first").or_else(|| m.get("random"))?.as_f64()?),
         Value::Array(a) if key == "symbols" => positive(a.len() as f64),

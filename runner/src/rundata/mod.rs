@@ -197,12 +197,12 @@ pub fn run_data(
             "The stages recorded {left_out} more distinct notes than the {MAX_STAGE_NOTES} listed under Notes from stages."
         ));
     }
-    if row.status == crate::exec::STOPPED {
-        if let Some(error) = crate::exec::common_first_failure(trials, spec.configs.len()) {
+    if row.status == crate::record::STOPPED {
+        if let Some(error) = crate::record::common_first_failure(trials, spec.configs.len()) {
             notes.push(format!(
                 "It stopped because the first trial of every config failed with the same error, which the \
                  other trials would only have repeated: {}",
-                crate::exec::one_line(&error)
+                crate::record::one_line(&error)
             ));
         }
     }

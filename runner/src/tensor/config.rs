@@ -183,7 +183,7 @@ pub struct TrainParams {
     /// The most memory training may take (`"64GiB"`), checked against an estimate of the
     /// weights, gradients, optimizer state, activations and batches before anything runs.
     /// Default 16 GiB.
-    pub max_memory: Option<crate::transfer::SizeSpec>,
+    pub max_memory: Option<crate::size::SizeSpec>,
     /// Seconds of untimed warm-up steps, on a throwaway copy of the model, before the first
     /// epoch (at least one step). Default: 0.5 on CUDA, which gives an idle GPU's clocks time to
     /// ramp up so epoch 0 is timed like the others; none beyond the one step on the CPU.

@@ -216,7 +216,7 @@ mod tests {
         let p = params(vec![256, 128], 256);
         let need = estimate(&p, 1, 1200, 1).total() as u64;
         let at = |limit: u64| TrainParams {
-            max_memory: Some(crate::transfer::SizeSpec::Bytes(limit)),
+            max_memory: Some(crate::size::SizeSpec::Bytes(limit)),
             ..p.clone()
         };
         assert!(check(&at(need + 1), 1, 1200, 1).is_ok());

@@ -7,9 +7,9 @@ use std::marker::PhantomData;
 use serde::de::{self, IntoDeserializer};
 use serde::{Deserialize, Deserializer};
 
-use super::size::{format_bytes, SizeSpec, SIZE_HINT};
 use super::{CopyDirection, Mode, Plan};
 use crate::params::{at_most, ParamError};
+use crate::size::{format_bytes, SizeSpec, SIZE_HINT};
 
 /// Parameters of a `transfer` stage: host-device copy bandwidth for every size and every
 /// combination of `direction`, `host_memory` and `allocation`.

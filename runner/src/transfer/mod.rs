@@ -65,7 +65,6 @@ mod config;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
-mod size;
 mod timing;
 
 use std::sync::atomic::AtomicBool;
@@ -73,9 +72,9 @@ use std::sync::atomic::AtomicBool;
 use crate::metrics::Recorder;
 use crate::params::ParamError;
 
+pub use crate::size::{parse_size, SizeSpec};
 pub use config::{Allocation, Direction, HostMemory, ModeList, SyncMode, TransferDevice, TransferParams};
 pub use cpu::{cpu_copy_samples, CopySamples};
-pub use size::{parse_size, SizeSpec};
 pub use timing::MIN_SAMPLE;
 
 /// Why a transfer measurement stopped.
@@ -198,7 +197,7 @@ pub(crate) fn pattern(len: usize) -> Result<Vec<u8>, TransferError> {
 pub(crate) fn host_buffer(len: usize) -> Result<Vec<u8>, TransferError> {
     let mut bytes = Vec::new();
     bytes.try_reserve_exact(len).map_err(|_| TransferError::HostAlloc {
-        size: size::format_bytes(len as u64),
+        size: crate::size::format_bytes(len as u64),
     })?;
     Ok(bytes)
 }
@@ -214,7 +213,7 @@ pub(crate) fn check_round_trip(mode: &Mode, size: u64, sent: &[u8], got: &[u8]) 
     let differing = (first..n).filter(|&i| differs(i)).count();
     Err(TransferError::Corrupt {
         mode: mode.name(),
-        size: size::format_bytes(size),
+        size: crate::size::format_bytes(size),
         differing,
         first,
         sent: sent.get(first).copied().unwrap_or(0),
@@ -327,7 +326,7 @@ pub(crate) fn cache_warm_note(plan: &Plan, rec: &mut Recorder) {
         .sizes
         .iter()
         .filter(|&&s| s <= llc)
-        .map(|&s| size::format_bytes(s))
+        .map(|&s| crate::size::format_bytes(s))
         .collect();
     if !warm.is_empty() {
         rec.note(format!(
@@ -336,10 +335,10 @@ pub(crate) fn cache_warm_note(plan: &Plan, rec: &mut Recorder) {
              {} reference can pass 100%)",
             warm.join(", "),
             if warm.len() == 1 { "s" } else { "" },
-            size::format_bytes(llc),
+            crate::size::format_bytes(llc),
             if warm.len() == 1 { "its" } else { "their" },
             if warm.len() == 1 { "its" } else { "their" },
-            size::format_bytes(reference_size(plan)),
+            crate::size::format_bytes(reference_size(plan)),
         ));
     }
 }
@@ -374,7 +373,7 @@ pub(crate) fn step_of(size: u64) -> i64 {
 /// A size as a `usize` length, or the error for a size this address space cannot hold.
 pub(crate) fn len_of(size: u64) -> Result<usize, TransferError> {
     usize::try_from(size).map_err(|_| TransferError::TooLarge {
-        size: size::format_bytes(size),
+        size: crate::size::format_bytes(size),
     })
 }
 

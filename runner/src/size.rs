@@ -1,4 +1,6 @@
-//! Copy sizes for the `transfer` stage (manifest `sizes` -> bytes -> one series step per size).
+//! Sizes in bytes as manifests write them: the `transfer` stage's copy sizes (manifest `sizes` ->
+//! bytes -> one series step per size), a training's `max_memory`, and the size steps a report
+//! reads back from series labels.
 //!
 //! Accepted forms: a plain byte count (`4096`, also as a TOML integer), a count with a unit
 //! (`4KiB`, `64 MiB`, `1GB`: binary units are powers of 1024, decimal ones powers of 1000), or a
