@@ -3,7 +3,9 @@
 # polars (bench/normalize_polars.py) on the same synthetic bars, 1 and 2 threads, in
 # alternating rounds, with the values checked against each other first; and the whole stage
 # against the machine's streaming roofline (normalize_bench --roofline). See
-# README-normalize.md.
+# README-normalize.md. The side that runs first alternates round by round (measured first in
+# odd rounds, polars in even ones), and the per-round timings stay under
+# target/bench/features-<time>/ (rounds.tsv; the generated bars are deleted at the end).
 #
 # Usage: bench/features_bench.sh [ROUNDS] [SYMBOLS] [DAYS]
 #   NORMALIZE_BENCH_BIN  a prebuilt normalize_bench example (default: cargo build --release).
@@ -12,8 +14,9 @@ rounds=${1:-5}
 symbols=${2:-500}
 days=${3:-2500}
 root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work="$root/target/bench/features-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$work"
+trap 'rm -f "$work/bars.csv"' EXIT
 py=$("$root/bench/venv.sh")
 bin=${NORMALIZE_BENCH_BIN:-}
 if [ -z "$bin" ]; then
@@ -30,13 +33,25 @@ echo "# uptime before: $(uptime)"
   --check "$work/rust_features.csv" | grep -v '^polars'
 
 tsv="$work/rounds.tsv"
-for round in $(seq "$rounds"); do
+echo "# per-round timings: $tsv"
+measured_side() {
   "$bin" --csv "$work/bars.csv" --runs 1 --roofline |
-    awk -F'\t' -v r="$round" '$1 == "measured" || $1 == "roofline" { print r "\t" $0 }' >>"$tsv"
+    awk -F'\t' -v r="$1" '$1 == "measured" || $1 == "roofline" { print r "\t" $0 }' >>"$tsv"
+}
+polars_side() {
   for threads in 1 2; do
     "$py" "$root/bench/normalize_polars.py" --csv "$work/bars.csv" --runs 1 --threads "$threads" |
-      awk -F'\t' -v r="$round" '$1 == "polars" && $3 ~ /^run=/ { print r "\t" $0 }' >>"$tsv"
+      awk -F'\t' -v r="$1" '$1 == "polars" && $3 ~ /^run=/ { print r "\t" $0 }' >>"$tsv"
   done
+}
+for round in $(seq "$rounds"); do
+  if [ $((round % 2)) -eq 1 ]; then
+    measured_side "$round"
+    polars_side "$round"
+  else
+    polars_side "$round"
+    measured_side "$round"
+  fi
   echo "# round $round done: $(cut -d, -f3- <<<"$(uptime)" | xargs)" >&2
 done
 echo "# uptime after: $(uptime)"

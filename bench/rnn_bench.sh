@@ -7,16 +7,17 @@
 #
 # Usage: bench/rnn_bench.sh [ROUNDS] [THREADS] [BATCHES]
 #   RNN_BENCH_BIN  a prebuilt rnn_bench example (default: cargo build --release).
-#   TORCH_PYTHON   a Python with torch (default: .venv/bin/python; create it with
-#                  `python3 -m venv .venv && .venv/bin/pip install torch numpy`).
+#   TORCH_PYTHON   a Python with torch (default: the benchmark venv, `bench/venv.sh torch`,
+#                  which installs the pinned PyTorch the first time).
+# Every run's samples/s stays under target/bench/rnn-<time>/runs.tsv.
 set -euo pipefail
 rounds=${1:-5}
 threads=${2:-2}
 batches=${3:-8}
 root=$(cd "$(dirname "$0")/.." && pwd)
-py=${TORCH_PYTHON:-$root/.venv/bin/python}
+py=${TORCH_PYTHON:-$("$root/bench/venv.sh" torch)}
 "$py" -c 'import torch' 2>/dev/null || {
-  echo "no torch in $py: python3 -m venv .venv && .venv/bin/pip install torch numpy" >&2
+  echo "no torch in $py: unset TORCH_PYTHON to use bench/venv.sh torch" >&2
   exit 1
 }
 bin=${RNN_BENCH_BIN:-}
@@ -24,9 +25,10 @@ if [ -z "$bin" ]; then
   (cd "$root" && cargo build --release -q -p measured --example rnn_bench)
   bin="$root/target/release/examples/rnn_bench"
 fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work="$root/target/bench/rnn-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$work"
 tsv="$work/runs.tsv"
+echo "# every run: $tsv"
 
 echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "# uptime before: $(uptime)"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runner overhead: 200 trials of a `command` stage running `true`, measured end to end
 # (including the SQLite write of every trial), against `hyperfine --runs 200 true` in the
-# same session. Prints both wall times, the per-trial overhead and the ratio.
+# same session, in alternating rounds (measured first in odd rounds, hyperfine in even ones).
+# Prints every round, the medians, the per-trial overhead, and the median and range of the
+# per-round ratios; each round's files stay under target/bench/runner-overhead-<time>/.
 # Usage: bash bench/runner_overhead.sh   (builds the release binary first, and hyperfine when it
 #        is missing; MEASURED_BIN=path measures another build, ROUNDS=n sets the rounds, 7 by
 #        default)
@@ -15,8 +17,9 @@ if ! command -v hyperfine >/dev/null; then
   export PATH="$PWD/target/bench-tools/bin:$PATH"
 fi
 bin=${MEASURED_BIN:-target/release/measured}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work="$PWD/target/bench/runner-overhead-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$work"
+echo "per-round files: $work"
 cat >"$work/overhead.toml" <<'TOML'
 [experiment]
 name = "runner-overhead"
@@ -32,11 +35,22 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 rounds=${ROUNDS:-7}
 : >"$work/rounds.txt"
 # Alternate the two sides round by round so both see the same background load; quote medians.
-for round in $(seq 1 "$rounds"); do
+measured_side() {
   start=$(date +%s.%N)
-  "$bin" --quiet --database "$work/r$round.sqlite" run --no-report "$work/overhead.toml" >/dev/null
+  "$bin" --quiet --database "$work/r$1.sqlite" run --no-report "$work/overhead.toml" >/dev/null
   end=$(date +%s.%N)
-  hyperfine --runs 200 --warmup 3 -N --export-json "$work/h$round.json" true >/dev/null 2>&1
+}
+hyperfine_side() {
+  hyperfine --runs 200 --warmup 3 -N --export-json "$work/h$1.json" true >/dev/null 2>&1
+}
+for round in $(seq 1 "$rounds"); do
+  if [ $((round % 2)) -eq 1 ]; then
+    measured_side "$round"
+    hyperfine_side "$round"
+  else
+    hyperfine_side "$round"
+    measured_side "$round"
+  fi
   python3 - "$start" "$end" "$work/h$round.json" "$work/r$round.sqlite" >>"$work/rounds.txt" <<'PY'
 import json, sqlite3, sys
 from datetime import datetime
@@ -56,9 +70,15 @@ for i, (m, h, s) in enumerate(rows, 1):
     print(f"round {i}: measured {m:.3f} s end to end, {s:.3f} s from first to last trial; hyperfine {h:.3f} s")
 med = lambda k: statistics.median(k(r) for r in rows)
 m, h, s = med(lambda r: r[0]), med(lambda r: r[1]), med(lambda r: r[2])
+# Ratios per round (both sides saw that round's load), then their median and range.
+steady = [r[2] / r[1] for r in rows]
+whole = [r[0] / r[1] for r in rows]
 print(f"median of {len(rows)} rounds: hyperfine 200 runs {h:.3f} s; measured 200 trials {s:.3f} s steady state "
-      f"(ratio {s / h:.2f}, overhead {med(lambda r: (r[2] - r[1]) / 200 * 1e3):.3f} ms/trial), "
+      f"(overhead {med(lambda r: (r[2] - r[1]) / 200 * 1e3):.3f} ms/trial), "
       f"{m:.3f} s end to end incl. start-up, migrations and summary "
-      f"(ratio {m / h:.2f}, overhead {med(lambda r: (r[0] - r[1]) / 200 * 1e3):.3f} ms/trial)")
+      f"(overhead {med(lambda r: (r[0] - r[1]) / 200 * 1e3):.3f} ms/trial)")
+print(f"per-round ratio measured / hyperfine: steady state median {statistics.median(steady):.2f}x "
+      f"({min(steady):.2f}x-{max(steady):.2f}x), end to end median {statistics.median(whole):.2f}x "
+      f"({min(whole):.2f}x-{max(whole):.2f}x)")
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints the Python of the benchmark venv (.venv-bench, ignored by git), creating it and
-# installing the pinned peers from PyPI first when they are missing.
+# installing the pinned peers from PyPI first when they are missing: bench/requirements.txt
+# (polars, ConnectorX, pandas, ...) always, and with `torch` also bench/requirements-torch.txt
+# (PyTorch, for rnn_bench.sh and the torch_*.py scripts; a large download, so only on request).
 #
-# Usage: py=$(bench/venv.sh)
+# Usage: py=$(bench/venv.sh)   or   py=$(bench/venv.sh torch)
 # The test suite never needs any of this: only the scripts under bench/ do.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,4 +21,10 @@ if [ ! -x "$venv/bin/pip" ]; then
 fi
 # pip answers from the venv when every pin is already installed, without the network.
 "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/bench/requirements.txt" >&2
+for extra in "$@"; do
+  case "$extra" in
+    torch) "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/bench/requirements-torch.txt" >&2 ;;
+    *) echo "bench/venv.sh: unknown extra '$extra' (known: torch)" >&2; exit 2 ;;
+  esac
+done
 echo "$venv/bin/python"
