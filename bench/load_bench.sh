@@ -8,8 +8,10 @@
 #     dump rate: the ceiling for one connection);
 #   - the sqlite3 shell scanning the same ordered query on the SQLite file and aggregating
 #     every column, printing nothing (SQLite's own scan rate).
-# Each round runs every side once (measured after one warm-up per configuration); the summary
-# gives medians over rounds, the range, and the per-round ratios. See README-load.md.
+# Each round runs every side once (measured after one warm-up per configuration), measured first
+# in odd rounds and last in even ones; the summary gives medians over rounds, the range, and the
+# per-round ratios. Every round's lines stay in target/bench/load-<time>/rounds.tsv (the
+# databases are removed at the end). See README-load.md.
 #
 # Usage: bench/load_bench.sh [SYMBOLS] [DAYS] [ROUNDS]
 #   MEASURED_TEST_DATABASE_URL  admin URL of a Postgres server (a fresh database is created in
@@ -23,6 +25,8 @@ days=${2:-2500}
 rounds=${3:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
+keep="$root/target/bench/load-$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$keep"
 # The throwaway server runs as the postgres user when this runs as root: it must reach $work/pg.
 chmod 755 "$work"
 started_pg=""
@@ -65,23 +69,31 @@ echo "# peers: $("$py" -c 'import connectorx, polars; print("connectorx", connec
 echo "# uptime before: $(uptime)"
 # Writes the market into both databases and loads it once per configuration (warm-up); every
 # strategy on both backends must load the very same bars (one content hash).
-"$bin" --pg "$db_url" --sqlite "$sqlite_file" --symbols "$symbols" --days "$days" --runs 1 >"$work/warmup.tsv"
-hashes=$(awk -F'\t' '$1 == "hash" { print $3 }' "$work/warmup.tsv" | sort -u)
-if [ "$(grep -c . <<<"$hashes")" != 1 ] || grep -q 'identical_across_strategies=false' "$work/warmup.tsv"; then
+"$bin" --pg "$db_url" --sqlite "$sqlite_file" --symbols "$symbols" --days "$days" --runs 1 >"$keep/warmup.tsv"
+hashes=$(awk -F'\t' '$1 == "hash" { print $3 }' "$keep/warmup.tsv" | sort -u)
+if [ "$(grep -c . <<<"$hashes")" != 1 ] || grep -q 'identical_across_strategies=false' "$keep/warmup.tsv"; then
   echo "the backends or strategies loaded different bars:" >&2
-  grep '^hash' "$work/warmup.tsv" >&2
+  grep '^hash' "$keep/warmup.tsv" >&2
   exit 1
 fi
 echo "# content hash of the loaded bars, every strategy and both backends: $hashes"
 
 # The statements the peers run: what `copy` sends with connections = 1 (every code, no date
 # bounds, ordered), and the same query on SQLite with every column aggregated.
-codes=$(psql "$db_url" -Atc "SELECT string_agg(quote_literal(code), ', ' ORDER BY code) FROM symbols")
-rows=$(psql "$db_url" -Atc "SELECT count(*) FROM daily_bars")
+# The one dataset version both databases hold: every peer reads it as `load` does (the
+# version leads the primary key, so a query without it would sort every row).
+version=$(psql "$db_url" -Atc "SELECT min(id) FROM dataset_versions HAVING count(*) = 1")
+sqlite_version=$(sqlite3 "$sqlite_file" "SELECT min(id) FROM dataset_versions HAVING count(*) = 1")
+[ -n "$version" ] && [ -n "$sqlite_version" ] || {
+  echo "the benchmark databases must hold exactly one dataset version each" >&2
+  exit 1
+}
+codes=$(psql "$db_url" -Atc "SELECT string_agg(quote_literal(code), ', ' ORDER BY code) FROM symbols WHERE version = $version")
+rows=$(psql "$db_url" -Atc "SELECT count(*) FROM daily_bars WHERE version = $version")
 columns="symbol, trade_date, open, high, low, close, volume, amount, adj_factor"
-pg_query="SELECT $columns FROM daily_bars WHERE symbol IN ($codes) AND trade_date >= DATE '0001-01-01' AND trade_date <= DATE '9999-12-31' ORDER BY symbol, trade_date"
-sqlite_query="SELECT count(*), sum(length(symbol)), sum(length(trade_date)), sum(open), sum(high), sum(low), sum(close), sum(volume), sum(amount), sum(adj_factor) FROM (SELECT $columns FROM daily_bars WHERE symbol IN ($codes) AND trade_date >= '0001-01-01' AND trade_date <= '9999-12-31' ORDER BY symbol, trade_date)"
-[ "$(sqlite3 "$sqlite_file" "SELECT count(*) FROM daily_bars")" = "$rows" ] || {
+pg_query="SELECT $columns FROM daily_bars WHERE version = $version AND symbol IN ($codes) AND trade_date >= DATE '0001-01-01' AND trade_date <= DATE '9999-12-31' ORDER BY symbol, trade_date"
+sqlite_query="SELECT count(*), sum(length(symbol)), sum(length(trade_date)), sum(open), sum(high), sum(low), sum(close), sum(volume), sum(amount), sum(adj_factor) FROM (SELECT $columns FROM daily_bars WHERE version = $sqlite_version AND symbol IN ($codes) AND trade_date >= '0001-01-01' AND trade_date <= '9999-12-31' ORDER BY symbol, trade_date)"
+[ "$(sqlite3 "$sqlite_file" "SELECT count(*) FROM daily_bars WHERE version = $sqlite_version")" = "$rows" ] || {
   echo "the SQLite file and Postgres hold different row counts" >&2
   exit 1
 }
@@ -89,26 +101,38 @@ psql "$db_url" -qc "\\copy ($pg_query) TO '/dev/null' WITH (FORMAT binary)" # wa
 sqlite3 "$sqlite_file" "$sqlite_query" >/dev/null                           # warm-up
 
 rate() { echo "$rows / ($2 - $1)" | bc -l; }
-tsv="$work/rounds.tsv"
-for round in $(seq "$rounds"); do
+tsv="$keep/rounds.tsv"
+echo "# every round: $tsv"
+measured_side() {
   "$bin" --pg "$db_url" --sqlite "$sqlite_file" --reuse --runs 1 |
-    awk -F'\t' -v r="$round" '$1 == "load" {
+    awk -F'\t' -v r="$1" '$1 == "load" {
       split($4, c, "="); split($5, x, "=");
       printf "%s\tmeasured\t%s\t%s\t%s\t%s\n", r, $2, $3, c[2], x[2] }' >>"$tsv"
+}
+peers_side() {
   for connections in 1 2; do
     "$py" "$root/bench/load_connectorx.py" --url "$db_url" --connections "$connections" --runs 1 |
-      awk -F'\t' -v r="$round" '$1 == "connectorx" && $3 ~ /^run=/ {
+      awk -F'\t' -v r="$1" '$1 == "connectorx" && $3 ~ /^run=/ {
         split($2, c, "="); split($6, x, "=");
         printf "%s\tconnectorx\tpostgres\tarrow\t%s\t%s\n", r, c[2], x[2] }' >>"$tsv"
   done
   t0=$(date +%s.%N)
   psql "$db_url" -qc "\\copy ($pg_query) TO '/dev/null' WITH (FORMAT binary)"
   t1=$(date +%s.%N)
-  printf '%s\tpsql\tpostgres\tcopy-binary\t1\t%.0f\n' "$round" "$(rate "$t0" "$t1")" >>"$tsv"
+  printf '%s\tpsql\tpostgres\tcopy-binary\t1\t%.0f\n' "$1" "$(rate "$t0" "$t1")" >>"$tsv"
   t0=$(date +%s.%N)
   sqlite3 "$sqlite_file" "$sqlite_query" >/dev/null
   t1=$(date +%s.%N)
-  printf '%s\tsqlite3\tsqlite\tscan\t1\t%.0f\n' "$round" "$(rate "$t0" "$t1")" >>"$tsv"
+  printf '%s\tsqlite3\tsqlite\tscan\t1\t%.0f\n' "$1" "$(rate "$t0" "$t1")" >>"$tsv"
+}
+for round in $(seq "$rounds"); do
+  if [ $((round % 2)) -eq 1 ]; then
+    measured_side "$round"
+    peers_side "$round"
+  else
+    peers_side "$round"
+    measured_side "$round"
+  fi
   echo "# round $round done: $(cut -d, -f3- <<<"$(uptime)" | xargs)" >&2
 done
 echo "# uptime after: $(uptime)"

@@ -6,14 +6,15 @@ the codes of the `symbols` table, sorted, dealt round-robin into `--connections`
 `load` deals them to its workers), and for each share
 
     SELECT symbol, trade_date, open, high, low, close, volume, amount, adj_factor
-    FROM daily_bars WHERE symbol IN (...codes...)
+    FROM daily_bars WHERE version = V AND symbol IN (...codes...)
     AND trade_date >= DATE '0001-01-01' AND trade_date <= DATE '9999-12-31'
     ORDER BY symbol, trade_date
 
 With more than one connection the statements go to `cx.read_sql` as a list, which runs them
 concurrently, one connection each, and concatenates the results into one Arrow table. The
-codes and the expected row count (`SELECT count(*) FROM daily_bars`) are read with ConnectorX
-too, untimed; a run that returns another count fails with exit status 1.
+database must hold one dataset version, V, as the benchmark's does; its codes and the expected
+row count are read with ConnectorX too, untimed; a run that returns another count fails with
+exit status 1.
 
     .venv-bench/bin/python bench/load_connectorx.py --url "$DATABASE_URL" --connections 2 --runs 5
 
@@ -32,9 +33,9 @@ import connectorx as cx
 COLUMNS = "symbol, trade_date, open, high, low, close, volume, amount, adj_factor"
 
 
-def statement(codes):
+def statement(version, codes):
     listed = ", ".join("'" + code.replace("'", "''") + "'" for code in codes)
-    return (f"SELECT {COLUMNS} FROM daily_bars WHERE symbol IN ({listed}) "
+    return (f"SELECT {COLUMNS} FROM daily_bars WHERE version = {int(version)} AND symbol IN ({listed}) "
             "AND trade_date >= DATE '0001-01-01' AND trade_date <= DATE '9999-12-31' "
             "ORDER BY symbol, trade_date")
 
@@ -56,13 +57,20 @@ def main():
         parser.error("--connections and --runs must be at least 1")
 
     print(f"# connectorx {cx.__version__}")
-    symbols = cx.read_sql(args.url, "SELECT code FROM symbols", return_type="arrow")
+    versions = cx.read_sql(args.url, "SELECT min(id) AS v, count(*) AS n FROM dataset_versions",
+                           return_type="arrow")
+    if int(versions.column(1)[0].as_py()) != 1:
+        sys.exit("the database must hold exactly one dataset version")
+    version = int(versions.column(0)[0].as_py())
+    symbols = cx.read_sql(args.url, f"SELECT code FROM symbols WHERE version = {version}",
+                          return_type="arrow")
     codes = sorted(symbols.column("code").to_pylist())
     if not codes:
         sys.exit("no symbols in the symbols table")
-    counted = cx.read_sql(args.url, "SELECT count(*) AS n FROM daily_bars", return_type="arrow")
+    counted = cx.read_sql(args.url, f"SELECT count(*) AS n FROM daily_bars WHERE version = {version}",
+                          return_type="arrow")
     expected = int(counted.column(0)[0].as_py())
-    queries = [statement(share) for share in shares(codes, args.connections)]
+    queries = [statement(version, share) for share in shares(codes, args.connections)]
     connections = len(queries)
     query = queries[0] if connections == 1 else queries
     print(f"# {len(codes)} symbols, {expected} rows in daily_bars; connections: {connections}")
