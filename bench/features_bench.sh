@@ -10,6 +10,8 @@
 # Usage: bench/features_bench.sh [ROUNDS] [SYMBOLS] [DAYS]
 #   NORMALIZE_BENCH_BIN  a prebuilt normalize_bench example (default: cargo build --release).
 set -euo pipefail
+# shellcheck source=bench/alternate.sh
+source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
 rounds=${1:-5}
 symbols=${2:-500}
 days=${3:-2500}
@@ -45,13 +47,7 @@ polars_side() {
   done
 }
 for round in $(seq "$rounds"); do
-  if [ $((round % 2)) -eq 1 ]; then
-    measured_side "$round"
-    polars_side "$round"
-  else
-    polars_side "$round"
-    measured_side "$round"
-  fi
+  alternate "$round" measured_side polars_side
   echo "# round $round done: $(cut -d, -f3- <<<"$(uptime)" | xargs)" >&2
 done
 echo "# uptime after: $(uptime)"

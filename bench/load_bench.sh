@@ -20,6 +20,8 @@
 #   LOAD_BENCH_BIN              a prebuilt load_bench example (default: cargo build --release).
 #   LOAD_BENCH_OUT              also keep every round's lines in this TSV file.
 set -euo pipefail
+# shellcheck source=bench/alternate.sh
+source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
 symbols=${1:-500}
 days=${2:-2500}
 rounds=${3:-5}
@@ -126,13 +128,7 @@ peers_side() {
   printf '%s\tsqlite3\tsqlite\tscan\t1\t%.0f\n' "$1" "$(rate "$t0" "$t1")" >>"$tsv"
 }
 for round in $(seq "$rounds"); do
-  if [ $((round % 2)) -eq 1 ]; then
-    measured_side "$round"
-    peers_side "$round"
-  else
-    peers_side "$round"
-    measured_side "$round"
-  fi
+  alternate "$round" measured_side peers_side
   echo "# round $round done: $(cut -d, -f3- <<<"$(uptime)" | xargs)" >&2
 done
 echo "# uptime after: $(uptime)"

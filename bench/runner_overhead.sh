@@ -8,6 +8,8 @@
 #        is missing; MEASURED_BIN=path measures another build, ROUNDS=n sets the rounds, 7 by
 #        default)
 set -euo pipefail
+# shellcheck source=bench/alternate.sh
+source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
 cd "$(dirname "$0")/.."
 cargo build --release -q
 # The peer, from its registry when it is not installed: hyperfine 1.20.0 into target/bench-tools.
@@ -44,13 +46,7 @@ hyperfine_side() {
   hyperfine --runs 200 --warmup 3 -N --export-json "$work/h$1.json" true >/dev/null 2>&1
 }
 for round in $(seq 1 "$rounds"); do
-  if [ $((round % 2)) -eq 1 ]; then
-    measured_side "$round"
-    hyperfine_side "$round"
-  else
-    hyperfine_side "$round"
-    measured_side "$round"
-  fi
+  alternate "$round" measured_side hyperfine_side
   python3 - "$start" "$end" "$work/h$round.json" "$work/r$round.sqlite" >>"$work/rounds.txt" <<'PY'
 import json, sqlite3, sys
 from datetime import datetime
