@@ -164,10 +164,7 @@ impl DataIdentity {
                 .iter()
                 .flat_map(|s| match s {
                     DataSource::Import { file, sha256, .. } => vec![format!("{file} (sha256 {})", short(sha256))],
-                    DataSource::Files { files, .. } => files
-                        .iter()
-                        .map(|f| format!("{} (sha256 {})", f.file, short(&f.sha256)))
-                        .collect(),
+                    DataSource::Files { files, .. } => versions::file_words(files),
                     _ => Vec::new(),
                 })
                 .collect()
@@ -237,11 +234,7 @@ impl fmt::Display for DataIdentity {
 impl DataIdentity {
     /// `a@1, b@2`; empty for runs stored before versions.
     pub fn version_labels(&self) -> String {
-        self.versions
-            .iter()
-            .map(|v| v.label.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        versions::labels(&self.versions)
     }
 }
 
@@ -255,11 +248,9 @@ impl fmt::Display for DataSource {
                 seed,
                 style,
                 generator,
-            } => write!(
-                f,
-                "synthetic market of {symbols} symbols x {days} days from {start}, seed {seed}, style {style}, \
-                 generator {generator}"
-            ),
+            } => f.write_str(&versions::synth_words(
+                *symbols, *days, *start, *seed, style, *generator,
+            )),
             DataSource::Import {
                 file,
                 sha256,
@@ -284,11 +275,7 @@ impl fmt::Display for DataSource {
                 symbols,
                 rows,
             } => {
-                let list = files
-                    .iter()
-                    .map(|x| format!("{} (sha256 {})", x.file, short(&x.sha256)))
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let list = versions::file_words(files).join(", ");
                 match extends {
                     Some(parent) => write!(f, "{parent} with {list} added")?,
                     None => write!(f, "imported {list}")?,

@@ -150,15 +150,30 @@ impl Origin {
     }
 }
 
+/// A synthetic market in words, as versions, run identities and reports print it.
+pub fn synth_words(symbols: u64, days: u64, start: NaiveDate, seed: u64, style: &str, generator: u32) -> String {
+    format!(
+        "synthetic market of {symbols} symbols x {days} days from {start}, seed {seed}, style {style}, \
+         generator {generator}"
+    )
+}
+
+/// `a.csv (sha256 0123456789ab)`, one per file.
+pub fn file_words(files: &[FileRef]) -> Vec<String> {
+    files
+        .iter()
+        .map(|x| format!("{} (sha256 {})", x.file, super::identity::short(&x.sha256)))
+        .collect()
+}
+
+/// `a@1, b@2`: the labels of `versions`.
+pub fn labels(versions: &[VersionRef]) -> String {
+    versions.iter().map(|v| v.label.as_str()).collect::<Vec<_>>().join(", ")
+}
+
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let files = |files: &[FileRef]| {
-            files
-                .iter()
-                .map(|x| format!("{} (sha256 {})", x.file, super::identity::short(&x.sha256)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let files = |files: &[FileRef]| file_words(files).join(", ");
         match self {
             Origin::Synth {
                 symbols,
@@ -167,11 +182,7 @@ impl fmt::Display for Origin {
                 seed,
                 style,
                 generator,
-            } => write!(
-                f,
-                "synthetic market of {symbols} symbols x {days} days from {start}, seed {seed}, style {style}, \
-                 generator {generator}"
-            ),
+            } => f.write_str(&synth_words(*symbols, *days, *start, *seed, style, *generator)),
             Origin::Import { files: list } => write!(f, "imported from {}", files(list)),
             Origin::Extend {
                 parent,
@@ -270,11 +281,7 @@ impl DataView {
 
     /// `a@1, b@2`.
     pub fn labels(&self) -> String {
-        self.versions
-            .iter()
-            .map(|v| v.label.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        labels(&self.versions)
     }
 }
 

@@ -163,6 +163,17 @@ fn context_note(run: &RunData, spec: &crate::runspec::ClaimSpec, context: &[(usi
     ))
 }
 
+/// Why `spec` is not judged at config `cand`, with the verdict that says so: a claim this
+/// experiment does not test (another change, another measurement), or a config that did not
+/// recreate what the claim is about, can neither refute nor support it; the measurement stays
+/// as context. `None` when the claim is judged there.
+fn not_judged_at(run: &RunData, spec: &crate::runspec::ClaimSpec, cand: &ConfigData) -> Option<(ClaimVerdict, String)> {
+    spec.not_judged().or_else(|| {
+        crate::stats::unmet(&spec.requires, &run.environment, &cand.params)
+            .map(|why| (ClaimVerdict::NotReproduced, why))
+    })
+}
+
 /// The row of a value claim (`value = "2ms..10ms"`) at config `cand`: judged on the interval
 /// of its median, unless the claim is not this experiment's or the run missed its conditions.
 fn value_claim_row(
@@ -176,11 +187,8 @@ fn value_claim_row(
     let m = median(&s.values);
     let ci = bootstrap_median_ci(&s.values, settings.resamples, settings.seed);
     let mut e = assess_value(&spec.claim, m, ci, s.values.len(), run.compare.band);
-    if let Some((verdict, why)) = spec.not_judged() {
+    if let Some((verdict, why)) = not_judged_at(run, spec, cand) {
         e.verdict = verdict;
-        e.reason = why;
-    } else if let Some(why) = crate::stats::unmet(&spec.requires, &run.environment, &cand.params) {
-        e.verdict = ClaimVerdict::NotReproduced;
         e.reason = why;
     }
     ClaimRow {
@@ -313,14 +321,8 @@ pub(crate) fn claim_rows(
             let direction: Direction = direction_of(run, &spec.metric, unit.as_deref());
             let c = compare_configs(base, cand, &spec.metric, direction, settings);
             let mut e = assess(&spec.claim, &c);
-            // A claim this experiment does not test (another change, another measurement), or
-            // a run that did not recreate what the claim is about, can neither refute nor
-            // support it: the measurement stays as context, the verdict says why.
-            if let Some((verdict, why)) = spec.not_judged() {
+            if let Some((verdict, why)) = not_judged_at(run, spec, cand) {
                 e.verdict = verdict;
-                e.reason = why;
-            } else if let Some(why) = crate::stats::unmet(&spec.requires, &run.environment, &cand.params) {
-                e.verdict = ClaimVerdict::NotReproduced;
                 e.reason = why;
             }
             rows.push(ClaimRow {
