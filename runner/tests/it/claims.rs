@@ -31,23 +31,7 @@ claims = [
 
 #[test]
 fn a_claim_with_unmet_conditions_is_never_refuted_and_a_met_one_is_judged() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = write(dir.path(), "c.toml", HALVED);
-    let out = run(bin()
-        .arg("--database")
-        .arg(dir.path().join("r.sqlite"))
-        .args(["run", "--results-dir"])
-        .arg(dir.path())
-        .arg(&m));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let report = std::fs::read_dir(dir.path().join("conditions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    let (json, md) = run_report("conditions", HALVED);
     let claims = json["claims"].as_array().unwrap();
     let verdicts: Vec<&str> = claims.iter().map(|c| c["verdict"].as_str().unwrap()).collect();
     // The data refute 10x (they show 2x); only the claims whose conditions held may say so.
@@ -71,7 +55,6 @@ fn a_claim_with_unmet_conditions_is_never_refuted_and_a_met_one_is_judged() {
         claims[0]["speedup"].as_f64().is_some_and(|s| (s - 2.0).abs() < 0.01),
         "{json}"
     );
-    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("not reproduced here"), "{md}");
     // The verdict line says why once, then the measurement.
     assert!(!md.contains("not reproduced here, not reproduced here"), "{md}");
@@ -85,15 +68,20 @@ fn a_claim_with_unmet_conditions_is_never_refuted_and_a_met_one_is_judged() {
 /// report.json and report.md.
 fn run_report(name: &str, manifest: &str) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
-    let m = write(dir.path(), "c.toml", manifest);
+    run_report_in(dir.path(), name, manifest)
+}
+
+/// `run_report` in `dir`, whose results database `r.sqlite` stays for the caller to read.
+fn run_report_in(dir: &std::path::Path, name: &str, manifest: &str) -> (serde_json::Value, String) {
+    let m = write(dir, "c.toml", manifest);
     let out = run(bin()
         .arg("--database")
-        .arg(dir.path().join("r.sqlite"))
+        .arg(dir.join("r.sqlite"))
         .args(["run", "--results-dir"])
-        .arg(dir.path())
+        .arg(dir)
         .arg(&m));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let report = std::fs::read_dir(dir.path().join(name))
+    let report = std::fs::read_dir(dir.join(name))
         .unwrap()
         .next()
         .unwrap()
@@ -315,23 +303,8 @@ claims = [
 #[test]
 fn value_claims_are_judged_on_the_variants_own_median_and_sums_add_up_per_trial() {
     let dir = tempfile::tempdir().unwrap();
-    let m = write(dir.path(), "c.toml", VALUES);
     let db = dir.path().join("r.sqlite");
-    let out = run(bin()
-        .arg("--database")
-        .arg(&db)
-        .args(["run", "--results-dir"])
-        .arg(dir.path())
-        .arg(&m));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let report = std::fs::read_dir(dir.path().join("values"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    let (json, md) = run_report_in(dir.path(), "values", VALUES);
     let claims = json["claims"].as_array().unwrap();
     let verdicts: Vec<&str> = claims.iter().map(|c| c["verdict"].as_str().unwrap()).collect();
     // A finite epoch time is at least 1 ns, and no tiny training takes 1000 s; no run is 1000x
@@ -375,6 +348,5 @@ fn value_claims_are_judged_on_the_variants_own_median_and_sums_add_up_per_trial(
     let median = (sums[3] + sums[4]) / 2.0;
     let reported = comparison["comparison"]["baseline_median"].as_f64().unwrap();
     assert!((reported - median).abs() <= 1e-9 * median, "{reported} vs {median}");
-    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("| Claimed | Measured (95% CI)"), "{md}");
 }
