@@ -16,8 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fmt_status=0
-cargo fmt --all --check || fmt_status=$?
-[ "$fmt_status" -eq 0 ] && echo "fmt: ok" || echo "fmt: FAILED: run cargo fmt" >&2
+cargo fmt --all --check || { fmt_status=$?; echo "fmt: FAILED: run cargo fmt" >&2; }
 if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ]; then
     echo "installing chromium and chromium-driver with apt-get ..." >&2
