@@ -22,7 +22,6 @@ pub mod features;
 pub(crate) mod gitrev;
 pub(crate) mod globals;
 pub(crate) mod hint;
-pub mod journal;
 pub mod manifest;
 pub mod market;
 pub mod measure;

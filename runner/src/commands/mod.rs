@@ -8,14 +8,16 @@ mod queue;
 mod report;
 mod run;
 mod runs;
+mod session;
 mod summary;
 
 pub use check::{check, plan};
 pub use data::{data_import, data_ls, data_rm, data_show, data_synth};
 pub use queue::{status, submit, worker, SubmitOptions, WorkerArgs};
 pub use report::{compare, history, publish, report, HistoryOptions};
-pub use run::{run, RunOptions, DEFAULT_DB_WAIT_SECONDS, DEFAULT_LEASE_SECONDS};
+pub use run::run;
 pub use runs::{runs, show};
+pub use session::{RunOptions, DEFAULT_DB_WAIT_SECONDS, DEFAULT_LEASE_SECONDS};
 pub use summary::{fmt_secs, summary_table};
 
 use crate::db;

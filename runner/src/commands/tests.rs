@@ -40,7 +40,7 @@ fn the_reproduce_line_names_databases_that_are_not_the_defaults_without_password
 
 #[test]
 fn the_unstored_message_names_the_run_the_journal_and_the_command() {
-    let u = crate::exec::Unstored {
+    let u = crate::store::Unstored {
         run_id: "20261124-120000-abcd".into(),
         url: "postgres://u:***@db/results".into(),
         journal: PathBuf::from("out/exp/20261124-120000-abcd.journal.jsonl"),

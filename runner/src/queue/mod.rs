@@ -67,7 +67,7 @@ pub enum QueueError {
         error: String,
     },
     #[error(transparent)]
-    Journal(#[from] crate::journal::JournalError),
+    Journal(#[from] crate::store::journal::JournalError),
     #[error(transparent)]
     UnsafeName(#[from] crate::paths::UnsafeName),
 }

@@ -5,14 +5,15 @@
 use super::claim::{self, Claimed};
 use super::QueueError;
 use crate::db;
-use crate::exec::{self, RunSpec, StageCache};
-use crate::journal::{self, Journal};
+use crate::exec::{self, Execution, StageCache};
 use crate::manifest::{self, Experiment};
 use crate::measure::Fingerprint;
 use crate::plan::{self, ScheduledTrial};
-use crate::record::TrialRecord;
 use crate::stage::Services;
 use crate::store;
+use crate::store::journal::{self, Journal};
+use crate::store::retry::{self, GaveUp, Progress};
+use crate::store::{Kept, TrialSink};
 use sqlx::PgPool;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -105,8 +106,8 @@ struct RunState {
     seed: u64,
     lease: f64,
     cache: StageCache,
-    /// This worker's finished trials of the run, on disk before the database is asked.
-    journal: Journal,
+    /// Keeps this worker's finished trials of the run: its journal, then the database.
+    sink: TrialSink,
 }
 
 /// The worker's identity in leases and trial rows: `host:pid`, plus the Slurm array task when
@@ -138,13 +139,13 @@ pub fn serve(
     let w = Worker {
         rt,
         pool,
-        db,
         services: Services::new(rt.handle().clone(), stock_url, o.stock_named),
         env,
         me: me.clone(),
         cancel,
         quiet: o.quiet,
         db_wait: o.db_wait,
+        database: o.database.clone(),
     };
     let mut runs: HashMap<String, RunState> = HashMap::new();
     let mut sum = WorkerSummary {
@@ -208,8 +209,8 @@ pub fn serve(
         idle_since = Instant::now();
     }
     // Every trial this worker finished is in the database: the journals have done their work.
-    for state in runs.values() {
-        state.journal.remove();
+    for state in runs.into_values() {
+        state.sink.close();
     }
     Ok(sum)
 }
@@ -225,32 +226,6 @@ fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &db::Db, o: &WorkerOpti
         }
     }
     Ok(())
-}
-
-/// Stores a finished trial, retrying with backoff while the database fails, for up to
-/// `db_wait`. `Ok(false)`: another worker had stored it already.
-fn store_with_retry(w: &Worker<'_>, run_id: &str, record: &TrialRecord, journal: &Path) -> Result<bool, QueueError> {
-    let failing = |e: &str| {
-        format!(
-            "run {run_id}: cannot store trial {} ({e}); it is kept in {} (retrying)",
-            record.index,
-            journal.display()
-        )
-    };
-    // Any error is retried: the trial is safe in the journal whatever the database says.
-    w.retry(
-        |_: &store::StoreError| true,
-        failing,
-        || store::insert_trial_once(w.db, run_id, record),
-    )
-    .map_err(|r| match r {
-        Retry::Fatal(e) => e.into(),
-        Retry::GaveUp(error) => QueueError::Unstored {
-            run: run_id.to_owned(),
-            journal: journal.to_owned(),
-            error,
-        },
-    })
 }
 
 /// True when no unit remains to wait for; closes runs whose last units failed by lease expiry.
@@ -287,6 +262,7 @@ fn load_run_state(
         ),
         &header,
     )?;
+    let sink = TrialSink::new(db.clone(), &o.database, rt.handle().clone(), &row.id, journal, o.quiet);
     let mut exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)
         .map_err(|e| QueueError::Manifest(run_id.to_owned(), e.to_string()))?;
     // Every unit reads the dataset versions the run was submitted with.
@@ -305,7 +281,7 @@ fn load_run_state(
         seed: row.seed,
         lease: lease_override.unwrap_or(lease),
         cache: StageCache::default(),
-        journal,
+        sink,
     })
 }
 
@@ -359,75 +335,39 @@ impl Heartbeat {
 struct Worker<'a> {
     rt: &'a tokio::runtime::Runtime,
     pool: &'a PgPool,
-    db: &'a db::Db,
     services: Services,
     env: Fingerprint,
     me: String,
     cancel: &'a AtomicBool,
     quiet: bool,
     db_wait: Duration,
-}
-
-/// How a retried database call ended without a result.
-enum Retry<E> {
-    /// An error that retrying cannot fix.
-    Fatal(E),
-    /// Still failing when `db_wait` ran out: the last error.
-    GaveUp(String),
+    /// The results database's URL, for redacting its password from errors.
+    database: String,
 }
 
 impl Worker<'_> {
-    /// Runs `f`, retrying with backoff while it fails with a `retryable` error or gets no
-    /// answer, for up to `db_wait`. The first failure is reported once, as `failing` says.
-    fn retry<T, E, Fut>(
-        &self,
-        retryable: impl Fn(&E) -> bool,
-        failing: impl Fn(&str) -> String,
-        mut f: impl FnMut() -> Fut,
-    ) -> Result<T, Retry<E>>
-    where
-        E: std::fmt::Display,
-        Fut: std::future::Future<Output = Result<T, E>>,
-    {
-        const ATTEMPT: Duration = Duration::from_secs(10);
-        let deadline = Instant::now() + self.db_wait;
-        let mut backoff = Duration::from_millis(250);
-        let mut said = false;
-        loop {
-            let error = match self.rt.block_on(async { tokio::time::timeout(ATTEMPT, f()).await }) {
-                Ok(Ok(v)) => {
-                    if said && !self.quiet {
-                        eprintln!("worker {}: the database answers again", self.me);
-                    }
-                    return Ok(v);
-                }
-                Ok(Err(e)) if !retryable(&e) => return Err(Retry::Fatal(e)),
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => format!("no answer within {} s", ATTEMPT.as_secs()),
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(Retry::GaveUp(error));
-            }
-            if !said && !self.quiet {
-                eprintln!("{}", failing(&error));
-                said = true;
-            }
-            std::thread::sleep(backoff.min(deadline - now));
-            backoff = (backoff * 2).min(Duration::from_secs(15));
-        }
-    }
-
     /// Runs one queue statement, retrying while the database is unreachable (a restart, a
     /// network blip), for up to `db_wait`. Other errors return at once.
     fn call<T, Fut>(&self, what: &str, f: impl FnMut() -> Fut) -> Result<T, QueueError>
     where
         Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
     {
-        let failing = |e: &str| format!("worker {}: cannot {what} ({e}); retrying", self.me);
-        self.retry(store::is_unreachable, failing, f).map_err(|r| match r {
-            Retry::Fatal(e) => e.into(),
-            Retry::GaveUp(error) => QueueError::Unreachable {
+        let told = |p: Progress<'_>| match p {
+            _ if self.quiet => {}
+            Progress::Failing(e) => eprintln!("worker {}: cannot {what} ({e}); retrying", self.me),
+            Progress::Answers => eprintln!("worker {}: the database answers again", self.me),
+        };
+        retry::retry(
+            self.rt.handle(),
+            &self.database,
+            self.db_wait,
+            store::is_unreachable,
+            told,
+            f,
+        )
+        .map_err(|r| match r {
+            GaveUp::Fatal(e) => e.into(),
+            GaveUp::Waited(error) => QueueError::Unreachable {
                 what: what.to_owned(),
                 wait_seconds: self.db_wait.as_secs_f64(),
                 error,
@@ -497,7 +437,7 @@ fn run_unit_trials(
     } else {
         HashSet::new()
     };
-    let spec = RunSpec {
+    let spec = Execution {
         run_id: &c.run_id,
         exp: &state.exp,
         trials: &state.trials,
@@ -527,10 +467,16 @@ fn run_unit_trials(
         }
         let t = Instant::now();
         // On disk before the database is asked: a finished unit is not lost when its store fails.
-        state.journal.append_trial(&record)?;
-        let journal_path = state.journal.path().to_owned();
-        match store_with_retry(w, &c.run_id, &record, &journal_path) {
-            Ok(true) => {
+        let kept = state
+            .sink
+            .keep_now(&record, w.db_wait)
+            .map_err(|u| QueueError::Unstored {
+                run: u.run_id,
+                journal: u.journal,
+                error: u.error,
+            })?;
+        match kept {
+            Kept::Stored => {
                 sum.trials += 1;
                 if !record.ok {
                     sum.failed_trials += 1;
@@ -542,8 +488,7 @@ fn run_unit_trials(
             }
             // Unique keys: a trial is stored once. Another worker that took over this unit
             // after our lease lapsed stored it first; its result stands.
-            Ok(false) => sum.duplicates += 1,
-            Err(e) => return Err(e),
+            Kept::AlreadyHeld => sum.duplicates += 1,
         }
         sum.store_seconds += t.elapsed().as_secs_f64();
     }

@@ -150,7 +150,7 @@ pub struct NewRun<'a> {
 }
 
 /// Everything a `runs` row is made of, in a form that can be written to a journal and
-/// replayed into a database that lost the run (see `crate::journal`).
+/// replayed into a database that lost the run (see `crate::store::journal`).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RunHeader {
     pub id: String,

@@ -70,7 +70,7 @@ fn stored(url: &str) -> i64 {
 }
 
 fn journals(results: &Path) -> Vec<PathBuf> {
-    measured::journal::find(results, None)
+    measured::store::journal::find(results, None)
 }
 
 /// The run id from the first line measured prints (`run <id>: ...`).
@@ -362,7 +362,11 @@ fn sqlite_file_made_read_only_mid_run_loses_nothing() {
             assert!(t.contains("Nothing is lost: all 12 finished trials are kept in"), "{t}");
             let kept = journals(dir.path());
             assert_eq!(kept.len(), 1, "{t}");
-            assert_eq!(measured::journal::read(&kept[0]).unwrap().trials.len(), 12, "{t}");
+            assert_eq!(
+                measured::store::journal::read(&kept[0]).unwrap().trials.len(),
+                12,
+                "{t}"
+            );
         }
         other => panic!("exit {other:?}:\n{t}"),
     }

@@ -1,0 +1,346 @@
+//! A run as `measured run` holds it (run -> **session** -> exec, store): what a fresh run
+//! ([`RunSession::start`]) or a resumed one ([`RunSession::resume`]) needs before its first
+//! trial runs, built in one place: the validated experiment, its schedule and seed, the trials
+//! already stored, the fingerprint, the results folder, the trial sink and the stage services.
+
+use super::{experiment_env, prepare_revisions, reproduce_command, RevOptions};
+use crate::db::{self, Db};
+use crate::error::CommandError;
+use crate::exec::{ExecError, Execution, Reporter, RunEvent};
+use crate::globals::Globals;
+use crate::manifest::{self, Experiment};
+use crate::measure::Fingerprint;
+use crate::paths::Root;
+use crate::plan::{self, ScheduledTrial};
+use crate::preflight::{Pin, Prepared};
+use crate::stage::Services;
+use crate::store::journal::{self, Journal};
+use crate::store::{self, TrialSink};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Options of `measured run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub file: Option<PathBuf>,
+    pub resume: Option<String>,
+    pub seed: Option<u64>,
+    pub smoke: bool,
+    pub json_events: Option<PathBuf>,
+    pub report: bool,
+    pub fail_on_regression: bool,
+    /// `--results-dir` as given; `None`: `results/` under the project root of the manifest
+    /// (of the stored manifest when resuming).
+    pub results_dir: Option<PathBuf>,
+    /// A `running` run whose heartbeat is older than this is shown as abandoned.
+    pub lease_seconds: f64,
+    /// At the end of a run, how long to wait for an unreachable results database before
+    /// leaving the unstored trials in the journal.
+    pub db_wait_seconds: f64,
+    /// `--rev`/`--build`: git revisions as the variants.
+    pub revs: RevOptions,
+    /// Prepare the declared data and check every load stage against it, then stop: no trial
+    /// runs and nothing is stored.
+    pub preflight_only: bool,
+    /// `--data`: the dataset versions to read instead of the declared data.
+    pub data: Vec<String>,
+}
+
+/// Defaults of `measured run --lease-seconds` and `--db-wait`.
+pub const DEFAULT_LEASE_SECONDS: f64 = 60.0;
+
+pub const DEFAULT_DB_WAIT_SECONDS: f64 = 120.0;
+
+/// Everything one run needs to execute, fresh or resumed.
+pub(super) struct RunSession {
+    pub exp: Experiment,
+    pub run_id: String,
+    pub seed: u64,
+    pub trials: Vec<ScheduledTrial>,
+    /// Trials already stored (resume): not run again.
+    pub skip: HashSet<u32>,
+    pub env: Fingerprint,
+    pub results_dir: PathBuf,
+    pub services: Services,
+    /// Where each finished trial goes: the journal, then the database.
+    pub sink: TrialSink,
+}
+
+impl RunSession {
+    /// Stores a new run of `exp` (validated, its revisions built and its data `prepared`) and
+    /// opens its journal.
+    pub fn start(
+        g: &Globals,
+        o: &RunOptions,
+        exp: Experiment,
+        prepared: Option<Prepared>,
+        rt: &tokio::runtime::Runtime,
+        db: &Db,
+    ) -> Result<RunSession, CommandError> {
+        let results_dir = Root::of_manifest(&exp.path).results_dir(o.results_dir.as_deref());
+        let seed = o
+            .seed
+            .or(exp.schedule.seed)
+            .unwrap_or_else(|| rand::random::<u64>() >> 11);
+        let env = experiment_env(&exp);
+        let run_id = crate::paths::new_run_id();
+        let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
+        let command = reproduce_line(g, o, &exp, seed, prepared.as_ref());
+        let stock = g.stock_url();
+        let new = store::NewRun {
+            id: &run_id,
+            experiment: &exp,
+            seed,
+            planned_trials: trials.len() as u32,
+            env: &env,
+            command: &command,
+            started_at: chrono::Utc::now(),
+            lease_seconds: Some(o.lease_seconds),
+            stock_database: &stock,
+            stock_data: prepared.as_ref().and_then(|p| p.identity.as_ref()),
+        };
+        let mut header = new.header();
+        header.database = db::database_identity(&g.database);
+        let journal = Journal::create(&Journal::path_for(&results_dir, &exp.name, &run_id), &header)
+            .map_err(|e| CommandError::Runtime(e.into()))?;
+        rt.block_on(store::insert_run(db, &new))?;
+        let session = Parts {
+            exp,
+            run_id,
+            seed,
+            skip: HashSet::new(),
+            env,
+            results_dir,
+            journal,
+        };
+        Ok(session.open(g, o, prepared, rt, db))
+    }
+
+    /// Takes up run `--resume ID` where it stopped: stores what its journals hold, reads its
+    /// manifest back (its hash verified), pins the revisions and data versions its first trials
+    /// read, and skips the trials already stored.
+    pub fn resume(
+        g: &Globals,
+        o: &RunOptions,
+        rt: &tokio::runtime::Runtime,
+        db: &Db,
+    ) -> Result<RunSession, CommandError> {
+        let id = o.resume.as_deref().unwrap_or_default();
+        let given_results = o.results_dir.as_deref();
+        // Trials a run could not store before it ended wait in its journal: write them first
+        // (this also gives back a run row that a replaced database lost). Before the run is
+        // loaded its manifest is unknown: look under this directory's project.
+        if id != "latest" {
+            let here = Root::of_cwd().results_dir(given_results);
+            flush_journals(rt, db, &here, id, &g.database, g.quiet)?;
+        }
+        let row = rt.block_on(store::load_run(db, id))?;
+        row.verify_manifest()?;
+        // The run's results belong to the project of its manifest, as when it started.
+        let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
+        flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;
+        let mut exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
+        if exp.has_revisions() {
+            // The rest of the trials run the commits the first ones ran, wherever the branches
+            // point now.
+            let stored = rt.block_on(store::load_trials(db, &row.id))?;
+            let pinned = crate::gitrev::pinned(&exp, &stored);
+            prepare_revisions(&mut exp, &pinned, g.quiet)?;
+        }
+        // The rest of the trials read the dataset versions the first ones read; a run stored
+        // before versions reads the declared data (prepared again if it is gone).
+        let stored = crate::market::DataIdentity::from_json(row.stock_data.as_deref())
+            .map(|d| d.versions)
+            .filter(|v| !v.is_empty())
+            .map(Pin::Stored);
+        let prepared = crate::preflight::prepare(g, &exp, rt, false, stored.as_ref())?;
+        let env = experiment_env(&exp);
+        let skip: HashSet<u32> = rt
+            .block_on(store::stored_trial_indices(db, &row.id))?
+            .into_iter()
+            .collect();
+        rt.block_on(store::set_run_status(db, &row.id, "running", None))?;
+        rt.block_on(store::beat(db, &row.id, chrono::Utc::now(), Some(o.lease_seconds)))?;
+        let header = store::RunHeader::of_stored(&row, &env, Some(o.lease_seconds), &g.database);
+        crate::paths::check_stored(&results_dir, &row.experiment, &row.id)?;
+        let journal = Journal::create(&Journal::path_for(&results_dir, &row.experiment, &row.id), &header)
+            .map_err(|e| CommandError::Runtime(e.into()))?;
+        let session = Parts {
+            exp,
+            run_id: row.id,
+            seed: row.seed,
+            skip,
+            env,
+            results_dir,
+            journal,
+        };
+        Ok(session.open(g, o, prepared, rt, db))
+    }
+
+    /// What the executor runs, the services its stages use, and the sink its trials go to.
+    pub fn parts(&mut self) -> (Execution<'_>, &Services, &mut TrialSink) {
+        let execution = Execution {
+            run_id: &self.run_id,
+            exp: &self.exp,
+            trials: &self.trials,
+            seed: self.seed,
+            skip: &self.skip,
+            env: &self.env,
+            worker: format!("{}:{}", self.env.host, std::process::id()),
+        };
+        (execution, &self.services, &mut self.sink)
+    }
+
+    /// The line `measured run` prints as the run starts.
+    pub fn announce(&self, g: &Globals) {
+        if g.quiet {
+            return;
+        }
+        let up_to = if self.exp.schedule.sequential.is_some() {
+            "up to "
+        } else {
+            ""
+        };
+        eprintln!(
+            "run {}: {} ({} configs, {up_to}{} trials, seed {}) -> {}",
+            self.run_id,
+            self.exp.name,
+            self.exp.configs.len(),
+            self.trials.len(),
+            self.seed,
+            db::redact_url(&g.database)
+        );
+    }
+}
+
+/// A session's own parts, before its schedule, services and sink are made from them.
+struct Parts {
+    exp: Experiment,
+    run_id: String,
+    seed: u64,
+    skip: HashSet<u32>,
+    env: Fingerprint,
+    results_dir: PathBuf,
+    journal: Journal,
+}
+
+impl Parts {
+    fn open(
+        self,
+        g: &Globals,
+        o: &RunOptions,
+        prepared: Option<Prepared>,
+        rt: &tokio::runtime::Runtime,
+        db: &Db,
+    ) -> RunSession {
+        let trials = plan::schedule(self.exp.configs.len(), &self.exp.schedule, self.seed);
+        let mut services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
+        if let Some(p) = prepared {
+            services = services.prepared(p.db, &self.exp.data, p.view);
+        }
+        let sink = TrialSink::new(
+            db.clone(),
+            &g.database,
+            rt.handle().clone(),
+            &self.run_id,
+            self.journal,
+            g.quiet,
+        )
+        .storing_environment(&self.env)
+        .beating(Duration::from_secs_f64(o.lease_seconds));
+        RunSession {
+            exp: self.exp,
+            run_id: self.run_id,
+            seed: self.seed,
+            trials,
+            skip: self.skip,
+            env: self.env,
+            results_dir: self.results_dir,
+            services,
+            sink,
+        }
+    }
+}
+
+/// The run's trial sink as one of its reporters: each finished trial is kept as it finishes.
+pub(super) struct Keeper<'a>(pub &'a mut TrialSink);
+
+impl Reporter for Keeper<'_> {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<(), ExecError> {
+        if let RunEvent::TrialFinished { trial, .. } = event {
+            self.0.keep(trial).map_err(|e| ExecError::Keep(e.into()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The command that runs this experiment again: the seed, the data versions it read (so the
+/// line reads them again whatever is stored since) and any `--rev`/`--build`.
+fn reproduce_line(g: &Globals, o: &RunOptions, exp: &Experiment, seed: u64, prepared: Option<&Prepared>) -> String {
+    let mut command = reproduce_command("run", exp, seed, g);
+    if let Some(identity) = prepared.and_then(|p| p.identity.as_ref()) {
+        // Labels are dataset names (letters, digits, `_`, `-`, `.`), `@` and a number, which a
+        // shell reads as they are; anything else read from the database is quoted.
+        for v in &identity.versions {
+            let plain = v
+                .label
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
+            command.push_str(" --data ");
+            if plain {
+                command.push_str(&v.label);
+            } else {
+                command.push_str(&shlex::try_quote(&v.label).unwrap_or_default());
+            }
+        }
+    }
+    let rev_words = o.revs.words();
+    if !rev_words.is_empty() {
+        command.push(' ');
+        // Quoting fails only on a NUL byte, which no command-line argument holds.
+        command.push_str(&shlex::try_join(rev_words.iter().map(String::as_str)).unwrap_or_default());
+    }
+    command
+}
+
+/// Writes the journals of run `run` (an id or prefix) found under `results_dir` into `db`,
+/// then deletes each one the database now holds whole. A journal still in use (the run is
+/// running) or of another database stops the resume, and is kept.
+fn flush_journals(
+    rt: &tokio::runtime::Runtime,
+    db: &Db,
+    results_dir: &Path,
+    run: &str,
+    url: &str,
+    quiet: bool,
+) -> Result<(), CommandError> {
+    for path in journal::find(results_dir, Some(run)) {
+        let left = rt.block_on(journal::store_left(db, &path, url)).map_err(|e| {
+            CommandError::Runtime(anyhow::anyhow!(
+                "cannot store the journal {} in {}: {} (the journal is kept)",
+                path.display(),
+                db::redact_url(url),
+                db::redact_text(&e.to_string(), url)
+            ))
+        })?;
+        match left {
+            journal::Left::Stored { .. } if !quiet => eprintln!("{left}"),
+            journal::Left::Stored { .. } | journal::Left::Gone => {}
+            journal::Left::InUse(path) => {
+                return Err(CommandError::BadInput(format!(
+                    "run {run} is still running in another process (it holds the journal {}); \
+                     wait for it to end, or stop it, before resuming",
+                    path.display()
+                )))
+            }
+            journal::Left::Foreign { .. } => {
+                return Err(CommandError::BadInput(format!(
+                    "{left}, not {}\nhint: resume it with --database pointing there (the journal is kept)",
+                    db::redact_url(&db::database_identity(url))
+                )))
+            }
+        }
+    }
+    Ok(())
+}
