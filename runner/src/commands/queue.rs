@@ -63,70 +63,26 @@ fn connect(rt: &tokio::runtime::Runtime, url: &str) -> Result<(Db, sqlx::PgPool)
     Ok((db, pool))
 }
 
-// Long because: `submit`'s steps in the order they must happen (validate, plan, prepare the data,
-// store the run, enqueue, submit the array), each a few lines; nothing is written before
-// validation passes.
 /// `measured submit`: validates and plans the experiment, creates the run, enqueues one unit per
 /// schedule block and, with `--slurm`, submits the worker array. Prints the run id (and job id).
 pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     require_postgres(&g.database)?;
     // Validate before touching the database: bad input writes nothing.
     let exp = crate::commands::load_manifest(g, &o.file, o.smoke)?;
-    // Workers on other machines would need the checkouts and builds `measured run` makes.
-    if let Some(c) = exp.configs.iter().find(|c| c.revision.is_some()) {
-        return Err(CommandError::BadInput(format!(
-            "variant `{}` names a git revision (`git = ...`), which queued runs cannot check out yet\n\
-             hint: run it on one machine with `measured run {}`",
-            c.variant,
-            o.file.display()
-        )));
-    }
-    // Workers claim blocks from a queue filled up front; nothing there looks at the results
-    // between blocks to decide whether more are needed.
-    if let Some(plan) = exp.schedule.sequential {
-        return Err(CommandError::BadInput(format!(
-            "{}: `repetitions = {{ min = {}, max = {} }}` adds blocks until the comparisons are decided, which a \
-             queue of workers cannot do: its blocks are all queued when it is submitted\n\
-             hint: run it on one machine with `measured run {}`, or submit a fixed count such as `repetitions = {}`",
-            o.file.display(),
-            plan.min,
-            plan.max,
-            o.file.display(),
-            plan.min.max(8)
-        )));
-    }
-    if !positive(o.lease_seconds) {
-        return Err(CommandError::BadInput("--lease-seconds must be positive".into()));
-    }
+    refuse_unqueueable(&exp, o)?;
     let seed = o
         .seed
         .or(exp.schedule.seed)
         .unwrap_or_else(|| rand::random::<u64>() >> 11);
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
-    let mut units: BTreeMap<u32, u32> = BTreeMap::new();
-    for t in &trials {
-        *units.entry(t.block).or_default() += 1;
-    }
-    let units: Vec<(u32, u32)> = units.into_iter().collect();
+    let units = units_of(&trials);
     let run_id = crate::paths::new_run_id();
     let run_dir = absolute(&slurm::run_dir(&o.results_dir, &exp.name, &run_id));
-    let script = match &o.slurm {
-        Some(s) => {
-            let binary = std::env::current_exe().map_err(|e| CommandError::Runtime(e.into()))?;
-            let workdir = absolute(Path::new("."));
-            Some(slurm::script(
-                s,
-                &ScriptSpec {
-                    run_id: &run_id,
-                    experiment: &exp.name,
-                    binary: &binary,
-                    workdir: &workdir,
-                    log_dir: &run_dir,
-                },
-            )?)
-        }
-        None => None,
-    };
+    let script = o
+        .slurm
+        .as_ref()
+        .map(|s| worker_script(s, &run_id, &exp.name, &run_dir))
+        .transpose()?;
     if o.dry_run {
         let s = script.ok_or_else(|| CommandError::BadInput("--dry-run needs --slurm".into()))?;
         print!("{s}");
@@ -139,13 +95,7 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     }
     let rt = runtime()?;
     let (db, pool) = connect(&rt, &g.database)?;
-    // The declared data is prepared and every load stage checked before anything is queued,
-    // as for a local run.
-    let prepared = crate::preflight::prepare(g, &exp, &rt, true, None)?;
-    let identity = prepared.as_ref().and_then(|p| p.identity.clone());
-    if let Some(p) = prepared {
-        rt.block_on(p.db.close());
-    }
+    let identity = prepared_data(g, &exp, &rt)?;
     let env = experiment_env(&exp);
     let command = reproduce_command("submit", &exp, seed, g);
     // Workers read stock data from their own --stock-database; the run records the one it was
@@ -180,29 +130,7 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
         );
     }
     let code = match (&o.slurm, script) {
-        (Some(s), Some(text)) => {
-            let path = run_dir.join("worker.sbatch");
-            match slurm::submit(&path, &text, s.workers, &g.database) {
-                Ok(job) => {
-                    rt.block_on(claim::set_slurm_job(&pool, &run_id, &job))
-                        .map_err(QueueError::from)?;
-                    println!("slurm job: {job}");
-                    if !g.quiet {
-                        eprintln!(
-                            "{} array tasks submitted ({}); follow with `measured status {run_id}`",
-                            s.workers,
-                            path.display()
-                        );
-                    }
-                    EXIT_OK
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    eprintln!("the run stays queued: start workers with `measured worker --run {run_id}`");
-                    EXIT_FAILED
-                }
-            }
-        }
+        (Some(s), Some(text)) => submit_array(g, &rt, &pool, s, &text, &run_id, &run_dir)?,
         _ => {
             if !g.quiet {
                 eprintln!("start workers with: measured worker --run {run_id}");
@@ -212,6 +140,115 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     };
     rt.block_on(db.close());
     Ok(code)
+}
+
+/// Prepares the declared data and checks every load stage against it before anything is
+/// queued, as for a local run; the versions it found.
+fn prepared_data(
+    g: &Globals,
+    exp: &crate::manifest::Experiment,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Option<crate::market::DataIdentity>, CommandError> {
+    let prepared = crate::preflight::prepare(g, exp, rt, true, None)?;
+    let identity = prepared.as_ref().and_then(|p| p.identity.clone());
+    if let Some(p) = prepared {
+        rt.block_on(p.db.close());
+    }
+    Ok(identity)
+}
+
+/// The batch script of the worker array that serves run `run_id`.
+fn worker_script(
+    s: &slurm::SlurmOptions,
+    run_id: &str,
+    experiment: &str,
+    run_dir: &Path,
+) -> Result<String, CommandError> {
+    let binary = std::env::current_exe().map_err(|e| CommandError::Runtime(e.into()))?;
+    let workdir = absolute(Path::new("."));
+    let spec = ScriptSpec {
+        run_id,
+        experiment,
+        binary: &binary,
+        workdir: &workdir,
+        log_dir: run_dir,
+    };
+    Ok(slurm::script(s, &spec)?)
+}
+
+/// Refuses what a queue of workers cannot run: git revisions as variants, a sequential
+/// design, a lease that is not positive.
+fn refuse_unqueueable(exp: &crate::manifest::Experiment, o: &SubmitOptions) -> Result<(), CommandError> {
+    // Workers on other machines would need the checkouts and builds `measured run` makes.
+    if let Some(c) = exp.configs.iter().find(|c| c.revision.is_some()) {
+        return Err(CommandError::BadInput(format!(
+            "variant `{}` names a git revision (`git = ...`), which queued runs cannot check out yet\n\
+             hint: run it on one machine with `measured run {}`",
+            c.variant,
+            o.file.display()
+        )));
+    }
+    // Workers claim blocks from a queue filled up front; nothing there looks at the results
+    // between blocks to decide whether more are needed.
+    if let Some(plan) = exp.schedule.sequential {
+        return Err(CommandError::BadInput(format!(
+            "{}: `repetitions = {{ min = {}, max = {} }}` adds blocks until the comparisons are decided, which a \
+             queue of workers cannot do: its blocks are all queued when it is submitted\n\
+             hint: run it on one machine with `measured run {}`, or submit a fixed count such as `repetitions = {}`",
+            o.file.display(),
+            plan.min,
+            plan.max,
+            o.file.display(),
+            plan.min.max(8)
+        )));
+    }
+    if !positive(o.lease_seconds) {
+        return Err(CommandError::BadInput("--lease-seconds must be positive".into()));
+    }
+    Ok(())
+}
+
+/// One unit per schedule block: `(block, trials in it)`, in block order.
+fn units_of(trials: &[plan::ScheduledTrial]) -> Vec<(u32, u32)> {
+    let mut units: BTreeMap<u32, u32> = BTreeMap::new();
+    for t in trials {
+        *units.entry(t.block).or_default() += 1;
+    }
+    units.into_iter().collect()
+}
+
+/// Submits the worker array of run `run_id` to Slurm; a failed submission leaves the run
+/// queued for workers started by hand.
+fn submit_array(
+    g: &Globals,
+    rt: &tokio::runtime::Runtime,
+    pool: &sqlx::PgPool,
+    s: &slurm::SlurmOptions,
+    text: &str,
+    run_id: &str,
+    run_dir: &Path,
+) -> Result<u8, CommandError> {
+    let path = run_dir.join("worker.sbatch");
+    Ok(match slurm::submit(&path, text, s.workers, &g.database) {
+        Ok(job) => {
+            rt.block_on(claim::set_slurm_job(pool, run_id, &job))
+                .map_err(QueueError::from)?;
+            println!("slurm job: {job}");
+            if !g.quiet {
+                eprintln!(
+                    "{} array tasks submitted ({}); follow with `measured status {run_id}`",
+                    s.workers,
+                    path.display()
+                );
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            eprintln!("the run stays queued: start workers with `measured worker --run {run_id}`");
+            EXIT_FAILED
+        }
+    })
 }
 
 /// Options of `measured worker`.

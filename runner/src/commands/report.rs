@@ -174,23 +174,7 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
     let direction = (metric == latest.primary).then_some(latest.direction).flatten();
     let mut h = crate::report::build_history(&o.experiment, &metric, direction, &runs);
     if h.points.iter().all(|p| p.n == 0) {
-        let mut known: Vec<String> = runs
-            .iter()
-            .flat_map(|r| &r.configs)
-            .flat_map(|c| &c.trials)
-            .flat_map(|t| {
-                t.stages
-                    .iter()
-                    .flat_map(|s| s.metrics.iter().map(move |m| format!("{}.{}", s.name, m.name)))
-            })
-            .collect();
-        known.sort();
-        known.dedup();
-        return Err(CommandError::BadInput(format!(
-            "no stored run of `{}` recorded `{metric}`\nhint: metrics they recorded: {}; stage times are `<stage>.seconds`",
-            o.experiment,
-            if known.is_empty() { "none".to_owned() } else { known.join(", ") }
-        )));
+        return Err(unrecorded_metric(&o.experiment, &metric, &runs));
     }
     if smoke > 0 && !o.include_smoke {
         h.notes.push(format!(
@@ -199,25 +183,56 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
         ));
     }
     h.notes.extend(notes);
+    let (md, md_path) = write_history(o, &metric, &h)?;
+    print!("{md}");
+    eprintln!("history: {}", md_path.display());
+    Ok(EXIT_OK)
+}
+
+/// The error for a metric no stored run recorded, with the metrics they did record.
+fn unrecorded_metric(experiment: &str, metric: &str, runs: &[crate::report::RunData]) -> CommandError {
+    let mut known: Vec<String> = runs
+        .iter()
+        .flat_map(|r| &r.configs)
+        .flat_map(|c| &c.trials)
+        .flat_map(|t| {
+            t.stages
+                .iter()
+                .flat_map(|s| s.metrics.iter().map(move |m| format!("{}.{}", s.name, m.name)))
+        })
+        .collect();
+    known.sort();
+    known.dedup();
+    CommandError::BadInput(format!(
+        "no stored run of `{experiment}` recorded `{metric}`\nhint: metrics they recorded: {}; stage times are `<stage>.seconds`",
+        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+    ))
+}
+
+/// Writes a history's chart, Markdown and JSON under `<results>/<experiment>/history/`;
+/// returns the Markdown and its path.
+fn write_history(
+    o: &HistoryOptions,
+    metric: &str,
+    h: &crate::report::History,
+) -> Result<(String, PathBuf), CommandError> {
     let dir = crate::paths::experiment_dir(&o.results_dir, &o.experiment)?.join("history");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let stem = crate::paths::file_safe(&metric);
+    let stem = crate::paths::file_safe(metric);
     let svg_name = format!("{stem}.svg");
-    let svg = crate::report::history_svg(&h).context("cannot draw the history chart")?;
+    let svg = crate::report::history_svg(h).context("cannot draw the history chart")?;
     std::fs::write(dir.join(&svg_name), svg)
         .with_context(|| format!("cannot write {}", dir.join(&svg_name).display()))?;
-    let md = crate::report::render_history_markdown(&h, Some(&svg_name), templates_dir())
+    let md = crate::report::render_history_markdown(h, Some(&svg_name), templates_dir())
         .context("cannot render the history")?;
     let md_path = dir.join(format!("{stem}.md"));
     std::fs::write(&md_path, &md).with_context(|| format!("cannot write {}", md_path.display()))?;
     std::fs::write(
         dir.join(format!("{stem}.json")),
-        serde_json::to_string_pretty(&h).unwrap_or_default(),
+        serde_json::to_string_pretty(h).unwrap_or_default(),
     )
     .with_context(|| format!("cannot write the history JSON in {}", dir.display()))?;
-    print!("{md}");
-    eprintln!("history: {}", md_path.display());
-    Ok(EXIT_OK)
+    Ok((md, md_path))
 }
 
 /// `measured publish`: every stored run as a static site.

@@ -2,9 +2,7 @@
 
 use super::looks::{planned_through, SequentialJudge};
 use super::session::{Keeper, RunOptions, RunSession};
-use super::{
-    cancel_flag, load_with_revs, prepare_revisions, runtime, stored_run, summary_table, templates_dir, RevOptions,
-};
+use super::{cancel_flag, load_with_revs, prepare_revisions, runtime, stored_run, summary_table, templates_dir};
 use crate::db;
 use crate::db::Db;
 use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
@@ -135,13 +133,9 @@ fn execute(
             ..
         }) = judge.as_ref().map(SequentialJudge::before_resuming)
         {
-            return Ok(ExecSummary {
-                outcome: Outcome::Finished,
-                ran: 0,
-                failed: 0,
-                stopped: None,
-                ended_early: Some((blocks, reason)),
-            });
+            let mut decided = ExecSummary::new(Outcome::Finished);
+            decided.ended_early = Some((blocks, reason));
+            return Ok(decided);
         }
     }
     let mut console = ConsoleReporter::new(g.quiet);

@@ -7,7 +7,7 @@ use crate::error::CommandError;
 use crate::globals::Globals;
 use crate::record::TrialRecord;
 use crate::store;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 /// `measured runs`: stored runs, newest first.
@@ -70,7 +70,6 @@ fn abandoned_note(r: &store::RunRow, now: chrono::DateTime<chrono::Utc>) -> Stri
     )
 }
 
-// Long because: it writes `show`'s output top to bottom, one short block per section.
 /// `measured show`: one run's trials with stage timings.
 pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     let rt = runtime()?;
@@ -80,6 +79,23 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
     rt.block_on(db.close());
     let mut out = String::new();
+    show_header(&mut out, &row, &trials, env.as_ref());
+    let _ = writeln!(out, "trials: {} of {} stored", trials.len(), row.planned_trials);
+    show_machine_and_notes(&mut out, &trials);
+    show_design(&mut out, &row, &trials, env.as_ref(), &g.database);
+    out.push('\n');
+    show_trials(&mut out, &trials);
+    Ok(out)
+}
+
+/// `show`'s head: the run, its status and data, why it stopped, its manifest, seed, code,
+/// machine, reproduce line, and the code each config ran.
+fn show_header(
+    out: &mut String,
+    row: &store::RunRow,
+    trials: &[TrialRecord],
+    env: Option<&crate::measure::Fingerprint>,
+) {
     let now = chrono::Utc::now();
     let _ = writeln!(
         out,
@@ -89,12 +105,12 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         row.shown_status(now)
     );
     if row.abandoned(now) {
-        let _ = writeln!(out, "{}", abandoned_note(&row, now));
+        let _ = writeln!(out, "{}", abandoned_note(row, now));
     }
-    out.push_str(&data_lines(&row, &trials));
+    out.push_str(&data_lines(row, trials));
     if row.status == crate::record::STOPPED {
         let configs: HashSet<&str> = trials.iter().map(|t| t.config.as_str()).collect();
-        if let Some(error) = crate::record::common_first_failure(&trials, configs.len()) {
+        if let Some(error) = crate::record::common_first_failure(trials, configs.len()) {
             let _ = writeln!(
                 out,
                 "stopped: the first trial of every config failed with the same error, so the rest were not run: {}",
@@ -120,7 +136,7 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
             .map(|b| format!("  branch {b}"))
             .unwrap_or_default()
     );
-    if let Some(e) = &env {
+    if let Some(e) = env {
         let _ = writeln!(
             out,
             "host {}  cpu {} ({} cores)  os {}  gpu {}",
@@ -128,7 +144,7 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
         );
     }
     let _ = writeln!(out, "reproduce: {}", row.command);
-    let commits = commits_by_config(&trials);
+    let commits = commits_by_config(trials);
     if !commits.is_empty() {
         let _ = writeln!(out, "code per config:");
         let width = commits.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
@@ -136,17 +152,11 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
             let _ = writeln!(out, "  {config:<width$}  commit {}", list.join(", "));
         }
     }
-    let _ = writeln!(out, "trials: {} of {} stored", trials.len(), row.planned_trials);
-    show_machine_and_notes(&mut out, &trials);
-    show_design(&mut out, &row, &trials, env.as_ref(), &g.database);
-    out.push('\n');
-    let mut by_stage: BTreeMap<u32, ()> = BTreeMap::new();
-    for t in &trials {
-        for s in &t.stages {
-            by_stage.insert(s.position, ());
-        }
-    }
-    for t in &trials {
+}
+
+/// `show`'s table: one line per trial with its stage times, then its error, if any.
+fn show_trials(out: &mut String, trials: &[TrialRecord]) {
+    for t in trials {
         let _ = write!(
             out,
             "{:>4}  {:<24} {:<8} {:<6} {:>11}",
@@ -175,7 +185,6 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
             }
         }
     }
-    Ok(out)
 }
 
 /// How steady the machine was on the primary metric (drift and jitter, with any warning),

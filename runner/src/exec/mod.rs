@@ -69,8 +69,19 @@ pub struct ExecSummary {
     pub ended_early: Option<(u32, String)>,
 }
 
-// Long because: the trial loop with its three ways to end early (cancelled, every first trial
-// failed alike, a sequential run decided), each commented where it happens.
+impl ExecSummary {
+    /// A run that ended as `outcome` with no trial run.
+    pub fn new(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            ran: 0,
+            failed: 0,
+            stopped: None,
+            ended_early: None,
+        }
+    }
+}
+
 /// Runs every trial of `spec` not in `spec.skip`, in plan order. With a `judge`, the run may
 /// end after any complete measured block.
 pub fn execute(
@@ -80,11 +91,12 @@ pub fn execute(
     reporters: &mut [&mut dyn Reporter],
     mut judge: Option<&mut dyn BlockJudge>,
 ) -> Result<ExecSummary, ExecError> {
+    let run_id = spec.run_id;
     let to_run: Vec<&ScheduledTrial> = spec.trials.iter().filter(|t| !spec.skip.contains(&t.index)).collect();
     emit(
         reporters,
         &RunEvent::RunStarted {
-            run_id: spec.run_id,
+            run_id,
             experiment: &spec.exp.name,
             planned: spec.trials.len(),
             to_run: to_run.len(),
@@ -92,18 +104,9 @@ pub fn execute(
         },
     )?;
     let mut cache = StageCache::default();
-    let mut summary = ExecSummary {
-        outcome: Outcome::Finished,
-        ran: 0,
-        failed: 0,
-        stopped: None,
-        ended_early: None,
-    };
+    let mut summary = ExecSummary::new(Outcome::Finished);
     let mut ran: Vec<TrialRecord> = Vec::new();
-    let configs = spec.exp.configs.len();
-    // Each config's first trial run here, until every config has had one.
-    let mut firsts: Vec<Option<TrialRecord>> = vec![None; configs];
-    let mut judged = spec.exp.schedule.keep_going;
+    let mut firsts = FirstTrials::new(spec.exp.configs.len(), spec.exp.schedule.keep_going);
     let total = to_run.len();
     for (n, &trial) in to_run.iter().enumerate() {
         if cancel.load(Ordering::SeqCst) {
@@ -111,14 +114,7 @@ pub fn execute(
             break;
         }
         let config = &spec.exp.configs[trial.config].name;
-        emit(
-            reporters,
-            &RunEvent::TrialStarted {
-                run_id: spec.run_id,
-                trial,
-                config,
-            },
-        )?;
+        emit(reporters, &RunEvent::TrialStarted { run_id, trial, config })?;
         let Some(record) = run_trial(spec, trial, services, cancel, &mut cache, reporters)? else {
             summary.outcome = Outcome::Interrupted;
             break;
@@ -127,66 +123,98 @@ pub fn execute(
         if !record.ok {
             summary.failed += 1;
         }
-        emit(
-            reporters,
-            &RunEvent::TrialFinished {
-                run_id: spec.run_id,
-                trial: &record,
-            },
-        )?;
+        emit(reporters, &RunEvent::TrialFinished { run_id, trial: &record })?;
         // A measured block is complete when the next trial to run belongs to another one.
         let block_done = !trial.warmup && to_run.get(n + 1).is_none_or(|next| next.block != trial.block);
         if judge.is_some() {
             ran.push(record.clone());
         }
         if let (true, Some(j)) = (block_done, judge.as_deref_mut()) {
-            let judged_block = j.after_block(trial.block, &ran);
-            if let Some(look) = &judged_block.look {
-                emit(
-                    reporters,
-                    &RunEvent::Look {
-                        run_id: spec.run_id,
-                        blocks: judged_block.blocks,
-                        summary: look,
-                    },
-                )?;
-            }
-            if let Some(reason) = judged_block.stop {
-                emit(
-                    reporters,
-                    &RunEvent::EndedEarly {
-                        run_id: spec.run_id,
-                        blocks: judged_block.blocks,
-                        reason: &reason,
-                    },
-                )?;
-                summary.ended_early = Some((judged_block.blocks, reason));
+            if let Some(ended) = look(j, trial.block, &ran, run_id, reporters)? {
+                summary.ended_early = Some(ended);
                 break;
             }
         }
-        if !judged {
-            if let Some(slot) = firsts.get_mut(trial.config) {
-                slot.get_or_insert(record);
-            }
-            if firsts.iter().all(Option::is_some) {
-                judged = true;
-                let seen: Vec<TrialRecord> = firsts.iter().flatten().cloned().collect();
-                if let Some(error) = crate::record::common_first_failure(&seen, configs).filter(|_| n + 1 < total) {
-                    summary.outcome = Outcome::Stopped;
-                    summary.stopped = Some(error);
-                    break;
-                }
-            }
+        if let Some(error) = firsts.common_failure(trial.config, record).filter(|_| n + 1 < total) {
+            summary.outcome = Outcome::Stopped;
+            summary.stopped = Some(error);
+            break;
         }
     }
     emit(
         reporters,
         &RunEvent::RunFinished {
-            run_id: spec.run_id,
+            run_id,
             status: summary.outcome.as_str(),
             trials_run: summary.ran,
             failed: summary.failed,
         },
     )?;
     Ok(summary)
+}
+
+/// A sequential run's look after measured block `block`; `Some((blocks, why))` ends the run.
+fn look(
+    judge: &mut dyn BlockJudge,
+    block: u32,
+    ran: &[TrialRecord],
+    run_id: &str,
+    reporters: &mut [&mut dyn Reporter],
+) -> Result<Option<(u32, String)>, ExecError> {
+    let judged = judge.after_block(block, ran);
+    if let Some(look) = &judged.look {
+        let blocks = judged.blocks;
+        emit(
+            reporters,
+            &RunEvent::Look {
+                run_id,
+                blocks,
+                summary: look,
+            },
+        )?;
+    }
+    let Some(reason) = judged.stop else { return Ok(None) };
+    emit(
+        reporters,
+        &RunEvent::EndedEarly {
+            run_id,
+            blocks: judged.blocks,
+            reason: &reason,
+        },
+    )?;
+    Ok(Some((judged.blocks, reason)))
+}
+
+/// Each config's first trial run here, until every config has had one: when all of them
+/// failed with the same error, repeating them would only measure the failure again.
+struct FirstTrials {
+    firsts: Vec<Option<TrialRecord>>,
+    /// Decided already (or `keep_going`): nothing more to look at.
+    judged: bool,
+}
+
+impl FirstTrials {
+    fn new(configs: usize, keep_going: bool) -> Self {
+        Self {
+            firsts: vec![None; configs],
+            judged: keep_going,
+        }
+    }
+
+    /// Takes the trial of `config` that just finished; once every config has its first, the
+    /// error they all failed with, if they did.
+    fn common_failure(&mut self, config: usize, record: TrialRecord) -> Option<String> {
+        if self.judged {
+            return None;
+        }
+        if let Some(slot) = self.firsts.get_mut(config) {
+            slot.get_or_insert(record);
+        }
+        if !self.firsts.iter().all(Option::is_some) {
+            return None;
+        }
+        self.judged = true;
+        let seen: Vec<TrialRecord> = self.firsts.iter().flatten().cloned().collect();
+        crate::record::common_first_failure(&seen, self.firsts.len())
+    }
 }

@@ -1,8 +1,10 @@
 //! The `load` stage (exec -> stage -> market): reads daily bars from the stock database.
 
-use super::{Inputs, ParamError, Stage, StageCtx, StageError};
+use super::params::params_from_table;
+use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
 use crate::market::{load_within, FetchStrategy, LoadParams};
+use crate::params::ParamError;
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -11,7 +13,7 @@ struct LoadStage {
 }
 
 pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: LoadParams = super::params_from_table(table)?;
+    let params: LoadParams = params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(LoadStage { params }))
 }

@@ -1,8 +1,10 @@
 //! The model stages (exec -> stage -> tensor): `train` fits an MLP on the windows, `validate`
 //! scores it on the validation windows against naive baselines.
 
-use super::{Inputs, ParamError, Stage, StageCtx, StageError};
+use super::params::params_from_table;
+use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
+use crate::params::ParamError;
 use crate::tensor::{train, validate, TrainParams, ValidateParams};
 use std::sync::Arc;
 
@@ -12,7 +14,7 @@ struct TrainStage {
 }
 
 pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: TrainParams = super::params_from_table(table)?;
+    let params: TrainParams = params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(TrainStage { params }))
 }
@@ -42,7 +44,7 @@ struct ValidateStage {
 }
 
 pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: ValidateParams = super::params_from_table(table)?;
+    let params: ValidateParams = params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(ValidateStage { params }))
 }
@@ -69,9 +71,8 @@ impl Stage for ValidateStage {
 /// table the width is unknown and the check waits for `train` itself, which repeats it on the
 /// real windows before allocating.
 pub(crate) fn check_train_memory(train: &toml::Table, normalize: Option<&toml::Table>) -> Result<(), ParamError> {
-    let params: TrainParams = super::params_from_table(train)?;
-    let Some(norm) = normalize.and_then(|t| super::params_from_table::<crate::features::NormalizeParams>(t).ok())
-    else {
+    let params: TrainParams = params_from_table(train)?;
+    let Some(norm) = normalize.and_then(|t| params_from_table::<crate::features::NormalizeParams>(t).ok()) else {
         return Ok(());
     };
     let Ok(features) = norm.feature_list() else {

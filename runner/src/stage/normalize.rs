@@ -1,8 +1,10 @@
 //! The `normalize` stage (exec -> stage -> features): bars -> leakage-free, windowed features.
 
-use super::{Inputs, ParamError, Stage, StageCtx, StageError};
+use super::params::params_from_table;
+use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
 use crate::features::{build_windows, NormalizeParams};
+use crate::params::ParamError;
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -11,7 +13,7 @@ struct NormalizeStage {
 }
 
 pub(super) fn build_normalize(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: NormalizeParams = super::params_from_table(table)?;
+    let params: NormalizeParams = params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(NormalizeStage { params }))
 }

@@ -1,7 +1,7 @@
 //! Turning a stage's parameter table into its typed parameter struct (validate -> stage),
 //! with the failing key named so the validator can point at it in the manifest.
 
-use super::ParamError;
+use crate::params::ParamError;
 use serde::de::{self, DeserializeOwned, Visitor};
 use std::sync::{Mutex, OnceLock};
 

@@ -1,8 +1,10 @@
 //! The `transfer` stage (exec -> stage -> transfer): host <-> device copy bandwidth per size
 //! and mode. The measuring itself lives in `crate::transfer`.
 
-use super::{Inputs, ParamError, Stage, StageCtx, StageError};
+use super::params::params_from_table;
+use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
+use crate::params::ParamError;
 use crate::transfer::{run_transfer, TransferParams};
 use std::sync::Arc;
 
@@ -12,7 +14,7 @@ struct TransferStage {
 }
 
 pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: TransferParams = super::params_from_table(table)?;
+    let params: TransferParams = params_from_table(table)?;
     params.check()?;
     Ok(Arc::new(TransferStage { params }))
 }

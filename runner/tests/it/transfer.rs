@@ -75,15 +75,22 @@ fn reuse_allocates_its_buffers_once_and_per_copy_allocates_every_copy() {
             big_allocations(|| cpu_copy_samples(size, mode(Allocation::Reuse), iterations, warmup, &cancel).unwrap());
         let (per_copy_allocs, per_copy) =
             big_allocations(|| cpu_copy_samples(size, mode(Allocation::PerCopy), iterations, warmup, &cancel).unwrap());
-        assert_eq!(reuse.seconds.len(), iterations as usize);
-        assert_eq!(per_copy.seconds.len(), iterations as usize);
+        // Sampling may stop before `iterations` once its time budget is spent (a busy
+        // machine), never before it has a few samples.
+        for samples in [&reuse.seconds, &per_copy.seconds] {
+            assert!(
+                (3..=iterations as usize).contains(&samples.len()),
+                "size {size}: {} samples",
+                samples.len()
+            );
+        }
         assert_eq!(
             reuse_allocs, 2,
             "size {size}: reuse allocates source and destination once"
         );
         // The source once, then at least one destination per copy: the sizing copy, one
         // batch per warm-up, one batch per sample (a batch holds one copy or more).
-        let copies_at_least = 1 + u64::from(warmup + iterations);
+        let copies_at_least = 1 + u64::from(warmup) + per_copy.seconds.len() as u64;
         assert!(
             per_copy_allocs > copies_at_least,
             "size {size}: per_copy made {per_copy_allocs} large allocations for at least {copies_at_least} copies"

@@ -13,8 +13,10 @@ use process::{kill_tree, stage_token, wait_with_rusage, watch, GuardedStage, Kil
 
 pub use output::{each_line, parse_metric_line, MetricLine, MAX_LINE};
 
-use super::{Inputs, ParamError, Stage, StageCtx, StageError};
+use super::params::params_from_table;
+use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
+use crate::params::ParamError;
 use indexmap::IndexMap;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Deserialize;
@@ -96,7 +98,7 @@ struct CommandStage {
 }
 
 pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: CommandParams = super::params_from_table(table)?;
+    let params: CommandParams = params_from_table(table)?;
     if params.argv.is_empty() || params.argv[0].trim().is_empty() {
         return Err(ParamError {
             field: "argv".into(),
@@ -217,7 +219,12 @@ struct Rendered {
 
 impl CommandStage {
     /// Renders argv, env and cwd; on failure names the parameter that failed.
-    fn render_all(&self, trial: &super::TrialInfo, seed: u64, stage: &str) -> (&'static str, Result<Rendered, String>) {
+    fn render_all(
+        &self,
+        trial: &super::runnable::TrialInfo,
+        seed: u64,
+        stage: &str,
+    ) -> (&'static str, Result<Rendered, String>) {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         let mut ctx = serde_json::Map::new();
