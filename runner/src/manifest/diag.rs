@@ -253,3 +253,12 @@ impl std::fmt::Display for ManifestErrors {
 }
 
 impl std::error::Error for ManifestErrors {}
+
+/// Errors sorted by where they are in the file (unlocated ones first), each reported once.
+pub(in crate::manifest) fn in_file_order(mut errors: Vec<ManifestError>) -> Vec<ManifestError> {
+    // A set, not a list: a file of 40,000 mistakes must not take 40,000^2 comparisons.
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|e| seen.insert((e.message.clone(), e.span.as_ref().map(|s| (s.start, s.end)))));
+    errors.sort_by_key(|e| e.span.as_ref().map(|s| (s.start, s.end)));
+    errors
+}

@@ -2,9 +2,9 @@
 //! declared data cannot be prepared) in the manifest, so they read like every other manifest
 //! error: `file:line:col`, the line, a caret, a hint.
 
+use super::diag::in_file_order;
 use super::diag::{ManifestError, ManifestErrors};
 use super::spans::{Seg, SpanIndex};
-use super::validate::in_file_order;
 use super::Experiment;
 use std::ops::Range;
 

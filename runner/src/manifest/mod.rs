@@ -1,9 +1,7 @@
 //! Experiment manifests: TOML text -> raw serde structs -> a validated [`Experiment`]
 //! (the first step of the data flow; nothing runs before this succeeds).
 
-mod checks;
 mod dag;
-mod data;
 mod diag;
 mod located;
 mod raw;
@@ -13,7 +11,6 @@ mod sources;
 mod spans;
 mod validate;
 
-pub use checks::check_stock_backend;
 pub use dag::topo_order;
 pub use diag::{ManifestError, ManifestErrors};
 pub use located::{located, param_span, span_of};
@@ -21,6 +18,7 @@ pub use raw::Order;
 pub use revisions::{same_code_twice, short_commit, with_revisions, Resolved, Revision, WORKTREE};
 pub use schema::{manifest_schema, manifest_schema_text};
 pub use sources::{find_quote, sources_dir, SourceError};
+pub use validate::check_stock_backend;
 pub use validate::{parse_file, parse_str};
 
 use crate::stage::Stage;

@@ -4,8 +4,6 @@
 //! Only the manifest is looked at here; resolving a revision to a commit, checking it out and
 //! building it happen in `crate::gitrev`, before any trial runs.
 
-use super::diag::ManifestError;
-use super::validate::Validator;
 use super::{Config, Experiment};
 use std::path::PathBuf;
 
@@ -268,7 +266,7 @@ pub fn same_code_twice(exp: &Experiment) -> Option<(String, String, String)> {
                         && x.stages
                             .iter()
                             .zip(&y.stages)
-                            .all(|(p, q)| super::checks::same_table(&p.params, &q.params))
+                            .all(|(p, q)| same_table(&p.params, &q.params))
                 });
             if same {
                 let commit = ca.first().and_then(|c| code(c)).map(|(c, _)| c).unwrap_or_default();
@@ -279,59 +277,18 @@ pub fn same_code_twice(exp: &Experiment) -> Option<(String, String, String)> {
     None
 }
 
-impl Validator {
-    /// The revision a variant table names with `git` (and `build`), checked and located.
-    pub(super) fn revision(&mut self, variant: &str, table: &toml::Table) -> Option<Revision> {
-        let string = |this: &mut Self, key: &str| -> Option<String> {
-            match table.get(key)? {
-                toml::Value::String(s) => Some(s.clone()),
-                other => {
-                    let span = this.value_span(&["variants", variant, key]);
-                    this.err(
-                        ManifestError::new(format!("`{key}` must be a string, found {}", other.type_str()), span).hint(
-                            if key == "git" {
-                                "name a revision in quotes, e.g. git = \"main\""
-                            } else {
-                                "write the command in quotes, e.g. build = \"cargo build --release\""
-                            },
-                        ),
-                    );
-                    None
-                }
-            }
-        };
-        let rev = string(self, "git");
-        let build = string(self, "build");
-        if let Some((message, hint)) = rev.as_deref().and_then(check_rev) {
-            let span = self.value_span(&["variants", variant, "git"]);
-            self.err(ManifestError::new(message, span).label("not a revision").hint(hint));
-            return None;
-        }
-        if let Some(b) = &build {
-            let span = self.value_span(&["variants", variant, "build"]);
-            if b.trim().is_empty() {
-                self.err(
-                    ManifestError::new("`build` is empty", span)
-                        .hint("give the command that builds the revision, or remove `build`"),
-                );
-            } else if rev.is_none() && !table.contains_key("git") {
-                self.err(
-                    ManifestError::new(
-                        format!("variant `{variant}` has `build` but no `git`: there is no checkout to build"),
-                        span,
-                    )
-                    .label("needs `git`")
-                    .hint(format!(
-                        "name the revision it builds, e.g. git = \"HEAD\" (or \"{WORKTREE}\" for the working tree)"
-                    )),
-                );
-            }
-        }
-        Some(Revision {
-            rev: rev?,
-            build: build.filter(|b| !b.trim().is_empty()),
-            resolved: None,
-        })
+/// Parameter tables equal as a stage reads them: `5` and `5.0` are one number.
+pub(super) fn same_table(a: &toml::Table, b: &toml::Table) -> bool {
+    a.len() == b.len() && a.iter().all(|(k, x)| b.get(k).is_some_and(|y| same_value(x, y)))
+}
+
+fn same_value(a: &toml::Value, b: &toml::Value) -> bool {
+    use toml::Value as V;
+    match (a, b) {
+        (V::Integer(i), V::Float(f)) | (V::Float(f), V::Integer(i)) => *i as f64 == *f,
+        (V::Array(x), V::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y)),
+        (V::Table(x), V::Table(y)) => same_table(x, y),
+        _ => a == b,
     }
 }
 

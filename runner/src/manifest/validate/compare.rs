@@ -14,10 +14,7 @@ impl Validator {
         if parts.len() > 1 {
             // A sum: every part a metric, all in one unit (`features.seconds + train.h2d_seconds`).
             let known = parts.iter().all(|p| self.metric_ref(p, at, stages));
-            let units: std::collections::BTreeSet<&str> = parts
-                .iter()
-                .filter_map(|p| crate::manifest::checks::metric_unit(p, stages))
-                .collect();
+            let units: std::collections::BTreeSet<&str> = parts.iter().filter_map(|p| metric_unit(p, stages)).collect();
             if known && units.len() > 1 {
                 let span = self.value_span(at);
                 self.err(
@@ -363,11 +360,31 @@ pub(super) fn check_tolerance(s: &str) -> Result<(), (String, Option<String>)> {
     })
 }
 
-pub(in crate::manifest) fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
+pub(super) fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
     crate::stats::Claim::parse(s).map(|_| ()).map_err(|e| {
         (
             format!("claimed speedup `{s}`: {}", e.message),
             Some(e.hint.to_string()),
         )
     })
+}
+
+/// The unit of a metric as far as the manifest tells: `s` for stage and trial wall times, the
+/// catalog's unit for a built-in stage's metric; `None` for what a command prints.
+pub(super) fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static str> {
+    let parts = crate::metrics::summed(metric);
+    if parts.len() > 1 {
+        // A sum has its parts' unit when they share one.
+        let units: Vec<Option<&'static str>> = parts.iter().map(|p| metric_unit(p, stages)).collect();
+        return units[0].filter(|u| units.iter().all(|v| *v == Some(*u)));
+    }
+    let (stage, name) = metric.split_once('.')?;
+    if stage == "trial" {
+        return (name == "seconds").then_some("s");
+    }
+    let def = stages.iter().find(|s| s.name == stage)?;
+    match crate::stage::catalog::find(&def.kind, name) {
+        Some(decl) => Some(decl.unit),
+        None => (name == "seconds").then_some("s"),
+    }
 }

@@ -4,18 +4,21 @@
 //! built (their parameters checked) so that nothing fails at run time for a reason the
 //! manifest already showed.
 
+mod checks;
 mod compare;
 mod configs;
+mod data;
+mod revision;
 mod schedule;
 mod stages;
 mod variants;
 
-pub(super) use compare::check_claim;
+pub use checks::check_stock_backend;
 use stages::strip_stage_keys;
 use variants::flatten;
 pub(super) use variants::set_path;
 
-use super::diag::{ManifestError, ManifestErrors};
+use super::diag::{in_file_order, ManifestError, ManifestErrors};
 use super::raw::RawManifest;
 use super::spans::{Located, Seg, SpanIndex};
 use super::{Experiment, SweepAxis};
@@ -160,15 +163,6 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
         Some(exp) if v.errors.is_empty() => Ok(exp),
         _ => Err(fail(v.errors)),
     }
-}
-
-/// Errors sorted by where they are in the file (unlocated ones first), each reported once.
-pub(super) fn in_file_order(mut errors: Vec<ManifestError>) -> Vec<ManifestError> {
-    // A set, not a list: a file of 40,000 mistakes must not take 40,000^2 comparisons.
-    let mut seen = std::collections::HashSet::new();
-    errors.retain(|e| seen.insert((e.message.clone(), e.span.as_ref().map(|s| (s.start, s.end)))));
-    errors.sort_by_key(|e| e.span.as_ref().map(|s| (s.start, s.end)));
-    errors
 }
 
 fn serde_error(message: &str, span: Option<Range<usize>>) -> ManifestError {

@@ -220,7 +220,8 @@ fn resolve(
             base.extend(rest.iter().cloned());
             Some(base)
         }
-        _ if is_mod_rs && children.contains(first) => {
+        // A lone name is a value or a type here, not a module (a local `data` is no `data::`).
+        _ if is_mod_rs && written.len() > 1 && children.contains(first) => {
             let mut out = module.clone();
             out.extend(written.iter().cloned());
             Some(out)

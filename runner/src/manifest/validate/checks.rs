@@ -2,12 +2,16 @@
 //! that would measure nothing, designs that can never reach a verdict, and stage options the
 //! stock database cannot do. Each is located in the file like every other manifest error.
 
-use super::diag::{ManifestError, ManifestErrors};
-use super::raw::{RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource};
-use super::spans::{Seg, SpanIndex};
-use super::validate::{in_file_order, Override, Validator};
-use super::{ClaimDef, Config, Experiment, StageDef};
+use super::compare::{check_claim, metric_unit};
+use super::{Override, Validator};
 use crate::hint::did_you_mean;
+use crate::manifest::diag::{in_file_order, ManifestError, ManifestErrors};
+use crate::manifest::raw::{
+    RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource,
+};
+use crate::manifest::revisions::same_table;
+use crate::manifest::spans::{Seg, SpanIndex};
+use crate::manifest::{ClaimDef, Config, Experiment, StageDef};
 use std::ops::Range;
 use std::path::Path;
 
@@ -111,7 +115,7 @@ impl Validator {
                     ),
                 },
             }
-        } else if let Err((msg, hint)) = super::validate::check_claim(speedup) {
+        } else if let Err((msg, hint)) = check_claim(speedup) {
             let span = self.value_span(&["compare", "claims", idx, "speedup"]);
             self.err(ManifestError::new(msg, span).maybe_hint(hint));
         } else if let Some(msg) = impossible_cut(speedup, time_cost) {
@@ -146,8 +150,8 @@ impl Validator {
                 ManifestError::new(format!("claim source document `{document}` is not a valid name"), span)
                     .hint("name the file sources/<document>.md with 1-64 letters, digits, `_` or `-`"),
             );
-        } else if let Err(e) = super::sources::find_quote(dir, document, section, quote) {
-            use super::sources::SourceError;
+        } else if let Err(e) = crate::manifest::sources::find_quote(dir, document, section, quote) {
+            use crate::manifest::sources::SourceError;
             let (at, label) = match &e {
                 SourceError::NoDocument { .. } | SourceError::Unreadable { .. } => ("document", "no such source"),
                 SourceError::NoSection { .. } => ("section", "no such section"),
@@ -416,21 +420,6 @@ impl Validator {
     }
 }
 
-/// Parameter tables equal as a stage reads them: `5` and `5.0` are one number.
-pub(super) fn same_table(a: &toml::Table, b: &toml::Table) -> bool {
-    a.len() == b.len() && a.iter().all(|(k, x)| b.get(k).is_some_and(|y| same_value(x, y)))
-}
-
-fn same_value(a: &toml::Value, b: &toml::Value) -> bool {
-    use toml::Value as V;
-    match (a, b) {
-        (V::Integer(i), V::Float(f)) | (V::Float(f), V::Integer(i)) => *i as f64 == *f,
-        (V::Array(x), V::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y)),
-        (V::Table(x), V::Table(y)) => same_table(x, y),
-        _ => a == b,
-    }
-}
-
 /// One stage option the stock database cannot do: (stage, where it is set, why, parameter,
 /// the configs it is in).
 type Needing<'a> = (usize, Option<Range<usize>>, &'static str, &'static str, Vec<&'a str>);
@@ -508,26 +497,6 @@ pub fn check_stock_backend(exp: &Experiment, stock_is_postgres: bool) -> Result<
         text: exp.text.clone(),
         errors: in_file_order(errors),
     })
-}
-
-/// The unit of a metric as far as the manifest tells: `s` for stage and trial wall times, the
-/// catalog's unit for a built-in stage's metric; `None` for what a command prints.
-pub(super) fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static str> {
-    let parts = crate::metrics::summed(metric);
-    if parts.len() > 1 {
-        // A sum has its parts' unit when they share one.
-        let units: Vec<Option<&'static str>> = parts.iter().map(|p| metric_unit(p, stages)).collect();
-        return units[0].filter(|u| units.iter().all(|v| *v == Some(*u)));
-    }
-    let (stage, name) = metric.split_once('.')?;
-    if stage == "trial" {
-        return (name == "seconds").then_some("s");
-    }
-    let def = stages.iter().find(|s| s.name == stage)?;
-    match crate::stage::catalog::find(&def.kind, name) {
-        Some(decl) => Some(decl.unit),
-        None => (name == "seconds").then_some("s"),
-    }
 }
 
 /// Why a percentage claim on a time cannot hold: a time that falls by 100% or more is zero or

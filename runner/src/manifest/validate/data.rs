@@ -11,9 +11,9 @@
 //! smaller market; every key is checked either way, and every mistake is located at the key
 //! that holds it (the `[smoke]` line when a smoke override set it).
 
-use super::diag::ManifestError;
-use super::validate::{set_path, Override, Validator};
+use super::{set_path, Override, Validator};
 use crate::hint::did_you_mean;
+use crate::manifest::diag::ManifestError;
 use crate::market::{catalog, DataSpec, ImportDecl, ImportOptions, Layout, Requirement, SynthDecl, SynthOptions};
 use chrono::NaiveDate;
 use clap::ValueEnum;
