@@ -181,7 +181,9 @@ pub fn build_report(run: &RunData) -> Report {
 
     let records = comparison_records(run, &p, &guards);
 
-    let results = run
+    // Each config's median and its interval are computed here, once: the sweep tables and the
+    // charts read them from these rows.
+    let results: Vec<ResultRow> = run
         .configs
         .iter()
         .enumerate()
@@ -218,6 +220,7 @@ pub fn build_report(run: &RunData) -> Report {
         })
         .collect();
 
+    let sweeps = sweep_tables(run, &unit, &results);
     let (stage_columns, stages) = stage_table(run);
     let (claims, claim_notes) = claim_rows(run, &plan, &settings);
     let mut notes = run.notes.clone();
@@ -260,7 +263,7 @@ pub fn build_report(run: &RunData) -> Report {
         claims,
         stage_columns,
         stages,
-        sweeps: sweep_tables(run, &unit),
+        sweeps,
         sweep_neighbours: super::neighbours::neighbour_table(run, &unit),
         bandwidth_by_size: super::by_size::size_comparisons(
             run,

@@ -232,7 +232,7 @@ pub fn write_report(run: &RunData, out_dir: &Path, templates_dir: Option<&Path>)
     })?;
     let report = build_report(run);
     let mut chart_paths = Vec::new();
-    for (file, svg) in charts::render_charts(run)? {
+    for (file, svg) in charts::render_charts(run, &report)? {
         let path = out_dir.join(&file);
         write_file(&path, svg.as_bytes())?;
         chart_paths.push(path);

@@ -1,12 +1,10 @@
 //! Report tables (run data + stats -> typed guard, claim, stage, sweep, failed-trial rows).
 
 use super::model::{
-    finite, ClaimRow, ClaimedValue, FailedTrialRow, GuardRow, StageRow, SweepCell, SweepRow, SweepTable,
+    finite, ClaimRow, ClaimedValue, FailedTrialRow, GuardRow, ResultRow, StageRow, SweepCell, SweepRow, SweepTable,
 };
 use super::prose::{no_comparison_reason, Style};
-use super::samples::{
-    compare_configs, direction_of, metric_samples, settings_of, sweep_axis, sweep_label, trial_value,
-};
+use super::samples::{compare_configs, direction_of, metric_samples, sweep_axis, sweep_label, trial_value};
 use super::{ConfigData, RunData};
 use crate::stats::{
     assess, assess_value, bootstrap_median_ci, guard, guard_paired, median, ClaimUnit, ClaimVerdict, Direction,
@@ -83,7 +81,9 @@ pub(crate) fn stage_table(run: &RunData) -> (Vec<String>, Vec<StageRow>) {
     (columns, rows)
 }
 
-pub(crate) fn sweep_tables(run: &RunData, unit: &str) -> Vec<SweepTable> {
+/// The sweep table of the primary metric: each config's median and its interval, read from its
+/// row of `results` (one per config, in plan order).
+pub(crate) fn sweep_tables(run: &RunData, unit: &str, results: &[ResultRow]) -> Vec<SweepTable> {
     if run.configs.iter().all(|c| c.sweep.is_empty()) {
         return Vec::new();
     }
@@ -98,7 +98,6 @@ pub(crate) fn sweep_tables(run: &RunData, unit: &str) -> Vec<SweepTable> {
             points.push(p);
         }
     }
-    let settings = settings_of(run);
     let rows = points
         .iter()
         .map(|point| SweepRow {
@@ -106,14 +105,13 @@ pub(crate) fn sweep_tables(run: &RunData, unit: &str) -> Vec<SweepTable> {
             cells: variants
                 .iter()
                 .map(|v| {
-                    let c = run
+                    let i = run
                         .configs
                         .iter()
-                        .find(|c| &c.variant == v && &sweep_label(c) == point)?;
-                    let s = metric_samples(c, &run.compare.primary);
+                        .position(|c| &c.variant == v && &sweep_label(c) == point)?;
                     Some(SweepCell {
-                        median: finite(median(&s.values)),
-                        median_ci: bootstrap_median_ci(&s.values, settings.resamples, settings.seed),
+                        median: results[i].median,
+                        median_ci: results[i].median_ci,
                     })
                 })
                 .collect(),

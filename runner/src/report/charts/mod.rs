@@ -12,12 +12,12 @@ use std::error::Error;
 use plotters::prelude::*;
 
 use super::bandwidth::bandwidth_stages;
-use super::model::ChartRef;
-use super::samples::{metric_samples, settings_of};
+use super::model::{ChartRef, Interval, Report, ResultRow};
+use super::samples::metric_samples;
 use super::scaling::AxisKind;
 use super::{ReportError, RunData};
 use crate::paths::file_safe;
-use crate::stats::{bootstrap_median_ci, median};
+use crate::stats::median;
 
 type DrawResult<T> = Result<T, Box<dyn Error>>;
 
@@ -189,19 +189,22 @@ pub(crate) fn chart_refs(run: &RunData) -> Vec<ChartRef> {
         .collect()
 }
 
-/// Renders every chart of the run as `(file name, SVG text)`.
-pub(crate) fn render_charts(run: &RunData) -> Result<Vec<(String, String)>, ReportError> {
+/// Renders every chart of the run as `(file name, SVG text)`; `report` is the run's model, whose
+/// medians, intervals and scaling fits the charts draw.
+pub(crate) fn render_charts(run: &RunData, report: &Report) -> Result<Vec<(String, String)>, ReportError> {
     chart_plan(run)
         .into_iter()
         .map(|spec| {
             let drawn = match &spec.kind {
                 ChartKind::StageBreakdown => stage_breakdown(run, &spec.title),
-                ChartKind::Distribution => distribution(run, &spec.title),
+                ChartKind::Distribution => distribution(run, &report.results, &spec.title),
                 ChartKind::Run => run::run_chart(run, &spec.title),
-                ChartKind::Sweep => series::sweep(run, &spec.title),
+                ChartKind::Sweep => series::sweep(run, &report.results, &spec.title),
                 ChartKind::Loss { stage, metric } => series::loss(run, &spec.title, stage, metric),
                 ChartKind::Bandwidth { stage } => series::bandwidth(run, &spec.title, stage),
-                ChartKind::Scaling { axis, parameter } => scaling::chart(run, &spec.title, *axis, parameter),
+                ChartKind::Scaling { axis, parameter } => {
+                    scaling::chart(report.scaling.as_ref(), &spec.title, *axis, parameter)
+                }
             };
             drawn
                 .map(|svg| (spec.file.clone(), svg))
@@ -414,21 +417,15 @@ pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 /// of the jittered dots (within 18 px of the centre) and of the median line (24 px).
 const CI_DX: i32 = 32;
 
-fn distribution(run: &RunData, title: &str) -> DrawResult<String> {
+/// The distribution chart: every trial's value per config, beside its median and the
+/// percentile-bootstrap 95% CI of the median from its row of `results` (one per config).
+fn distribution(run: &RunData, results: &[ResultRow], title: &str) -> DrawResult<String> {
     let primary = &run.compare.primary;
-    let settings = settings_of(run);
     let samples: Vec<_> = run.configs.iter().map(|c| metric_samples(c, primary)).collect();
     let unit = samples.iter().find_map(|s| s.unit.clone()).unwrap_or_default();
     let names: Vec<String> = run.configs.iter().map(|c| c.name.clone()).collect();
-    // Per config: the median and the percentile-bootstrap 95% CI of the median, as in the
-    // results table.
-    let medians: Vec<(f64, Option<(f64, f64)>)> = samples
-        .iter()
-        .map(|s| {
-            let ci = bootstrap_median_ci(&s.values, settings.resamples, settings.seed);
-            (median(&s.values), ci)
-        })
-        .collect();
+    // Per config: the median (`None` where not finite) and its interval, as in the results table.
+    let medians: Vec<(Option<f64>, Option<Interval>)> = results.iter().map(|r| (r.median, r.median_ci)).collect();
     let (y0, y1) = padded_range(
         samples
             .iter()
@@ -475,7 +472,7 @@ fn distribution(run: &RunData, title: &str) -> DrawResult<String> {
                 dots.label("one trial")
                     .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.mix(0.7).filled()));
             }
-            if let (Some((lo, hi)), true) = (ci, m.is_finite()) {
+            if let (Some((lo, hi)), Some(m)) = (ci, m) {
                 // Beside the dots, not over them: a vertical bar with end caps, in pixels
                 // relative to the median.
                 let (_, y_m) = chart.backend_coord(&(at(), *m));
@@ -494,7 +491,7 @@ fn distribution(run: &RunData, title: &str) -> DrawResult<String> {
                         .legend(|(x, y)| PathElement::new(vec![(x + 8, y - 7), (x + 8, y + 7)], BLACK.stroke_width(2)));
                 }
             }
-            if m.is_finite() {
+            if let Some(m) = m {
                 let line = chart.draw_series(std::iter::once(
                     EmptyElement::at((at(), *m)) + PathElement::new(vec![(-24, 0), (24, 0)], BLACK.stroke_width(3)),
                 ))?;

@@ -6,12 +6,12 @@ use plotters::prelude::*;
 
 use super::{caption_size, color, DrawResult, FONT};
 use crate::report::format;
-use crate::report::scaling::{scaling, AxisKind, SizeAxis, ThreadAxis};
-use crate::report::RunData;
+use crate::report::scaling::{AxisKind, Scaling, SizeAxis, ThreadAxis};
 use crate::stats::{amdahl_fit, power_fit};
 
-pub(super) fn chart(run: &RunData, title: &str, axis: AxisKind, parameter: &str) -> DrawResult<String> {
-    let s = scaling(run).ok_or("the run varies no thread count or problem size")?;
+/// The scaling chart of `parameter`, drawn from the report's Scaling section.
+pub(super) fn chart(scaling: Option<&Scaling>, title: &str, axis: AxisKind, parameter: &str) -> DrawResult<String> {
+    let s = scaling.ok_or("the run varies no thread count or problem size")?;
     let missing = || format!("{parameter} has no scaling curve");
     match axis {
         AxisKind::Threads => efficiency(

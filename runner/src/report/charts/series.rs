@@ -12,13 +12,14 @@ use super::{
 };
 use crate::report::bandwidth::{bandwidth_stages, UNIT};
 use crate::report::format;
-use crate::report::samples::{metric_samples, settings_of, sweep_axis, sweep_label};
+use crate::report::model::ResultRow;
+use crate::report::samples::{metric_samples, sweep_axis, sweep_label};
 use crate::report::RunData;
-use crate::stats::{bootstrap_median_ci, median};
 
-pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
+/// The sweep chart: each variant's median and its interval at every sweep point, read from the
+/// configs' rows of `results` (one per config, in plan order).
+pub(super) fn sweep(run: &RunData, results: &[ResultRow], title: &str) -> DrawResult<String> {
     let primary = &run.compare.primary;
-    let settings = settings_of(run);
     let mut points: Vec<String> = Vec::new();
     let mut variants: Vec<String> = Vec::new();
     for c in &run.configs {
@@ -36,16 +37,17 @@ pub(super) fn sweep(run: &RunData, title: &str) -> DrawResult<String> {
         .map(|v| {
             run.configs
                 .iter()
-                .filter(|c| &c.variant == v)
-                .filter_map(|c| {
+                .zip(results)
+                .filter(|(c, _)| &c.variant == v)
+                .filter_map(|(c, r)| {
                     let s = metric_samples(c, primary);
                     if let Some(u) = &s.unit {
                         unit.clone_from(u);
                     }
-                    let m = median(&s.values);
-                    let (lo, hi) = bootstrap_median_ci(&s.values, settings.resamples, settings.seed).unwrap_or((m, m));
                     let p = points.iter().position(|p| *p == sweep_label(c))? as i32;
-                    m.is_finite().then_some((p, m, lo, hi))
+                    let m = r.median?;
+                    let (lo, hi) = r.median_ci.unwrap_or((m, m));
+                    Some((p, m, lo, hi))
                 })
                 .collect()
         })

@@ -3,11 +3,11 @@
 use quick_xml::events::Event;
 
 use super::{caption_size, integer_ticks, number_label, render_charts};
-use crate::report::build_history;
 use crate::report::tests::bandwidth::transfer_run;
 use crate::report::tests::scaling::{thread_sweep, variants_and_symbols};
 use crate::report::tests::{simple_run, sweep_run};
 use crate::report::RunData;
+use crate::report::{build_history, build_report};
 
 /// One `<text>` of a chart.
 #[derive(Debug, Clone)]
@@ -174,7 +174,7 @@ impl Chart {
 }
 
 fn charts_of(run: &RunData) -> Vec<(String, Chart)> {
-    render_charts(run)
+    render_charts(run, &build_report(run))
         .unwrap()
         .into_iter()
         .map(|(file, svg)| {
@@ -254,7 +254,7 @@ fn distribution_shows_every_trial_and_the_medians_ci_per_config() {
 #[test]
 fn distribution_bar_spans_the_bootstrap_ci_of_the_median() {
     let run = sweep_run();
-    let svg = render_charts(&run)
+    let svg = render_charts(&run, &build_report(&run))
         .unwrap()
         .into_iter()
         .find(|(f, _)| f == "primary_distribution.svg")
@@ -407,7 +407,7 @@ fn extreme_values_draw_promptly() {
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(render_charts(&run).map(|c| c.len()));
+        let _ = tx.send(render_charts(&run, &build_report(&run)).map(|c| c.len()));
     });
     let charts = rx
         .recv_timeout(std::time::Duration::from_secs(30))
