@@ -405,8 +405,6 @@ const FOLDERS_WITH_CIRCLES: &[&str] = &[
     "features",
     "manifest",
     "market",
-    "report",
-    "report::charts",
     "stage",
     "stats",
     "tensor",
