@@ -145,7 +145,7 @@ fn comparison_records(run: &RunData, p: &PrimaryComparisons, guards: &[GuardRow]
 pub fn questions(run: &RunData) -> Vec<crate::report::model::Question> {
     let p = primary_comparisons(run);
     let records = comparison_records(run, &p, &[]);
-    let (claims, _) = claim_rows(run, &p.plan, &settings_of(run));
+    let (claims, _) = claim_rows(run, &p.plan, &settings_of(run), None);
     super::sequential::questions(&records, &claims)
 }
 
@@ -181,8 +181,8 @@ pub fn build_report(run: &RunData) -> Report {
 
     let records = comparison_records(run, &p, &guards);
 
-    // Each config's median and its interval are computed here, once: the sweep tables and the
-    // charts read them from these rows.
+    // Each config's median and its interval are computed here, once: the sweep tables, value
+    // claims and scaling points on the primary metric, and the charts read them from these rows.
     let results: Vec<ResultRow> = run
         .configs
         .iter()
@@ -221,8 +221,9 @@ pub fn build_report(run: &RunData) -> Report {
         .collect();
 
     let sweeps = sweep_tables(run, &unit, &results);
+    let scaling = super::scaling::scaling(run, &results);
     let (stage_columns, stages) = stage_table(run);
-    let (claims, claim_notes) = claim_rows(run, &plan, &settings);
+    let (claims, claim_notes) = claim_rows(run, &plan, &settings, Some(&results));
     let mut notes = run.notes.clone();
     notes.extend(claim_notes);
     let stability = super::stability::stability_report(run);
@@ -275,7 +276,7 @@ pub fn build_report(run: &RunData) -> Report {
         ),
         bandwidth: bandwidth_tables(run, charts::bandwidth_file),
         other_metrics: other_metric_rows(run, &plan, &settings),
-        scaling: super::scaling::scaling(run),
+        scaling,
         failed_trials: failed_trials(run),
         environment: run.environment.clone(),
         data_hashes: run.data_hashes.clone(),

@@ -30,7 +30,8 @@ use serde_json::Value;
 use super::samples::{metric_samples, settings_of};
 use crate::paths::file_safe;
 use crate::report::model::{
-    finite, ConfigData, RunData, Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis, ThreadGroup, ThreadPoint,
+    finite, ConfigData, Interval, ResultRow, RunData, Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis, ThreadGroup,
+    ThreadPoint,
 };
 use crate::stats::{bootstrap_median_ci, cost_exponent, median, serial_fraction, speedup, CompareSettings};
 
@@ -302,7 +303,28 @@ pub(crate) fn chart_axes(run: &RunData) -> Vec<(AxisKind, String)> {
         .collect()
 }
 
-fn thread_group(group: &Group<'_>, path: &str, metric: &str, settings: &CompareSettings) -> ThreadGroup {
+/// The interval of config `c`'s median (over `values`): its results row's when `primary` holds
+/// the report's results rows (the scaling metric is the primary metric), computed once there;
+/// else bootstrapped here.
+fn median_ci(
+    c: &ConfigData,
+    values: &[f64],
+    primary: Option<&[ResultRow]>,
+    settings: &CompareSettings,
+) -> Option<Interval> {
+    match primary.and_then(|rows| rows.iter().find(|r| r.config == c.name)) {
+        Some(r) => r.median_ci,
+        None => bootstrap_median_ci(values, settings.resamples, settings.seed),
+    }
+}
+
+fn thread_group(
+    group: &Group<'_>,
+    path: &str,
+    metric: &str,
+    primary: Option<&[ResultRow]>,
+    settings: &CompareSettings,
+) -> ThreadGroup {
     let samples: Vec<(f64, Vec<f64>)> = group
         .iter()
         .map(|(c, p)| (*p, metric_samples(c, metric).values))
@@ -329,7 +351,7 @@ fn thread_group(group: &Group<'_>, path: &str, metric: &str, settings: &CompareS
                 threads: *p as u64,
                 n: v.len(),
                 median_seconds: finite(median(v)),
-                median_ci: bootstrap_median_ci(v, settings.resamples, settings.seed),
+                median_ci: median_ci(c, v, primary, settings),
                 speedup: s,
                 speedup_ci: ci,
                 efficiency: s.and_then(|s| finite(s * scale)),
@@ -349,7 +371,13 @@ fn thread_group(group: &Group<'_>, path: &str, metric: &str, settings: &CompareS
     }
 }
 
-fn size_group(group: &Group<'_>, path: &str, metric: &str, settings: &CompareSettings) -> SizeGroup {
+fn size_group(
+    group: &Group<'_>,
+    path: &str,
+    metric: &str,
+    primary: Option<&[ResultRow]>,
+    settings: &CompareSettings,
+) -> SizeGroup {
     let samples: Vec<(f64, Vec<f64>)> = group
         .iter()
         .map(|(c, s)| (*s, metric_samples(c, metric).values))
@@ -365,7 +393,7 @@ fn size_group(group: &Group<'_>, path: &str, metric: &str, settings: &CompareSet
                 size: *size,
                 n: v.len(),
                 median_seconds: finite(median(v)),
-                median_ci: bootstrap_median_ci(v, settings.resamples, settings.seed),
+                median_ci: median_ci(c, v, primary, settings),
             })
             .collect(),
         n_points: samples.iter().filter(|(_, v)| !v.is_empty()).count(),
@@ -375,13 +403,15 @@ fn size_group(group: &Group<'_>, path: &str, metric: &str, settings: &CompareSet
 }
 
 /// The Scaling section of `run`; `None` when no variant or sweep axis varies a thread count or
-/// a problem size.
-pub(crate) fn scaling(run: &RunData) -> Option<Scaling> {
+/// a problem size. `results` are the report's results rows (one per config): on the primary
+/// metric, the points' median intervals are theirs.
+pub(crate) fn scaling(run: &RunData, results: &[ResultRow]) -> Option<Scaling> {
     let axes = axes(run);
     if axes.is_empty() {
         return None;
     }
     let metric = timing_metric(run);
+    let primary = (metric == run.compare.primary).then_some(results);
     let settings = settings_of(run);
     let mut out = Scaling {
         metric,
@@ -417,7 +447,7 @@ pub(crate) fn scaling(run: &RunData) -> Option<Scaling> {
                 chart,
                 groups: groups
                     .iter()
-                    .map(|g| thread_group(g, &axis.path, &out.metric, &settings))
+                    .map(|g| thread_group(g, &axis.path, &out.metric, primary, &settings))
                     .collect(),
             }),
             AxisKind::Size => out.sizes.push(SizeAxis {
@@ -426,7 +456,7 @@ pub(crate) fn scaling(run: &RunData) -> Option<Scaling> {
                 chart,
                 groups: groups
                     .iter()
-                    .map(|g| size_group(g, &axis.path, &out.metric, &settings))
+                    .map(|g| size_group(g, &axis.path, &out.metric, primary, &settings))
                     .collect(),
             }),
         }

@@ -174,16 +174,22 @@ fn not_judged_at(run: &RunData, spec: &crate::runspec::ClaimSpec, cand: &ConfigD
 
 /// The row of a value claim (`value = "2ms..10ms"`) at config `cand`: judged on the interval
 /// of its median, unless the claim is not this experiment's or the run missed its conditions.
+/// On the primary metric the interval is the one in `cand`'s results row (`result`), when
+/// given: it is computed once, there.
 fn value_claim_row(
     run: &RunData,
     spec: &crate::runspec::ClaimSpec,
     cand: &ConfigData,
+    result: Option<&ResultRow>,
     settings: &crate::stats::CompareSettings,
     base: ClaimRow,
 ) -> ClaimRow {
     let s = metric_samples(cand, &spec.metric);
     let m = median(&s.values);
-    let ci = bootstrap_median_ci(&s.values, settings.resamples, settings.seed);
+    let ci = match result {
+        Some(r) if spec.metric == run.compare.primary => r.median_ci,
+        _ => bootstrap_median_ci(&s.values, settings.resamples, settings.seed),
+    };
     let mut e = assess_value(&spec.claim, m, ci, s.values.len(), run.compare.band);
     if let Some((verdict, why)) = not_judged_at(run, spec, cand) {
         e.verdict = verdict;
@@ -272,11 +278,14 @@ fn params_not_reproduced(
 /// A claim made at given parameter values (`requires.params`, e.g. 500 symbols) is judged only
 /// at the configs that have them; the variant's other sweep points get no row (their speedups
 /// are in the report's other tables) and one note says so. When no config has them, one row
-/// says the claim was not reproduced here.
+/// says the claim was not reproduced here. `results` are the report's results rows (one per
+/// config), whose median intervals value claims on the primary metric read; `None` where there
+/// are none yet (the questions a sequential run asks at a look).
 pub(crate) fn claim_rows(
     run: &RunData,
     plan: &[(usize, usize)],
     settings: &crate::stats::CompareSettings,
+    results: Option<&[ResultRow]>,
 ) -> (Vec<ClaimRow>, Vec<String>) {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
@@ -310,6 +319,7 @@ pub(crate) fn claim_rows(
                     run,
                     spec,
                     cand,
+                    results.map(|r| &r[i]),
                     settings,
                     row(cand.name.clone(), ClaimVerdict::Untestable, String::new()),
                 ));
