@@ -1,4 +1,6 @@
-//! Plain-English verdict sentences and cells (comparisons -> the words at the top of reports).
+//! Plain-English verdict sentences and cells (model comparisons -> the words at the top of
+//! reports). Both later layers use them: `build` writes the plain summaries into the model
+//! (`Report::summary`, a comparison's summary lines), `render` the Markdown ones and the cells.
 
 use super::format;
 use super::model::{ClaimRow, ComparisonRecord, GuardRow, Method, PAdjustment, RankTestKind, Report};
@@ -252,7 +254,7 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
         let mine: Vec<&GuardRow> = r
             .guards
             .iter()
-            .filter(|g| g.config == rec.config && g.against != super::quality::QUALITY_AGAINST)
+            .filter(|g| g.config == rec.config && g.against != super::model::QUALITY_AGAINST)
             .collect();
         lines.push(format!(
             "{}{}.",
@@ -414,7 +416,7 @@ pub(crate) fn method_sentence(m: &Method) -> String {
 }
 
 /// What a sequential run's looks did, for the method sentence.
-fn sequential_clause(s: &super::SequentialSummary) -> String {
+fn sequential_clause(s: &super::model::SequentialSummary) -> String {
     let looks = s.looks_taken.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     format!(
         " Sequential: blocks were added from {} up to {}{}, with looks after {looks} blocks ({} planned); alpha and \

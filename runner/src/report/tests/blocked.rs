@@ -101,10 +101,10 @@ fn markers(svg: &str, fill: &str) -> usize {
 #[test]
 fn the_run_chart_has_one_point_per_measured_trial() {
     let run = h200_run(true);
-    let charts = super::super::charts::render_charts(&run).unwrap();
+    let charts = super::super::render::charts::render_charts(&run, &super::super::build_report(&run)).unwrap();
     let (_, svg) = charts.iter().find(|(f, _)| f == "run_chart.svg").expect("a run chart");
     for (i, c) in run.configs.iter().enumerate() {
-        let fill = super::super::charts::palette_color(i);
+        let fill = super::super::render::charts::palette_color(i);
         assert_eq!(markers(svg, &fill), c.trials.len() + 1, "{} ({fill})", c.name);
     }
     assert!(svg.contains("trial, in the order it ran"), "x axis named");
@@ -120,7 +120,7 @@ fn a_decided_sequential_run_says_when_it_stopped() {
     assert_eq!(seq.looks_taken, vec![8, 12, 18, 20]);
     assert!(seq.confidence_at_look > 0.99 && seq.alpha_at_look < 0.001, "{seq:?}");
     // 20 blocks of an A/A run straddle the band: still open, and the plan allows more.
-    assert_eq!(seq.stop, super::super::sequential::StopKind::TimeBudget);
+    assert_eq!(seq.stop, super::super::model::StopKind::TimeBudget);
     assert!(
         seq.stop_sentence().contains("still open: same against baseline"),
         "{}",

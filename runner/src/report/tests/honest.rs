@@ -2,8 +2,8 @@
 //! needs.
 
 use crate::report::model::RankTestKind;
+use crate::report::render::view::view;
 use crate::report::tests::{base_run, config, simple_run, trials};
-use crate::report::view::view;
 use crate::report::*;
 
 /// The method sentence of a report on `run`.

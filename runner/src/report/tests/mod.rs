@@ -12,10 +12,12 @@ use std::collections::BTreeMap;
 
 use chrono::{TimeZone, Utc};
 
-use super::compare_view::compare_view;
-use super::view::view;
+use super::build::samples;
+use super::render::compare_view::CompareReport;
+use super::render::view::view;
 use super::*;
 use crate::metrics::Metric;
+use crate::runspec::CompareSpec;
 use crate::runspec::{ClaimSpec, GuardSpec};
 use crate::stats::{Claim, GuardVerdict, Tolerance, Verdict};
 use bandwidth::transfer_run;

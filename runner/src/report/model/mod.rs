@@ -1,0 +1,35 @@
+//! The typed report model (run data -> build -> **model** -> render): what `report.json` and the
+//! comparison's JSON hold, and what `render` formats; also the run data the store loads, which
+//! `build` reads. Types only: nothing here uses the rest of `report`.
+//!
+//! Values are data, never presentation. Numbers are JSON numbers in the metric's own unit,
+//! named in a `unit` field beside them or, where it never varies, in the field name
+//! (`_seconds`, `_bytes`). Ratios and speedups are plain factors (`1.31`), p-values plain
+//! probabilities, fractions plain fractions (`0.02` for 2%). Intervals are `[low, high]` 95%
+//! intervals; a `null` bound is not finite (an open-ended speedup). A value that could not be
+//! computed (no samples, no comparison) is `null`. Verdicts are snake_case words. No string the
+//! report writes carries Markdown; text the run recorded (descriptions, claims as written, error
+//! messages) is passed through verbatim. `schema_version` grows whenever a field is renamed,
+//! removed or retyped.
+
+mod compare;
+mod history;
+mod report;
+mod run;
+mod scaling;
+mod sections;
+
+pub use compare::*;
+pub use history::*;
+pub use report::*;
+pub use run::*;
+pub use scaling::*;
+pub use sections::*;
+
+/// An interval `(low, high)`.
+pub type Interval = (f64, f64);
+
+/// `Some(v)` for a finite value: the model holds no NaN or infinity outside intervals.
+pub(crate) fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}

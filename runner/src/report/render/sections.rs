@@ -1,0 +1,145 @@
+//! The Markdown views of the report's smaller sections (typed bandwidth-by-size comparisons,
+//! sweep neighbours and stability -> the strings `report.md.j2` prints).
+
+use serde::Serialize;
+
+use crate::report::build::stability::level_change;
+use crate::report::format;
+use crate::report::model::{NeighbourTable, SizeComparison, StabilityReport};
+use crate::report::prose::verdict_cell;
+
+/// The Markdown cells of one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeRowView {
+    pub size: String,
+    pub n: String,
+    pub speedup: String,
+    pub speedup_ci: String,
+    pub p: String,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeComparisonView {
+    pub stage: String,
+    pub metric: String,
+    pub config: String,
+    pub against: String,
+    pub rows: Vec<SizeRowView>,
+}
+
+pub(crate) fn size_comparison_view(t: &SizeComparison) -> SizeComparisonView {
+    SizeComparisonView {
+        stage: t.stage.clone(),
+        metric: t.metric.clone(),
+        config: t.config.clone(),
+        against: t.against.clone(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| SizeRowView {
+                size: format::size(r.size_bytes as f64),
+                n: format!("{} vs {}", r.n.0, r.n.1),
+                speedup: format::factor(r.speedup.unwrap_or(f64::NAN)),
+                speedup_ci: format::factor_interval(r.speedup_ci),
+                p: r.p.map_or_else(|| "—".to_owned(), format::p_value),
+                verdict: verdict_cell(r.verdict, None, false),
+            })
+            .collect(),
+    }
+}
+
+/// The Markdown cells of one row.
+#[derive(Debug, Clone, Serialize)]
+pub struct NeighbourRowView {
+    pub variant: String,
+    pub step: String,
+    pub speedup: String,
+    pub speedup_ci: String,
+    pub p: String,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NeighbourView {
+    pub axis: String,
+    pub metric: String,
+    /// Some rows' p-values are adjusted across the table.
+    pub adjusted: bool,
+    pub rows: Vec<NeighbourRowView>,
+}
+
+pub(crate) fn neighbour_view(t: &NeighbourTable) -> NeighbourView {
+    NeighbourView {
+        axis: t.axis.clone(),
+        metric: t.metric.clone(),
+        adjusted: t.rows.len() > 1,
+        rows: t
+            .rows
+            .iter()
+            .map(|r| NeighbourRowView {
+                variant: r.variant.clone(),
+                step: format!("{} → {}", r.from, r.to),
+                speedup: format::factor(r.speedup.unwrap_or(f64::NAN)),
+                speedup_ci: format::factor_interval(r.speedup_ci),
+                p: r.p.map_or_else(|| "—".to_owned(), format::p_value),
+                verdict: verdict_cell(r.verdict, r.reps_needed, false),
+            })
+            .collect(),
+    }
+}
+
+/// The Stability section as `report.md` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StabilityView {
+    pub metric: String,
+    pub band: String,
+    pub jitter_cv: String,
+    pub rows: Vec<StabilityRowView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StabilityRowView {
+    pub config: String,
+    pub trials: usize,
+    pub level_change: String,
+    pub level_change_ci: String,
+    pub cv: String,
+    pub flags: String,
+}
+
+/// The Markdown view of `s`.
+pub(crate) fn stability_view(s: &StabilityReport) -> StabilityView {
+    StabilityView {
+        metric: s.metric.clone(),
+        band: format::trimmed(s.band * 100.0),
+        jitter_cv: format::percent_abs(s.jitter_cv),
+        rows: s
+            .rows
+            .iter()
+            .map(|r| {
+                let f = &r.figures;
+                let flags: Vec<&str> = [(f.drifting, "drifting"), (f.jittery, "jittery")]
+                    .iter()
+                    .filter(|(on, _)| *on)
+                    .map(|(_, word)| *word)
+                    .collect();
+                StabilityRowView {
+                    config: r.config.clone(),
+                    trials: f.trials,
+                    level_change: level_change(f.level_change),
+                    level_change_ci: f.level_change_ci.map_or_else(
+                        || "—".to_owned(),
+                        |(lo, hi)| format!("{} to {}", level_change(lo), level_change(hi)),
+                    ),
+                    cv: format::percent_abs(f.cv),
+                    flags: if flags.is_empty() {
+                        "steady".to_owned()
+                    } else {
+                        flags.join(", ")
+                    },
+                }
+            })
+            .collect(),
+    }
+}
