@@ -2,7 +2,7 @@
 //! options -> market).
 
 use super::import::{ImportOptions, Layout};
-use super::synth::{CodeStyle, SynthOptions};
+use super::synth_options::{CodeStyle, SynthOptions};
 use chrono::NaiveDate;
 use std::path::PathBuf;
 

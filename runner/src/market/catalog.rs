@@ -3,28 +3,13 @@
 //! synthetic markets and find or make the version of one.
 
 use super::synth::{symbol_info, trading_days};
+use super::synth_options::SynthOptions;
 use super::versions::{self, Origin, VersionRef};
-use super::{CodeStyle, MarketError, SynthOptions, SynthReport};
+use super::{MarketError, SynthReport};
 use crate::db::Db;
 use chrono::NaiveDate;
-use clap::ValueEnum;
 
-/// A style as `measured data synth --style` spells it.
-pub fn style_name(style: CodeStyle) -> String {
-    style
-        .to_possible_value()
-        .map_or_else(|| format!("{style:?}").to_lowercase(), |v| v.get_name().to_owned())
-}
-
-/// The style `--style NAME` selects.
-pub fn parse_style(name: &str) -> Option<CodeStyle> {
-    CodeStyle::from_str(name, true).ok()
-}
-
-/// Every style name, for hints.
-pub fn style_names() -> Vec<String> {
-    CodeStyle::value_variants().iter().map(|s| style_name(*s)).collect()
-}
+pub use super::synth_options::{describe_synth, parse_style, style_name, style_names, synth_command};
 
 /// The version of the synthetic market `opts` describes, as this build's generator makes it:
 /// the stored one, or a new version generated now (with its report). Nothing stored before is
@@ -60,28 +45,4 @@ pub fn expected_symbols(opts: &SynthOptions) -> Vec<SymbolFacts> {
         .collect();
     out.sort();
     out
-}
-
-/// `measured data synth` with the same options, as a command line.
-pub fn synth_command(opts: &SynthOptions) -> String {
-    format!(
-        "measured data synth --symbols {} --days {} --start {} --seed {} --style {}",
-        opts.symbols,
-        opts.days,
-        opts.start,
-        opts.seed,
-        style_name(opts.style)
-    )
-}
-
-/// A synthetic market in words: `500 symbols x 2500 days from 2015-01-01, seed 42, style mixed`.
-pub fn describe_synth(opts: &SynthOptions) -> String {
-    format!(
-        "{} symbols x {} days from {}, seed {}, style {}",
-        opts.symbols,
-        opts.days,
-        opts.start,
-        opts.seed,
-        style_name(opts.style)
-    )
 }

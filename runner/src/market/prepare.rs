@@ -416,7 +416,7 @@ pub async fn view(db: &Db, spec: &DataSpec) -> Result<DataView, StockError> {
             None => {
                 return Err(StockError::NotImported {
                     file: decl.file.clone(),
-                    sha256: super::identity::short(&decl.sha256).to_owned(),
+                    sha256: super::short(&decl.sha256).to_owned(),
                 })
             }
         }

@@ -3,6 +3,7 @@
 use crate::db::Db;
 use crate::market::tests::{both_backends, count_rows, flatten, load_with, on_postgres, on_sqlite};
 use crate::market::*;
+use chrono::NaiveDate;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

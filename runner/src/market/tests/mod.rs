@@ -11,6 +11,7 @@ use super::*;
 use crate::artifact::Bars;
 use crate::db::Db;
 use crate::metrics::Recorder;
+use chrono::NaiveDate;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -7,6 +7,7 @@ use crate::market::tests::{
 };
 use crate::market::write::{write_synth, SynthPlan};
 use crate::market::*;
+use chrono::NaiveDate;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
