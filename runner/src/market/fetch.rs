@@ -2,8 +2,9 @@
 //! chosen strategy, then drops short histories and hashes each symbol.
 
 use super::load::{drop_adjustment, symbol_digest, LoadError};
+use super::pgbinary::CopyDecoder;
 use super::select::{FetchStrategy, LoadParams};
-use super::{is_valid_code, pgbinary::CopyDecoder, Bar};
+use super::stock::{is_valid_code, Bar};
 use crate::artifact::SymbolBars;
 use crate::db::Db;
 use chrono::NaiveDate;

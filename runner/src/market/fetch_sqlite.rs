@@ -12,8 +12,7 @@
 
 use super::load::LoadError;
 use super::select::{FetchStrategy, LoadParams};
-use super::write::placeholders;
-use super::Bar;
+use super::stock::Bar;
 use crate::artifact::SymbolBars;
 use chrono::NaiveDate;
 use rusqlite::{params_from_iter, Connection, OpenFlags, Row, ToSql};
@@ -56,6 +55,11 @@ pub(super) fn fetch(
         FetchStrategy::Batched => batched(&snapshot, targets, &lo, &hi, params.fetch_size),
         FetchStrategy::Copy => Err(LoadError::CopyNeedsPostgres),
     }
+}
+
+/// `?, ?, ...` for SQLite IN lists (placeholders only; values are always bound).
+pub(super) fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
 }
 
 /// One ordered query per [`CODES_PER_QUERY`] codes of one version.

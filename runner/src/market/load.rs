@@ -8,9 +8,10 @@
 //! chrono are spliced in, so no manifest text can change the statement.
 
 use super::fetch::{fetch_worker, Collected};
+use super::fetch_sqlite::placeholders;
 use super::select::{FetchStrategy, LoadParams, SymbolSelection};
+use super::stock::{db_message, is_valid_code};
 use super::versions::DataView;
-use super::{db_message, is_valid_code, write::placeholders};
 use crate::artifact::{Bars, SymbolBars};
 use crate::db::Db;
 use crate::metrics::Recorder;

@@ -7,42 +7,35 @@
 //! strategies themselves can be measured against each other.
 
 mod args;
-pub mod catalog;
-mod csvmap;
 mod fetch;
 mod fetch_sqlite;
 mod identity;
-mod import;
-mod import_write;
 mod load;
 mod pgbinary;
-mod prepare;
 mod select;
+mod source;
 mod stock;
-mod synth;
 mod synth_options;
 pub mod versions;
 mod write;
-mod write_sqlite;
 
 #[cfg(test)]
 mod tests;
 pub use args::{ImportArgs, SynthArgs};
 pub use identity::{bars_per_symbol, extent, identify, thousands, trading_days_held, DataIdentity, DataSource, Extent};
-pub use import::{
-    file_sha256, prepare, BadRow, FileSummary, ImportError, ImportOptions, ImportPlan, ImportReport, Layout,
-};
-pub use import_write::{import, Imported};
 pub(crate) use load::{describe as describe_selection, resolve as resolve_selection, view_codes};
 pub use load::{load, load_within, LoadError};
-pub use prepare::{
+pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
+pub use source::catalog;
+pub use source::import::{file_sha256, prepare, FileSummary, ImportPlan};
+pub use source::import_options::{BadRow, ImportError, ImportOptions, ImportReport, Layout};
+pub use source::import_write::{import, Imported};
+pub use source::prepare::{
     apply as apply_data, decide as decide_data, pinned_view, stored_view, view as data_view, DataSpec, ImportDecl,
     Refusal, Requirement, Step, StockPlace, SynthDecl,
 };
-pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
-pub(crate) use stock::{db_message, Bar, SymbolInfo, SymbolRows};
+pub use source::synth::{synth, synth_bars, SynthReport, SIGNAL_COEFFICIENT};
 pub use stock::{is_valid_code, MarketError, StockError};
-pub use synth::{synth, synth_bars, SynthReport, SIGNAL_COEFFICIENT};
 pub use synth_options::{
     demo_options, CodeStyle, SynthOptions, DEMO_DAYS, DEMO_SEED, DEMO_START, DEMO_SYMBOLS, GENERATOR_VERSION,
 };

@@ -1,15 +1,16 @@
 //! What the stock tables hold, told by their dataset versions (data synth / import / a run's
-//! data preparation -> versions -> **catalog** -> prepare, identity): the helpers that name
-//! synthetic markets and find or make the version of one.
+//! data preparation -> versions -> **catalog** -> prepare, identity): finding or making the
+//! version of a synthetic market and the symbols it holds; the helpers that name synthetic
+//! markets live in `synth_options` and are re-exported here.
 
-use super::synth::{symbol_info, trading_days};
-use super::synth_options::SynthOptions;
-use super::versions::{self, Origin, VersionRef};
-use super::{MarketError, SynthReport};
+use super::synth::{symbol_info, synth, trading_days, SynthReport};
 use crate::db::Db;
+use crate::market::stock::MarketError;
+use crate::market::synth_options::SynthOptions;
+use crate::market::versions::{self, Origin, VersionRef};
 use chrono::NaiveDate;
 
-pub use super::synth_options::{describe_synth, parse_style, style_name, style_names, synth_command};
+pub use crate::market::synth_options::{describe_synth, parse_style, style_name, style_names, synth_command};
 
 /// The version of the synthetic market `opts` describes, as this build's generator makes it:
 /// the stored one, or a new version generated now (with its report). Nothing stored before is
@@ -23,7 +24,7 @@ pub async fn ensure_synth(
     if let Some(v) = versions::by_key(db, &Origin::synth(opts).key()).await? {
         return Ok((v.to_ref(), None));
     }
-    let report = super::synth(db, opts, progress).await?;
+    let report = synth(db, opts, progress).await?;
     Ok((report.version.clone(), Some(report)))
 }
 

@@ -10,10 +10,10 @@
 //! reversal), so `E[r(t+1) | r(t)] = drift + SIGNAL_COEFFICIENT * r(t)`. The best predictor
 //! uses it; docs/data.md states the validation MSE it reaches relative to predicting zero.
 
-use super::synth_options::{style_name, CodeStyle, SynthOptions, GENERATOR_VERSION, US_CAPACITY};
-use super::write::{write_synth, SynthPlan};
-use super::{Bar, MarketError, SymbolInfo, SymbolRows};
 use crate::db::Db;
+use crate::market::stock::{Bar, MarketError, SymbolInfo, SymbolRows};
+use crate::market::synth_options::{style_name, CodeStyle, SynthOptions, GENERATOR_VERSION, US_CAPACITY};
+use crate::market::write::{write_synth, SynthPlan};
 use chrono::{Datelike, NaiveDate, Weekday};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -51,7 +51,7 @@ const CHINA_BOARDS: [(&str, &str); 7] = [
 #[derive(Debug, Clone, PartialEq)]
 pub struct SynthReport {
     /// The dataset version the market was written as.
-    pub version: super::versions::VersionRef,
+    pub version: crate::market::versions::VersionRef,
     pub symbols: usize,
     pub rows: u64,
     pub first_date: NaiveDate,
@@ -71,7 +71,7 @@ impl std::fmt::Display for SynthReport {
 }
 
 /// Generates a reproducible synthetic market and writes it to `db` as a new version of its
-/// dataset ([`super::versions::synth_dataset`]); nothing stored before is touched. Callers that
+/// dataset ([`crate::market::versions::synth_dataset`]); nothing stored before is touched. Callers that
 /// want an existing version reused look it up first ([`super::catalog::ensure_synth`]).
 pub async fn synth(
     db: &Db,
@@ -106,9 +106,9 @@ pub async fn synth(
         rows: rx,
         progress,
     };
-    let new = super::versions::NewVersion {
-        dataset: super::versions::synth_dataset(opts),
-        origin: super::versions::Origin::synth(opts),
+    let new = crate::market::versions::NewVersion {
+        dataset: crate::market::versions::synth_dataset(opts),
+        origin: crate::market::versions::Origin::synth(opts),
         parent: None,
     };
     let written = write_synth(db, plan, &new).await;
@@ -417,7 +417,7 @@ mod tests {
             let codes: std::collections::HashSet<String> =
                 (0..opts.symbols).map(|i| symbol_info(&opts, i, &cal).code).collect();
             assert_eq!(codes.len(), opts.symbols, "{style:?}");
-            assert!(codes.iter().all(|c| super::super::is_valid_code(c)));
+            assert!(codes.iter().all(|c| crate::market::stock::is_valid_code(c)));
         }
     }
 
