@@ -7,12 +7,9 @@
 //! strategies themselves can be measured against each other.
 
 mod args;
-mod fetch;
-mod fetch_sqlite;
 mod identity;
-mod load;
 mod pgbinary;
-mod select;
+mod read;
 mod source;
 mod stock;
 mod synth_options;
@@ -23,9 +20,10 @@ mod write;
 mod tests;
 pub use args::{ImportArgs, SynthArgs};
 pub use identity::{bars_per_symbol, extent, identify, thousands, trading_days_held, DataIdentity, DataSource, Extent};
-pub(crate) use load::{describe as describe_selection, resolve as resolve_selection, view_codes};
-pub use load::{load, load_within, LoadError};
-pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
+pub use read::error::LoadError;
+pub(crate) use read::load::{describe as describe_selection, resolve as resolve_selection, view_codes};
+pub use read::load::{load, load_within};
+pub use read::select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
 pub use source::catalog;
 pub use source::import::{file_sha256, prepare, FileSummary, ImportPlan};
 pub use source::import_options::{BadRow, ImportError, ImportOptions, ImportReport, Layout};

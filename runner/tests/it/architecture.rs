@@ -404,7 +404,6 @@ const FOLDERS_WITH_CIRCLES: &[&str] = &[
     "exec",
     "features",
     "manifest",
-    "market",
     "report",
     "report::charts",
     "stage",

@@ -10,6 +10,7 @@ mod write;
 use super::*;
 use crate::artifact::Bars;
 use crate::db::Db;
+use crate::market::read::fetch;
 use crate::metrics::Recorder;
 use chrono::NaiveDate;
 use std::future::Future;
