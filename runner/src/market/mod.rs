@@ -1,10 +1,16 @@
-//! Stock market data (CLI `data synth` / `data import` -> dataset versions in the `symbols`,
-//! `daily_bars` tables -> `load` stage -> `Bars` artifact).
+//! Stock market data (CLI `data synth` / `data import`, a run's `[data]` -> `source` -> `write`
+//! -> dataset versions in the `symbols`, `daily_bars` tables -> `read` -> `load` stage -> `Bars`
+//! artifact).
 //!
-//! Writers ([`synth`], [`import`]) add immutable dataset versions ([`versions`]) to the stock
-//! tables of a [`Db`]; the `load` stage reads the versions of its run's [`DataView`] back into
-//! the columnar [`crate::artifact::Bars`] with one of several fetch strategies so the
-//! strategies themselves can be measured against each other.
+//! Sources (`source/`: the synthetic market generator, CSV import, a run's data preparation)
+//! add immutable dataset versions ([`versions`]) to the stock tables of a database through the
+//! bulk writers (`write/`); the `load` stage (`read/`) reads the versions of its run's
+//! [`DataView`] back into the columnar [`crate::artifact::Bars`] with one of several fetch
+//! strategies so the strategies themselves can be measured against each other. What all of them
+//! share lives in leaf modules that use none of the three: `stock` (bars, symbols, codes,
+//! errors), `synth_options` (what names a synthetic market), [`versions`], `identity` and
+//! `pgbinary`. This file only declares the modules and re-exports what the rest of the crate
+//! uses, so paths outside stay `crate::market::...`.
 
 mod args;
 mod identity;
