@@ -18,7 +18,7 @@ pub enum Layout {
     Tushare,
 }
 
-/// What [`import`] reads.
+/// What [`import`](crate::market::import()) reads.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ImportOptions {
     /// CSV files, optionally gzip-compressed (`.gz` or gzip magic bytes).
@@ -61,7 +61,7 @@ impl fmt::Display for BadRow {
     }
 }
 
-/// What [`import`] did.
+/// What [`import`](crate::market::import()) did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportReport {
     /// The version the files' bars are in (`None` for a dry run).
