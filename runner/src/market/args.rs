@@ -1,8 +1,8 @@
 //! Command-line arguments of `measured data synth` and `measured data import` (CLI ->
 //! options -> market).
 
-use super::import::{ImportOptions, Layout};
-use super::synth::{CodeStyle, SynthOptions};
+use super::source::import_options::{ImportOptions, Layout};
+use super::synth_options::{CodeStyle, SynthOptions};
 use chrono::NaiveDate;
 use std::path::PathBuf;
 

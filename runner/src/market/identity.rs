@@ -2,8 +2,8 @@
 //! check (prepare -> **identity** -> store -> show, report, compare), and the counting queries
 //! behind it and behind the preflight.
 
-use super::versions::{self, DataView, Origin, VersionRef};
-use super::MarketError;
+use super::stock::MarketError;
+use super::versions::{self, short, DataView, Origin, VersionRef};
 use crate::db::Db;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
@@ -289,11 +289,6 @@ impl fmt::Display for DataSource {
             }
         }
     }
-}
-
-/// The first 12 hex digits of a hash, enough to tell files apart in a sentence.
-pub fn short(hash: &str) -> &str {
-    &hash[..hash.len().min(12)]
 }
 
 fn range(a: Option<NaiveDate>, b: Option<NaiveDate>) -> String {

@@ -1,138 +1,46 @@
-//! Stock market data (CLI `data synth` / `data import` -> dataset versions in the `symbols`,
-//! `daily_bars` tables -> `load` stage -> `Bars` artifact).
+//! Stock market data (CLI `data synth` / `data import`, a run's `[data]` -> `source` -> `write`
+//! -> dataset versions in the `symbols`, `daily_bars` tables -> `read` -> `load` stage -> `Bars`
+//! artifact).
 //!
-//! Writers ([`synth`], [`import`]) add immutable dataset versions ([`versions`]) to the stock
-//! tables of a [`Db`]; the `load` stage reads the versions of its run's [`DataView`] back into
-//! the columnar [`crate::artifact::Bars`] with one of several fetch strategies so the
-//! strategies themselves can be measured against each other.
+//! Sources (`source/`: the synthetic market generator, CSV import, a run's data preparation)
+//! add immutable dataset versions ([`versions`]) to the stock tables of a database through the
+//! bulk writers (`write/`); the `load` stage (`read/`) reads the versions of its run's
+//! [`DataView`] back into the columnar [`crate::artifact::Bars`] with one of several fetch
+//! strategies so the strategies themselves can be measured against each other. What all of them
+//! share lives in leaf modules that use none of the three: `stock` (bars, symbols, codes,
+//! errors), `synth_options` (what names a synthetic market), [`versions`], `identity` and
+//! `pgbinary`. This file only declares the modules and re-exports what the rest of the crate
+//! uses, so paths outside stay `crate::market::...`.
 
 mod args;
-pub mod catalog;
-mod csvmap;
-mod fetch;
-mod fetch_sqlite;
 mod identity;
-mod import;
-mod import_write;
-mod load;
 mod pgbinary;
-mod prepare;
-mod select;
+mod read;
+mod source;
 mod stock;
-mod synth;
+mod synth_options;
 pub mod versions;
 mod write;
-mod write_sqlite;
 
 #[cfg(test)]
 mod tests;
 pub use args::{ImportArgs, SynthArgs};
-pub use identity::{
-    bars_per_symbol, extent, identify, short, thousands, trading_days_held, DataIdentity, DataSource, Extent,
-};
-pub use import::{
-    file_sha256, prepare, BadRow, FileSummary, ImportError, ImportOptions, ImportPlan, ImportReport, Layout,
-};
-pub use import_write::{import, Imported};
-pub(crate) use load::{describe as describe_selection, resolve as resolve_selection, view_codes};
-pub use load::{load, load_within, LoadError};
-pub use prepare::{
+pub use identity::{bars_per_symbol, extent, identify, thousands, trading_days_held, DataIdentity, DataSource, Extent};
+pub use read::error::LoadError;
+pub(crate) use read::load::{describe as describe_selection, resolve as resolve_selection, view_codes};
+pub use read::load::{load, load_within};
+pub use read::select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
+pub use source::catalog;
+pub use source::import::{file_sha256, prepare, FileSummary, ImportPlan};
+pub use source::import_options::{BadRow, ImportError, ImportOptions, ImportReport, Layout};
+pub use source::import_write::{import, Imported};
+pub use source::prepare::{
     apply as apply_data, decide as decide_data, pinned_view, stored_view, view as data_view, DataSpec, ImportDecl,
     Refusal, Requirement, Step, StockPlace, SynthDecl,
 };
-pub use select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
-pub use stock::StockError;
-pub use synth::{
-    demo_options, synth, synth_bars, CodeStyle, SynthOptions, SynthReport, DEMO_DAYS, DEMO_SEED, DEMO_START,
-    DEMO_SYMBOLS, GENERATOR_VERSION, SIGNAL_COEFFICIENT,
+pub use source::synth::{synth, synth_bars, SynthReport, SIGNAL_COEFFICIENT};
+pub use stock::{is_valid_code, MarketError, StockError};
+pub use synth_options::{
+    demo_options, CodeStyle, SynthOptions, DEMO_DAYS, DEMO_SEED, DEMO_START, DEMO_SYMBOLS, GENERATOR_VERSION,
 };
-
-use chrono::NaiveDate;
-pub use versions::{DataView, VersionRef};
-
-/// A failure while writing or inspecting stock data. Messages never contain a password.
-#[derive(Debug, thiserror::Error)]
-pub enum MarketError {
-    #[error("invalid synth options: {0}")]
-    Options(String),
-    #[error("database error: {0}")]
-    Db(String),
-}
-
-impl From<sqlx::Error> for MarketError {
-    fn from(e: sqlx::Error) -> Self {
-        MarketError::Db(db_message(&e))
-    }
-}
-
-/// A driver error as text. Query errors quote the server's message, never the connection
-/// URL (connecting, where a URL could appear, is `Db::connect`'s job and redacts it).
-pub(crate) fn db_message(e: &sqlx::Error) -> String {
-    e.to_string()
-}
-
-/// Whether `code` may be a symbol code: 1 to 32 characters from `[A-Za-z0-9._^=-]`.
-///
-/// None of these characters can end or escape an SQL string literal (no quote, no backslash,
-/// no whitespace), which is what makes a validated code safe to embed in a `COPY` statement.
-/// `^` and `=` admit index and currency tickers such as `^GSPC` and `EURUSD=X`.
-pub fn is_valid_code(code: &str) -> bool {
-    (1..=32).contains(&code.len())
-        && code
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'^' | b'='))
-}
-
-/// One row of `symbols`.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SymbolInfo {
-    pub code: String,
-    pub name: String,
-    pub exchange: String,
-    pub currency: String,
-    pub listed: Option<NaiveDate>,
-    pub delisted: Option<NaiveDate>,
-    pub sector: Option<String>,
-}
-
-impl SymbolInfo {
-    /// What can be inferred from a code alone (imports carry no names or sectors).
-    pub fn from_code(code: &str) -> Self {
-        let (exchange, currency) = match code.rsplit_once('.').map(|(_, s)| s) {
-            Some("SH") => ("SSE", "CNY"),
-            Some("SZ") => ("SZSE", "CNY"),
-            Some("BJ") => ("BSE", "CNY"),
-            Some("HK") => ("HKEX", "HKD"),
-            _ => ("", ""),
-        };
-        SymbolInfo {
-            code: code.to_owned(),
-            name: String::new(),
-            exchange: exchange.to_owned(),
-            currency: currency.to_owned(),
-            listed: None,
-            delisted: None,
-            sector: None,
-        }
-    }
-}
-
-/// One daily bar without its symbol.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Bar {
-    pub date: NaiveDate,
-    pub open: f64,
-    pub high: f64,
-    pub low: f64,
-    pub close: f64,
-    pub volume: f64,
-    pub amount: f64,
-    pub adj_factor: f64,
-}
-
-/// The bars of one symbol, sorted by date.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SymbolRows {
-    pub code: String,
-    pub bars: Vec<Bar>,
-}
+pub use versions::{short, DataView, VersionRef};

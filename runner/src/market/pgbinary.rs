@@ -5,7 +5,7 @@
 //! The binary format skips text parsing of floats on both ends, which is most of the cost of
 //! a bulk load or dump of numeric rows.
 
-use super::Bar;
+use super::stock::Bar;
 use chrono::NaiveDate;
 
 const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";

@@ -1,6 +1,97 @@
-//! Why the stock database cannot serve a manifest's loads (market -> stage services and
-//! preflight): one error type, whose messages name the database (password redacted) and how to
-//! fix it.
+//! What stock data is, shared by every part of `market` (source -> write -> stock tables ->
+//! read): a daily bar, a symbol's bars and its `symbols` row, what makes a symbol code valid, and
+//! the two errors of stock storage ([`MarketError`] while writing or inspecting stock data,
+//! [`StockError`] when the stock database cannot serve a manifest's loads, whose messages name
+//! the database, password redacted, and how to fix it).
+
+use chrono::NaiveDate;
+
+/// A failure while writing or inspecting stock data. Messages never contain a password.
+#[derive(Debug, thiserror::Error)]
+pub enum MarketError {
+    #[error("invalid synth options: {0}")]
+    Options(String),
+    #[error("database error: {0}")]
+    Db(String),
+}
+
+impl From<sqlx::Error> for MarketError {
+    fn from(e: sqlx::Error) -> Self {
+        MarketError::Db(db_message(&e))
+    }
+}
+
+/// A driver error as text. Query errors quote the server's message, never the connection
+/// URL (connecting, where a URL could appear, is `Db::connect`'s job and redacts it).
+pub(crate) fn db_message(e: &sqlx::Error) -> String {
+    e.to_string()
+}
+
+/// Whether `code` may be a symbol code: 1 to 32 characters from `[A-Za-z0-9._^=-]`.
+///
+/// None of these characters can end or escape an SQL string literal (no quote, no backslash,
+/// no whitespace), which is what makes a validated code safe to embed in a `COPY` statement.
+/// `^` and `=` admit index and currency tickers such as `^GSPC` and `EURUSD=X`.
+pub fn is_valid_code(code: &str) -> bool {
+    (1..=32).contains(&code.len())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'^' | b'='))
+}
+
+/// One row of `symbols`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SymbolInfo {
+    pub code: String,
+    pub name: String,
+    pub exchange: String,
+    pub currency: String,
+    pub listed: Option<NaiveDate>,
+    pub delisted: Option<NaiveDate>,
+    pub sector: Option<String>,
+}
+
+impl SymbolInfo {
+    /// What can be inferred from a code alone (imports carry no names or sectors).
+    pub fn from_code(code: &str) -> Self {
+        let (exchange, currency) = match code.rsplit_once('.').map(|(_, s)| s) {
+            Some("SH") => ("SSE", "CNY"),
+            Some("SZ") => ("SZSE", "CNY"),
+            Some("BJ") => ("BSE", "CNY"),
+            Some("HK") => ("HKEX", "HKD"),
+            _ => ("", ""),
+        };
+        SymbolInfo {
+            code: code.to_owned(),
+            name: String::new(),
+            exchange: exchange.to_owned(),
+            currency: currency.to_owned(),
+            listed: None,
+            delisted: None,
+            sector: None,
+        }
+    }
+}
+
+/// One daily bar without its symbol.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Bar {
+    pub date: NaiveDate,
+    pub open: f64,
+    pub high: f64,
+    pub low: f64,
+    pub close: f64,
+    pub volume: f64,
+    pub amount: f64,
+    pub adj_factor: f64,
+}
+
+/// The bars of one symbol, sorted by date.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SymbolRows {
+    pub code: String,
+    pub bars: Vec<Bar>,
+}
 
 /// Why the stock database cannot serve a manifest's loads. Clone, because a run caches the
 /// answer of its stock database and gives it to every trial.

@@ -7,7 +7,8 @@
 //! reads a [`DataView`], a set of versions whose symbols do not overlap, and stores it, so
 //! that its report names the versions and `run --data` can read them again.
 
-use super::{MarketError, SynthOptions};
+use super::stock::MarketError;
+use super::synth_options::{parse_style, style_name, SynthOptions, GENERATOR_VERSION};
 use crate::db::Db;
 use crate::on_pool;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -86,8 +87,8 @@ impl Origin {
             days: opts.days as u64,
             start: opts.start,
             seed: opts.seed,
-            style: super::catalog::style_name(opts.style),
-            generator: super::GENERATOR_VERSION,
+            style: style_name(opts.style),
+            generator: GENERATOR_VERSION,
         }
     }
 
@@ -135,7 +136,7 @@ impl Origin {
                 days: *days as usize,
                 start: *start,
                 seed: *seed,
-                style: super::catalog::parse_style(style)?,
+                style: parse_style(style)?,
             }),
             _ => None,
         }
@@ -158,11 +159,16 @@ pub fn synth_words(symbols: u64, days: u64, start: NaiveDate, seed: u64, style: 
     )
 }
 
+/// The first 12 hex digits of a hash, enough to tell files apart in a sentence.
+pub fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
 /// `a.csv (sha256 0123456789ab)`, one per file.
 pub fn file_words(files: &[FileRef]) -> Vec<String> {
     files
         .iter()
-        .map(|x| format!("{} (sha256 {})", x.file, super::identity::short(&x.sha256)))
+        .map(|x| format!("{} (sha256 {})", x.file, short(&x.sha256)))
         .collect()
 }
 
@@ -293,7 +299,7 @@ pub fn synth_dataset(opts: &SynthOptions) -> String {
         opts.days,
         opts.start,
         opts.seed,
-        super::catalog::style_name(opts.style)
+        style_name(opts.style)
     )
 }
 

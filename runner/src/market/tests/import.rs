@@ -3,6 +3,7 @@
 use crate::db::Db;
 use crate::market::tests::{both_backends, count_rows, flatten, load_with, on_postgres, on_sqlite};
 use crate::market::*;
+use chrono::NaiveDate;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -353,7 +354,7 @@ fn a_partial_columns_mapping_is_completed_from_the_header() {
 
 #[test]
 fn shell_words_survive_quotes_and_spaces() {
-    use crate::market::csvmap::shell_word;
+    use crate::market::source::csvmap::shell_word;
     assert_eq!(shell_word("date=Date,symbol=Ticker"), "date=Date,symbol=Ticker");
     assert_eq!(shell_word("adj_close=Adj Close"), "'adj_close=Adj Close'");
     assert_eq!(shell_word("symbol=Tom's"), r"'symbol=Tom'\''s'");

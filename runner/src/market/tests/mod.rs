@@ -10,7 +10,9 @@ mod write;
 use super::*;
 use crate::artifact::Bars;
 use crate::db::Db;
+use crate::market::read::fetch;
 use crate::metrics::Recorder;
+use chrono::NaiveDate;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

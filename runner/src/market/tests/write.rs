@@ -2,11 +2,13 @@
 //! indexes survive every kind of write, and that a failed write leaves no version behind.
 
 use crate::db::Db;
+use crate::market::stock::{Bar, SymbolInfo, SymbolRows};
 use crate::market::tests::{
     both_backends, count_rows, load_version, on_postgres, on_sqlite, stored_rows, stored_rows_in,
 };
 use crate::market::write::{write_synth, SynthPlan};
 use crate::market::*;
+use chrono::NaiveDate;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 

@@ -2,29 +2,22 @@
 //! `daily_bars`).
 //!
 //! Postgres gets binary COPY for generated data and array-parameter inserts for imports;
-//! SQLite gets multi-row prepared INSERTs with deferred indexes (see [`super::write_sqlite`]).
+//! SQLite gets multi-row prepared INSERTs with deferred indexes (see [`super::sqlite`]).
 //! Each write is one transaction that creates one version, so a failure leaves the tables as
 //! they were, and no write ever changes a version stored before.
 
-use super::versions::{self, NewVersion, VersionRef};
-use super::{db_message, pgbinary, write_sqlite, MarketError, SymbolInfo, SymbolRows};
+use super::plan::{check_complete, SynthPlan, BAR_COLUMNS, COPY_BARS, COPY_SYMBOLS};
+use super::sqlite;
 use crate::db::Db;
+use crate::market::pgbinary;
+use crate::market::stock::{db_message, Bar, MarketError, SymbolInfo, SymbolRows};
+use crate::market::versions::{self, NewVersion, VersionRef};
 use sqlx::postgres::PgConnection;
-use tokio::sync::mpsc::Receiver;
 
 /// Rows per Postgres array upsert.
 const PG_ROWS_PER_UPSERT: usize = 10_000;
 /// Bytes buffered before a COPY chunk is sent.
 const COPY_CHUNK: usize = 1 << 20;
-
-pub(super) const BAR_COLUMNS: &str = "version, symbol, trade_date, open, high, low, close, volume, amount, adj_factor";
-
-/// A synthetic market on its way to the database: symbols up front, bars as generated.
-pub(crate) struct SynthPlan<'a> {
-    pub symbols: &'a [SymbolInfo],
-    pub rows: Receiver<SymbolRows>,
-    pub progress: &'a indicatif::ProgressBar,
-}
 
 /// Writes `plan` as the new version `new`, in one transaction; returns the version and the
 /// rows written. Nothing stored before is touched.
@@ -43,17 +36,7 @@ pub(crate) async fn write_synth(
             tx.commit().await?;
             Ok((version, rows))
         }
-        Db::Sqlite(pool) => write_sqlite::write_synth(pool, plan, new).await,
-    }
-}
-
-pub(super) fn check_complete(received: usize, expected: usize) -> Result<(), MarketError> {
-    if received == expected {
-        Ok(())
-    } else {
-        Err(MarketError::Options(format!(
-            "the generator stopped after {received} of {expected} symbols; nothing was written"
-        )))
+        Db::Sqlite(pool) => sqlite::write_synth(pool, plan, new).await,
     }
 }
 
@@ -93,11 +76,6 @@ async fn copy_bars_pg(conn: &mut PgConnection, version: i64, plan: SynthPlan<'_>
     Ok(copy.finish().await?)
 }
 
-/// `?, ?, ...` for SQLite IN lists (placeholders only; values are always bound).
-pub(crate) fn placeholders(n: usize) -> String {
-    vec!["?"; n].join(", ")
-}
-
 async fn insert_symbols_pg(conn: &mut PgConnection, version: i64, symbols: &[SymbolInfo]) -> Result<(), sqlx::Error> {
     let col = |f: fn(&SymbolInfo) -> String| symbols.iter().map(f).collect::<Vec<_>>();
     let opt = |f: fn(&SymbolInfo) -> Option<chrono::NaiveDate>| symbols.iter().map(f).collect::<Vec<_>>();
@@ -121,16 +99,6 @@ async fn insert_symbols_pg(conn: &mut PgConnection, version: i64, symbols: &[Sym
     Ok(())
 }
 
-/// Copies every symbol and bar of version `from` into version `to`, in the caller's
-/// transaction (an import `--into` a dataset starts from its newest version).
-pub(super) const COPY_SYMBOLS: &str =
-    "INSERT INTO symbols (version, code, name, exchange, currency, listed, delisted, sector) \
-     SELECT $1, code, name, exchange, currency, listed, delisted, sector FROM symbols WHERE version = $2";
-pub(super) const COPY_BARS: &str =
-    "INSERT INTO daily_bars (version, symbol, trade_date, open, high, low, close, volume, \
-     amount, adj_factor) SELECT $1, symbol, trade_date, open, high, low, close, volume, amount, adj_factor \
-     FROM daily_bars WHERE version = $2 ORDER BY symbol, trade_date";
-
 /// Writes imported bars as the new version `new` (on top of a copy of its parent's, when it
 /// extends one) in one transaction; returns the version and the rows written.
 pub(crate) async fn write_import(
@@ -150,13 +118,13 @@ pub(crate) async fn write_import(
                     }
                 }
                 insert_symbols_pg(&mut tx, version.id, symbols).await?;
-                let flat: Vec<(&str, &super::Bar)> = groups
+                let flat: Vec<(&str, &Bar)> = groups
                     .iter()
                     .flat_map(|g| g.bars.iter().map(move |b| (g.code.as_str(), b)))
                     .collect();
                 let mut written = 0;
                 for chunk in flat.chunks(PG_ROWS_PER_UPSERT) {
-                    let f = |g: fn(&super::Bar) -> f64| chunk.iter().map(|(_, b)| g(b)).collect::<Vec<f64>>();
+                    let f = |g: fn(&Bar) -> f64| chunk.iter().map(|(_, b)| g(b)).collect::<Vec<f64>>();
                     written += sqlx::query(&format!(
                         "INSERT INTO daily_bars ({BAR_COLUMNS}) \
                          SELECT $10, u.* FROM UNNEST($1::text[], $2::date[], $3::float8[], $4::float8[], \
@@ -184,7 +152,7 @@ pub(crate) async fn write_import(
                 tx.commit().await?;
                 Ok((version, written))
             }
-            Db::Sqlite(pool) => write_sqlite::write_import(pool, new, symbols, groups).await,
+            Db::Sqlite(pool) => sqlite::write_import(pool, new, symbols, groups).await,
         }
     }
     .await;

@@ -2,11 +2,12 @@
 //! version): the version already holding the same files is found instead; `--into` extends a
 //! dataset's newest version, and stops at bars the two disagree on unless `--replace`.
 
-use super::import::{prepare, FileSummary, ImportError, ImportOptions, ImportPlan, ImportReport, SHOWN_CONFLICTS};
-use super::versions::{self, FileRef, NewVersion, Origin, VersionRef};
-use super::write::write_import;
-use super::SymbolInfo;
+use super::import::{prepare, FileSummary, ImportPlan};
+use super::import_options::{ImportError, ImportOptions, ImportReport, SHOWN_CONFLICTS};
 use crate::db::Db;
+use crate::market::stock::{db_message, MarketError, SymbolInfo};
+use crate::market::versions::{self, FileRef, NewVersion, Origin, VersionRef};
+use crate::market::write::write_import;
 use chrono::NaiveDate;
 use std::collections::HashMap;
 
@@ -50,7 +51,7 @@ pub struct Imported {
 /// with `opts.into` that dataset); the version already holding these files when there is one.
 pub(crate) async fn import_plan(db: &Db, plan: ImportPlan, opts: &ImportOptions) -> Result<Imported, ImportError> {
     let files: Vec<FileRef> = plan.sources.iter().map(FileSummary::file_ref).collect();
-    let db_err = |e: super::MarketError| ImportError::Db(e.to_string());
+    let db_err = |e: MarketError| ImportError::Db(e.to_string());
     let parent = match &opts.into {
         None => None,
         Some(name) => match versions::latest(db)
@@ -144,7 +145,7 @@ async fn conflicts(db: &Db, plan: &ImportPlan, parent: &versions::Version) -> Re
                 .fetch_all(pool)
                 .await
         })
-        .map_err(|e| ImportError::Db(super::db_message(&e)))?;
+        .map_err(|e| ImportError::Db(db_message(&e)))?;
         if rows.is_empty() {
             continue;
         }

@@ -1,13 +1,16 @@
 //! One load worker (load -> fetch -> `SymbolBars`): fetches its share of the symbols with the
 //! chosen strategy, then drops short histories and hashes each symbol.
 
-use super::load::{drop_adjustment, symbol_digest, LoadError};
+use super::error::LoadError;
+use super::rows::{by_version, push_bar, COLUMNS};
 use super::select::{FetchStrategy, LoadParams};
-use super::{is_valid_code, pgbinary::CopyDecoder, Bar};
 use crate::artifact::SymbolBars;
 use crate::db::Db;
+use crate::market::pgbinary::CopyDecoder;
+use crate::market::stock::{is_valid_code, Bar};
 use chrono::NaiveDate;
 use futures_util::TryStreamExt;
+use sha2::{Digest, Sha256};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 /// What one worker hands back.
@@ -20,8 +23,6 @@ pub(crate) struct Collected {
     /// Bytes received from a COPY stream.
     pub wire_bytes: u64,
 }
-
-pub(super) const COLUMNS: &str = "trade_date, open, high, low, close, volume, amount, adj_factor";
 
 /// Date bounds that are always bound: an absent bound becomes one no bar can cross, so the
 /// statement text (and its prepared plan) is the same with or without bounds.
@@ -57,17 +58,6 @@ impl Grouper {
     }
 }
 
-pub(super) fn push_bar(s: &mut SymbolBars, b: Bar) {
-    s.dates.push(b.date);
-    s.open.push(b.open);
-    s.high.push(b.high);
-    s.low.push(b.low);
-    s.close.push(b.close);
-    s.volume.push(b.volume);
-    s.amount.push(b.amount);
-    s.adj_factor.push(b.adj_factor);
-}
-
 /// Decodes `trade_date` and the seven value columns starting at column `first`.
 fn bar_from<'r, R>(row: &'r R, first: usize) -> Result<Bar, sqlx::Error>
 where
@@ -86,19 +76,6 @@ where
         amount: row.try_get(first + 6)?,
         adj_factor: row.try_get(first + 7)?,
     })
-}
-
-/// Symbol codes with the dataset version each is read from, grouped by version (in order of
-/// first appearance), each group's codes in the order given.
-pub(crate) fn by_version(targets: &[(String, i64)]) -> Vec<(i64, Vec<String>)> {
-    let mut groups: Vec<(i64, Vec<String>)> = Vec::new();
-    for (code, version) in targets {
-        match groups.iter_mut().find(|(v, _)| v == version) {
-            Some((_, codes)) => codes.push(code.clone()),
-            None => groups.push((*version, vec![code.clone()])),
-        }
-    }
-    groups
 }
 
 /// Fetches `targets` (each code from its dataset version), then applies `min_history`,
@@ -257,4 +234,28 @@ pub(crate) fn copy_statement(
         lo.format("%Y-%m-%d"),
         hi.format("%Y-%m-%d")
     ))
+}
+
+/// Digest of one symbol's loaded values: every date and column, in order.
+fn symbol_digest(s: &SymbolBars) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut buf = Vec::with_capacity(s.len() * 60);
+    for i in 0..s.len() {
+        buf.extend_from_slice(&chrono::Datelike::num_days_from_ce(&s.dates[i]).to_le_bytes());
+        for col in [&s.open, &s.high, &s.low, &s.close, &s.volume, &s.amount, &s.adj_factor] {
+            buf.extend_from_slice(&col[i].to_le_bytes());
+        }
+    }
+    h.update(&buf);
+    h.finalize().into()
+}
+
+/// Replaces every adjustment factor with 1 (`adjust = false`), so the features see raw prices
+/// and a split shows up as the price gap it is in the raw data.
+///
+/// Prices are never scaled here: they stay as stored, and the `normalize` stage multiplies them
+/// by `adj_factor` (and divides volumes by it), the one place in the pipeline where prices are
+/// split-adjusted, whichever way the bars arrived (database, CSV import, in-memory generator).
+fn drop_adjustment(s: &mut SymbolBars) {
+    s.adj_factor.iter_mut().for_each(|a| *a = 1.0);
 }

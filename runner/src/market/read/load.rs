@@ -7,119 +7,20 @@
 //! pass [`is_valid_code`] (no quote, backslash or whitespace can appear) and dates formatted by
 //! chrono are spliced in, so no manifest text can change the statement.
 
+use super::error::LoadError;
 use super::fetch::{fetch_worker, Collected};
+use super::rows::placeholders;
 use super::select::{FetchStrategy, LoadParams, SymbolSelection};
-use super::versions::DataView;
-use super::{db_message, is_valid_code, write::placeholders};
 use crate::artifact::{Bars, SymbolBars};
 use crate::db::Db;
+use crate::market::stock::is_valid_code;
+use crate::market::versions::DataView;
 use crate::metrics::Recorder;
 use chrono::NaiveDate;
 use rand::SeedableRng;
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-
-/// Why `load` produced no artifact.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("{}", not_found_message(.missing, .suggestions))]
-    NotFound {
-        missing: Vec<String>,
-        /// `(asked, close match)` pairs.
-        suggestions: Vec<(String, String)>,
-    },
-    #[error("symbols = {asked} needs {wanted} symbols but {} has {available}", scope_name(*.declared))]
-    TooFew {
-        asked: String,
-        wanted: usize,
-        available: usize,
-        /// Counted within the data the manifest declares (`[data]`), not the whole database.
-        declared: bool,
-    },
-    /// Codes the stock database holds only in versions the run does not read.
-    #[error("{}", undeclared_message(.codes, .view, *.declared))]
-    Undeclared {
-        codes: Vec<String>,
-        /// The versions the run reads, `a@1, b@2`.
-        view: String,
-        declared: bool,
-    },
-    #[error(
-        "no bars for symbols = {selection} in {range} (min_history = {min_history}); \
-         hint: run `measured data synth` or `measured data import`, or widen the range"
-    )]
-    Empty {
-        selection: String,
-        range: String,
-        min_history: usize,
-    },
-    #[error(
-        "strategy = \"copy\" needs Postgres, but the stock database is SQLite; \
-         hint: use strategy = \"stream\" or \"batched\", or set STOCK_DATABASE_URL"
-    )]
-    CopyNeedsPostgres,
-    #[error("symbol code `{0}` in the database contains characters load cannot use with COPY")]
-    UnsafeCode(String),
-    #[error("database error while loading bars: {0}")]
-    Db(String),
-    #[error("malformed COPY data: {0}")]
-    Decode(String),
-}
-
-impl From<sqlx::Error> for LoadError {
-    fn from(e: sqlx::Error) -> Self {
-        LoadError::Db(db_message(&e))
-    }
-}
-
-fn undeclared_message(codes: &[String], view: &str, declared: bool) -> String {
-    let shown: Vec<String> = codes.iter().take(10).map(|c| format!("`{c}`")).collect();
-    let (s, them) = if codes.len() == 1 { ("", "it") } else { ("s", "them") };
-    let hint = if declared {
-        format!(
-            "declare the data that holds {them} (e.g. its CSV file under [data] import), or select symbols of \
-             the declared market"
-        )
-    } else {
-        format!("read the version that holds {them} with `measured run --data VERSION` (`measured data ls` lists them)")
-    };
-    format!(
-        "symbol{s} {} {} in the stock database but not in the dataset versions this run reads ({view})\nhint: {hint}",
-        shown.join(", "),
-        if codes.len() == 1 { "is" } else { "are" }
-    )
-}
-
-fn scope_name(declared: bool) -> &'static str {
-    if declared {
-        "the data declared in [data]"
-    } else {
-        "the stock database"
-    }
-}
-
-fn not_found_message(missing: &[String], suggestions: &[(String, String)]) -> String {
-    let shown: Vec<String> = missing.iter().take(10).map(|c| format!("`{c}`")).collect();
-    let more = missing.len().saturating_sub(10);
-    let mut msg = format!(
-        "symbol{} not found in the stock database: {}{}",
-        if missing.len() == 1 { "" } else { "s" },
-        shown.join(", "),
-        if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        }
-    );
-    for (asked, close) in suggestions {
-        msg.push_str(&format!("\nhint: did you mean `{close}` for `{asked}`?"));
-    }
-    if suggestions.is_empty() {
-        msg.push_str("\nhint: list symbols in the database, or import them with `measured data import`");
-    }
-    msg
-}
 
 /// A selection as a manifest would spell it, for messages.
 pub(crate) fn describe(sel: &SymbolSelection) -> String {
@@ -136,11 +37,11 @@ pub(crate) fn describe(sel: &SymbolSelection) -> String {
 /// declares no data reads), as [`load_within`] does.
 pub async fn load(db: &Db, params: &LoadParams, rec: &mut Recorder) -> Result<Bars, LoadError> {
     let view = DataView {
-        versions: super::versions::latest(db)
+        versions: crate::market::versions::latest(db)
             .await
             .map_err(|e| LoadError::Db(e.to_string()))?
             .iter()
-            .map(super::versions::Version::to_ref)
+            .map(crate::market::versions::Version::to_ref)
             .collect(),
         declared: false,
     };
@@ -251,30 +152,6 @@ fn describe_range(start: Option<NaiveDate>, end: Option<NaiveDate>) -> String {
         (None, Some(e)) => format!("the history up to {e}"),
         (Some(s), Some(e)) => format!("{s}..={e}"),
     }
-}
-
-/// Digest of one symbol's loaded values: every date and column, in order.
-pub(crate) fn symbol_digest(s: &SymbolBars) -> [u8; 32] {
-    let mut h = Sha256::new();
-    let mut buf = Vec::with_capacity(s.len() * 60);
-    for i in 0..s.len() {
-        buf.extend_from_slice(&chrono::Datelike::num_days_from_ce(&s.dates[i]).to_le_bytes());
-        for col in [&s.open, &s.high, &s.low, &s.close, &s.volume, &s.amount, &s.adj_factor] {
-            buf.extend_from_slice(&col[i].to_le_bytes());
-        }
-    }
-    h.update(&buf);
-    h.finalize().into()
-}
-
-/// Replaces every adjustment factor with 1 (`adjust = false`), so the features see raw prices
-/// and a split shows up as the price gap it is in the raw data.
-///
-/// Prices are never scaled here: they stay as stored, and the `normalize` stage multiplies them
-/// by `adj_factor` (and divides volumes by it), the one place in the pipeline where prices are
-/// split-adjusted, whichever way the bars arrived (database, CSV import, in-memory generator).
-pub(crate) fn drop_adjustment(s: &mut SymbolBars) {
-    s.adj_factor.iter_mut().for_each(|a| *a = 1.0);
 }
 
 /// The codes `sel` names among the symbols of `view`'s versions, each with the version it is

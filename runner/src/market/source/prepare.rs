@@ -9,10 +9,12 @@
 //! as the version it is, and the runs that read it keep reading it), and a declared file is
 //! imported once, as a version of its own. [`view`] then says which versions a run reads.
 
-use super::import::{self, ImportOptions, ImportPlan};
-use super::versions::{self, DataView, Origin, VersionRef};
-use super::{MarketError, StockError, SynthOptions};
+use super::import::{self, ImportPlan};
+use super::import_options::ImportOptions;
 use crate::db::Db;
+use crate::market::stock::{MarketError, StockError};
+use crate::market::synth_options::{demo_options, describe_synth, synth_command, SynthOptions};
+use crate::market::versions::{self, short, DataView, Origin, VersionRef};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -111,7 +113,7 @@ impl Step {
                 let mut s = format!(
                     "{} the synthetic market {} as a new version of {}",
                     verb("generate", "generated"),
-                    super::catalog::describe_synth(options),
+                    describe_synth(options),
                     versions::synth_dataset(options)
                 );
                 if !beside.is_empty() {
@@ -137,7 +139,7 @@ impl Step {
             Step::Demo => format!(
                 "{} the empty database with the demo market ({})",
                 verb("fill", "filled"),
-                super::catalog::describe_synth(&super::demo_options())
+                describe_synth(&demo_options())
             ),
         }
     }
@@ -347,7 +349,7 @@ pub async fn apply(db: &Db, steps: Vec<Step>, quiet: bool) -> Result<Vec<String>
                     .map_err(|e| MarketError::Db(e.to_string()))?
                     .version
             }
-            Step::Demo => generate(db, &super::demo_options(), quiet).await?,
+            Step::Demo => generate(db, &demo_options(), quiet).await?,
         };
         done.push(format!("{line}: {version}"));
     }
@@ -401,8 +403,8 @@ pub async fn view(db: &Db, spec: &DataSpec) -> Result<DataView, StockError> {
                     } else {
                         format!(" (it holds {}, written by another generator)", held.join(", "))
                     },
-                    declared: super::catalog::describe_synth(&decl.options),
-                    command: super::catalog::synth_command(&decl.options),
+                    declared: describe_synth(&decl.options),
+                    command: synth_command(&decl.options),
                 });
             }
         }
@@ -416,7 +418,7 @@ pub async fn view(db: &Db, spec: &DataSpec) -> Result<DataView, StockError> {
             None => {
                 return Err(StockError::NotImported {
                     file: decl.file.clone(),
-                    sha256: super::identity::short(&decl.sha256).to_owned(),
+                    sha256: short(&decl.sha256).to_owned(),
                 })
             }
         }

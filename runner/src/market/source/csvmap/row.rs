@@ -1,7 +1,7 @@
 //! One CSV row into a bar: fields, numbers, dates, and the OHLCV sanity checks.
 
 use super::*;
-use crate::market::{is_valid_code, Bar};
+use crate::market::stock::{is_valid_code, Bar};
 use chrono::NaiveDate;
 
 fn field<'r>(record: &'r csv::StringRecord, i: usize, name: &str) -> Result<&'r str, String> {

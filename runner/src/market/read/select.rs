@@ -107,7 +107,7 @@ impl LoadParams {
                 }
                 let mut seen = std::collections::HashSet::new();
                 for code in codes {
-                    if !super::is_valid_code(code) {
+                    if !crate::market::stock::is_valid_code(code) {
                         return Err(ParamError::new(
                             "symbols",
                             format!("{code:?} is not a symbol code"),

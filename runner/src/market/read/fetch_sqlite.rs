@@ -10,11 +10,11 @@
 //! Each worker reads inside one read transaction, so all its statements see the same
 //! committed snapshot even while a writer commits (the database is in WAL mode).
 
-use super::load::LoadError;
+use super::error::LoadError;
+use super::rows::{by_version, placeholders, push_bar, COLUMNS};
 use super::select::{FetchStrategy, LoadParams};
-use super::write::placeholders;
-use super::Bar;
 use crate::artifact::SymbolBars;
+use crate::market::stock::Bar;
 use chrono::NaiveDate;
 use rusqlite::{params_from_iter, Connection, OpenFlags, Row, ToSql};
 use std::path::Path;
@@ -61,7 +61,7 @@ pub(super) fn fetch(
 /// One ordered query per [`CODES_PER_QUERY`] codes of one version.
 fn stream(conn: &Connection, targets: &[(String, i64)], lo: &str, hi: &str) -> Result<Vec<SymbolBars>, LoadError> {
     let mut out: Vec<SymbolBars> = Vec::with_capacity(targets.len());
-    let groups = super::fetch::by_version(targets);
+    let groups = by_version(targets);
     for (version, chunk) in groups
         .iter()
         .flat_map(|(v, codes)| codes.chunks(CODES_PER_QUERY).map(move |c| (v, c)))
@@ -69,7 +69,7 @@ fn stream(conn: &Connection, targets: &[(String, i64)], lo: &str, hi: &str) -> R
         let sql = format!(
             "SELECT symbol, {} FROM daily_bars WHERE version = ? AND symbol IN ({}) \
              AND trade_date >= ? AND trade_date <= ? ORDER BY symbol, trade_date",
-            super::fetch::COLUMNS,
+            COLUMNS,
             placeholders(chunk.len())
         );
         let mut stmt = conn.prepare(&sql)?;
@@ -83,7 +83,7 @@ fn stream(conn: &Connection, targets: &[(String, i64)], lo: &str, hi: &str) -> R
                 out.push(SymbolBars::new(code.to_owned()));
             }
             let bar = bar_at(row, 1, code)?;
-            super::fetch::push_bar(out.last_mut().expect("pushed above"), bar);
+            push_bar(out.last_mut().expect("pushed above"), bar);
         }
     }
     Ok(out)
@@ -102,7 +102,7 @@ fn batched(
     let sql = format!(
         "SELECT {} FROM daily_bars WHERE version = ?6 AND symbol = ?1 AND trade_date >= ?2 AND trade_date > ?3 \
          AND trade_date <= ?4 ORDER BY trade_date LIMIT ?5",
-        super::fetch::COLUMNS
+        COLUMNS
     );
     let mut stmt = conn.prepare(&sql)?;
     let limit = i64::try_from(fetch_size).unwrap_or(i64::MAX);
@@ -115,7 +115,7 @@ fn batched(
             let before = s.len();
             let mut rows = stmt.query((code, lo, &after, hi, limit, version))?;
             while let Some(row) = rows.next()? {
-                super::fetch::push_bar(&mut s, bar_at(row, 0, code)?);
+                push_bar(&mut s, bar_at(row, 0, code)?);
                 // Only a full page has a next one: it starts after this row.
                 if s.len() - before == fetch_size {
                     after.clear();

@@ -10,29 +10,15 @@
 //! reversal), so `E[r(t+1) | r(t)] = drift + SIGNAL_COEFFICIENT * r(t)`. The best predictor
 //! uses it; docs/data.md states the validation MSE it reaches relative to predicting zero.
 
-use super::write::{write_synth, SynthPlan};
-use super::{Bar, MarketError, SymbolInfo, SymbolRows};
 use crate::db::Db;
+use crate::market::stock::{Bar, MarketError, SymbolInfo, SymbolRows};
+use crate::market::synth_options::{style_name, CodeStyle, SynthOptions, GENERATOR_VERSION, US_CAPACITY};
+use crate::market::write::{write_synth, SynthPlan};
 use chrono::{Datelike, NaiveDate, Weekday};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal, StudentT};
 use std::time::Instant;
-
-/// Seed of the demo market, which an empty embedded database is filled with.
-pub const DEMO_SEED: u64 = 20_240_601;
-/// Symbols in the demo market.
-pub const DEMO_SYMBOLS: usize = 50;
-/// Trading days in the demo market (about three years).
-pub const DEMO_DAYS: usize = 750;
-/// First calendar day of the demo market.
-pub const DEMO_START: (i32, u32, u32) = (2021, 1, 4);
-
-/// The version of the generator: it changes whenever the same options would generate other
-/// bars, so a market an older generator wrote is never taken for this one's (a new dataset
-/// version is generated beside it).
-/// 1: no planted signal; 2: the reversal of [`SIGNAL_COEFFICIENT`].
-pub const GENERATOR_VERSION: u32 = 2;
 
 /// The planted signal: today's log return includes this times yesterday's log return of the
 /// same symbol (its whole return, factors and jumps included).
@@ -61,60 +47,11 @@ const CHINA_BOARDS: [(&str, &str); 7] = [
     ("603", "SH"),
     ("688", "SH"),
 ];
-const CHINA_CAPACITY: usize = 7 * 1000;
-const US_CAPACITY: usize = 26 * 26 * 26 * 26;
-
-/// How generated symbol codes look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CodeStyle {
-    /// Shanghai/Shenzhen codes such as `600519.SH` and `000001.SZ`, in CNY.
-    China,
-    /// Four-letter tickers such as `QXTR`, in USD.
-    Us,
-    /// Alternating Chinese codes and US tickers.
-    Mixed,
-}
-
-/// What [`synth`] generates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SynthOptions {
-    pub symbols: usize,
-    /// Trading days in the calendar (weekends and fixed holidays are skipped).
-    pub days: usize,
-    /// First calendar day; the calendar starts at the first trading day on or after it.
-    pub start: NaiveDate,
-    pub seed: u64,
-    pub style: CodeStyle,
-}
-
-impl SynthOptions {
-    pub(crate) fn check(&self) -> Result<(), MarketError> {
-        let capacity = match self.style {
-            CodeStyle::China => CHINA_CAPACITY,
-            CodeStyle::Us => US_CAPACITY,
-            CodeStyle::Mixed => 2 * CHINA_CAPACITY,
-        };
-        if self.symbols == 0 || self.symbols > capacity {
-            return Err(MarketError::Options(format!(
-                "symbols must be between 1 and {capacity} for style {:?}, got {}",
-                self.style, self.symbols
-            )));
-        }
-        if self.days == 0 || self.days > 100_000 {
-            return Err(MarketError::Options(format!(
-                "days must be between 1 and 100000, got {}",
-                self.days
-            )));
-        }
-        Ok(())
-    }
-}
-
 /// What [`synth`] wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SynthReport {
     /// The dataset version the market was written as.
-    pub version: super::versions::VersionRef,
+    pub version: crate::market::versions::VersionRef,
     pub symbols: usize,
     pub rows: u64,
     pub first_date: NaiveDate,
@@ -134,7 +71,7 @@ impl std::fmt::Display for SynthReport {
 }
 
 /// Generates a reproducible synthetic market and writes it to `db` as a new version of its
-/// dataset ([`super::versions::synth_dataset`]); nothing stored before is touched. Callers that
+/// dataset ([`crate::market::versions::synth_dataset`]); nothing stored before is touched. Callers that
 /// want an existing version reused look it up first ([`super::catalog::ensure_synth`]).
 pub async fn synth(
     db: &Db,
@@ -169,9 +106,9 @@ pub async fn synth(
         rows: rx,
         progress,
     };
-    let new = super::versions::NewVersion {
-        dataset: super::versions::synth_dataset(opts),
-        origin: super::versions::Origin::synth(opts),
+    let new = crate::market::versions::NewVersion {
+        dataset: crate::market::versions::synth_dataset(opts),
+        origin: crate::market::versions::Origin::synth(opts),
         parent: None,
     };
     let written = write_synth(db, plan, &new).await;
@@ -209,7 +146,7 @@ pub fn synth_bars(opts: &SynthOptions) -> Result<crate::artifact::Bars, MarketEr
             opts.days,
             opts.start,
             opts.seed,
-            super::catalog::style_name(opts.style)
+            style_name(opts.style)
         ),
     };
     for i in order {
@@ -230,18 +167,6 @@ pub fn synth_bars(opts: &SynthOptions) -> Result<crate::artifact::Bars, MarketEr
         }
     }
     Ok(out)
-}
-
-/// The options of the demo market.
-pub fn demo_options() -> SynthOptions {
-    let (y, m, d) = DEMO_START;
-    SynthOptions {
-        symbols: DEMO_SYMBOLS,
-        days: DEMO_DAYS,
-        start: NaiveDate::from_ymd_opt(y, m, d).expect("valid date"),
-        seed: DEMO_SEED,
-        style: CodeStyle::Mixed,
-    }
 }
 
 /// Whether markets are closed on `day`: weekends and a few fixed holidays every year.
@@ -492,7 +417,7 @@ mod tests {
             let codes: std::collections::HashSet<String> =
                 (0..opts.symbols).map(|i| symbol_info(&opts, i, &cal).code).collect();
             assert_eq!(codes.len(), opts.symbols, "{style:?}");
-            assert!(codes.iter().all(|c| super::super::is_valid_code(c)));
+            assert!(codes.iter().all(|c| crate::market::stock::is_valid_code(c)));
         }
     }
 

@@ -1,8 +1,8 @@
 //! Which column holds the symbol, guessed from the values when the headers do not say.
 
 use super::*;
-use crate::market::import::ImportError;
-use crate::market::is_valid_code;
+use crate::market::source::import_options::ImportError;
+use crate::market::stock::is_valid_code;
 use chrono::NaiveDate;
 use std::collections::HashMap;
 use std::path::Path;

@@ -18,9 +18,9 @@
 //! table's clustering key (synth and import both send them so), and the B-tree grows at its
 //! right edge.
 
-use super::versions::{self, NewVersion, VersionRef};
-use super::write::{check_complete, SynthPlan, BAR_COLUMNS, COPY_BARS, COPY_SYMBOLS};
-use super::{Bar, MarketError, SymbolInfo};
+use super::plan::{check_complete, SynthPlan, BAR_COLUMNS, COPY_BARS, COPY_SYMBOLS};
+use crate::market::stock::{Bar, MarketError, SymbolInfo, SymbolRows};
+use crate::market::versions::{self, NewVersion, VersionRef};
 use chrono::NaiveDate;
 use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqlitePool};
 use sqlx::{Arguments, Connection};
@@ -101,7 +101,7 @@ pub(super) async fn write_import(
     pool: &SqlitePool,
     new: &NewVersion,
     symbols: &[SymbolInfo],
-    groups: &[super::SymbolRows],
+    groups: &[SymbolRows],
 ) -> Result<(VersionRef, u64), sqlx::Error> {
     let mut conn = bulk_connection(pool).await?;
     let result = async {

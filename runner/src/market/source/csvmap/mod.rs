@@ -11,8 +11,8 @@ mod symbols;
 pub(crate) use row::parse_row;
 pub(crate) use symbols::SymbolGuess;
 
-use super::import::{ImportError, ImportOptions, Layout};
-use super::is_valid_code;
+use super::import_options::{ImportError, ImportOptions, Layout};
+use crate::market::stock::is_valid_code;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
