@@ -8,7 +8,7 @@ pub mod artifact;
 pub(crate) mod build_info;
 pub mod cli;
 pub(crate) mod color;
-pub(crate) mod commands;
+pub mod commands;
 // Its loader is called only by a `cuda` build.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub mod cuda_dl;

@@ -1,6 +1,7 @@
 //! `measured check` and `measured plan`: a manifest validated, and the trials it would run.
 
-use super::{load_manifest, load_with_revs, runtime, RevOptions};
+use super::{load_manifest, load_with_revs, runtime};
+use crate::cli::RevArgs;
 use crate::error::{CommandError, EXIT_BAD_INPUT, EXIT_OK};
 use crate::globals::Globals;
 use crate::plan;
@@ -42,7 +43,7 @@ pub fn plan(
     seed: Option<u64>,
     smoke: bool,
     show_commands: bool,
-    revs: &RevOptions,
+    revs: &RevArgs,
 ) -> Result<String, CommandError> {
     let mut exp = load_with_revs(g, file, smoke, revs)?;
     // Resolved only: `plan` checks nothing out and builds nothing.

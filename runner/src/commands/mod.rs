@@ -3,6 +3,7 @@
 
 mod check;
 mod data;
+mod dispatch;
 mod looks;
 mod queue;
 mod report;
@@ -13,13 +14,14 @@ mod summary;
 
 pub use check::{check, plan};
 pub use data::{data_import, data_ls, data_rm, data_show, data_synth};
-pub use queue::{status, submit, worker, SubmitOptions, WorkerArgs};
-pub use report::{compare, history, publish, report, HistoryOptions};
+pub use dispatch::main;
+pub use queue::{status, submit, worker};
+pub use report::{compare, history, publish, report};
 pub use run::run;
 pub use runs::{runs, show};
-pub use session::{RunOptions, DEFAULT_DB_WAIT_SECONDS, DEFAULT_LEASE_SECONDS};
 pub use summary::{fmt_secs, summary_table};
 
+use crate::cli::RevArgs;
 use crate::db;
 use crate::db::Db;
 use crate::error::{CommandError, EXIT_INTERRUPTED};
@@ -51,30 +53,9 @@ pub fn load_manifest(g: &Globals, file: &Path, smoke: bool) -> Result<Experiment
     Ok(exp)
 }
 
-/// `--rev` and `--build`: git revisions that replace a manifest's variants.
-#[derive(Debug, Clone, Default)]
-pub struct RevOptions {
-    pub revs: Vec<String>,
-    pub build: Option<String>,
-}
-
-impl RevOptions {
-    /// The words that give these options on a command line (for the reproduce line).
-    fn words(&self) -> Vec<String> {
-        let mut w = Vec::new();
-        for r in &self.revs {
-            w.extend(["--rev".to_owned(), r.clone()]);
-        }
-        if let Some(b) = &self.build {
-            w.extend(["--build".to_owned(), b.clone()]);
-        }
-        w
-    }
-}
-
 /// Reads and validates a manifest as [`load_manifest`] does, then, with `--rev`, again with its
 /// variants replaced by the revisions: the experiment's text is then the manifest as run.
-pub fn load_with_revs(g: &Globals, file: &Path, smoke: bool, revs: &RevOptions) -> Result<Experiment, CommandError> {
+pub fn load_with_revs(g: &Globals, file: &Path, smoke: bool, revs: &RevArgs) -> Result<Experiment, CommandError> {
     let exp = load_manifest(g, file, smoke)?;
     if revs.revs.is_empty() {
         return Ok(exp);

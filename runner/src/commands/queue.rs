@@ -1,13 +1,14 @@
 //! The queue's commands (cli -> **commands::queue** -> queue/store): `submit`, `worker`, `status`.
 
 use super::{cancel_flag, experiment_env, reproduce_command, runtime};
+use crate::cli::{SubmitArgs, WorkerArgs};
 use crate::db;
 use crate::db::Db;
 use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::globals::Globals;
 use crate::plan;
 use crate::queue::claim;
-use crate::queue::slurm::{self, ScriptSpec, SlurmOptions};
+use crate::queue::slurm::{self, ScriptSpec};
 use crate::queue::status as queue_status;
 use crate::queue::worker::{self, WorkerOptions};
 use crate::queue::{require_postgres, QueueError};
@@ -30,21 +31,6 @@ impl From<QueueError> for CommandError {
     }
 }
 
-/// Options of `measured submit`.
-#[derive(Debug, Clone)]
-pub struct SubmitOptions {
-    pub file: PathBuf,
-    pub seed: Option<u64>,
-    pub smoke: bool,
-    pub lease_seconds: f64,
-    /// Start the workers as a Slurm job array.
-    pub slurm: Option<SlurmOptions>,
-    /// Print the batch script; write nothing, submit nothing.
-    pub dry_run: bool,
-    /// The script and task logs go to `<dir>/<experiment>/<run-id>/`.
-    pub results_dir: PathBuf,
-}
-
 /// A finite, positive number of seconds.
 fn positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
@@ -65,7 +51,7 @@ fn connect(rt: &tokio::runtime::Runtime, url: &str) -> Result<(Db, sqlx::PgPool)
 
 /// `measured submit`: validates and plans the experiment, creates the run, enqueues one unit per
 /// schedule block and, with `--slurm`, submits the worker array. Prints the run id (and job id).
-pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
+pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, CommandError> {
     require_postgres(&g.database)?;
     // Validate before touching the database: bad input writes nothing.
     let exp = crate::commands::load_manifest(g, &o.file, o.smoke)?;
@@ -77,9 +63,9 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
     let units = units_of(&trials);
     let run_id = crate::paths::new_run_id();
-    let run_dir = absolute(&slurm::run_dir(&o.results_dir, &exp.name, &run_id));
-    let script = o
-        .slurm
+    let run_dir = absolute(&slurm::run_dir(results_dir, &exp.name, &run_id));
+    let slurm = o.slurm_options();
+    let script = slurm
         .as_ref()
         .map(|s| worker_script(s, &run_id, &exp.name, &run_dir))
         .transpose()?;
@@ -129,8 +115,8 @@ pub fn submit(g: &Globals, o: &SubmitOptions) -> Result<u8, CommandError> {
             db::redact_url(&g.database)
         );
     }
-    let code = match (&o.slurm, script) {
-        (Some(s), Some(text)) => submit_array(g, &rt, &pool, s, &text, &run_id, &run_dir)?,
+    let code = match (slurm, script) {
+        (Some(s), Some(text)) => submit_array(g, &rt, &pool, &s, &text, &run_id, &run_dir)?,
         _ => {
             if !g.quiet {
                 eprintln!("start workers with: measured worker --run {run_id}");
@@ -178,7 +164,7 @@ fn worker_script(
 
 /// Refuses what a queue of workers cannot run: git revisions as variants, a sequential
 /// design, a lease that is not positive.
-fn refuse_unqueueable(exp: &crate::manifest::Experiment, o: &SubmitOptions) -> Result<(), CommandError> {
+fn refuse_unqueueable(exp: &crate::manifest::Experiment, o: &SubmitArgs) -> Result<(), CommandError> {
     // Workers on other machines would need the checkouts and builds `measured run` makes.
     if let Some(c) = exp.configs.iter().find(|c| c.revision.is_some()) {
         return Err(CommandError::BadInput(format!(
@@ -251,22 +237,9 @@ fn submit_array(
     })
 }
 
-/// Options of `measured worker`.
-#[derive(Debug, Clone)]
-pub struct WorkerArgs {
-    /// A run id, prefix or `latest`; `None` serves every queued run (`--any`).
-    pub run: Option<String>,
-    pub lease_seconds: Option<f64>,
-    pub max_idle_seconds: Option<f64>,
-    /// Where this worker keeps the journal of its finished trials.
-    pub results_dir: PathBuf,
-    /// How long to retry storing a finished trial in an unreachable database.
-    pub db_wait_seconds: f64,
-}
-
 /// `measured worker`: claims and runs units until none remain; exit 0 when every trial it ran
 /// succeeded, 1 when some failed or the worker hit an error, 130 when interrupted.
-pub fn worker(g: &Globals, a: &WorkerArgs) -> Result<u8, CommandError> {
+pub fn worker(g: &Globals, a: &WorkerArgs, results_dir: &Path) -> Result<u8, CommandError> {
     require_postgres(&g.database)?;
     if a.lease_seconds.is_some_and(|l| !positive(l)) || a.max_idle_seconds.is_some_and(|m| !(m.is_finite() && m >= 0.0))
     {
@@ -295,8 +268,8 @@ pub fn worker(g: &Globals, a: &WorkerArgs) -> Result<u8, CommandError> {
         lease_seconds: a.lease_seconds,
         max_idle: a.max_idle_seconds.map(Duration::from_secs_f64),
         quiet: g.quiet,
-        results_dir: a.results_dir.clone(),
-        db_wait: Duration::from_secs_f64(a.db_wait_seconds),
+        results_dir: results_dir.to_path_buf(),
+        db_wait: Duration::from_secs_f64(a.db_wait),
         stock_named: g.stock_database.is_some(),
         database: g.database.clone(),
     };

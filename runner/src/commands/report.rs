@@ -2,6 +2,7 @@
 
 use super::run::write_run_report;
 use super::{load_stored, open_existing, open_for_run, runtime, stored_run, templates_dir};
+use crate::cli::HistoryArgs;
 use crate::db;
 use crate::error::{CommandError, EXIT_FAILED, EXIT_OK};
 use crate::globals::Globals;
@@ -113,18 +114,9 @@ pub fn compare(
     })
 }
 
-/// What `measured history` reads and where it writes.
-pub struct HistoryOptions {
-    pub experiment: String,
-    pub metric: Option<String>,
-    pub limit: u32,
-    pub include_smoke: bool,
-    pub results_dir: PathBuf,
-}
-
 /// `measured history`: a metric over every stored run of an experiment, with the significant
 /// steps between consecutive runs flagged; prints the Markdown and writes it with its chart.
-pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
+pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, CommandError> {
     // The name becomes a path: only a valid experiment name gets that far.
     if !crate::paths::is_valid_name(&o.experiment) {
         return Err(CommandError::BadInput(format!(
@@ -183,7 +175,7 @@ pub fn history(g: &Globals, o: &HistoryOptions) -> Result<u8, CommandError> {
         ));
     }
     h.notes.extend(notes);
-    let (md, md_path) = write_history(o, &metric, &h)?;
+    let (md, md_path) = write_history(&o.experiment, results_dir, &metric, &h)?;
     print!("{md}");
     eprintln!("history: {}", md_path.display());
     Ok(EXIT_OK)
@@ -212,11 +204,12 @@ fn unrecorded_metric(experiment: &str, metric: &str, runs: &[crate::report::RunD
 /// Writes a history's chart, Markdown and JSON under `<results>/<experiment>/history/`;
 /// returns the Markdown and its path.
 fn write_history(
-    o: &HistoryOptions,
+    experiment: &str,
+    results_dir: &Path,
     metric: &str,
     h: &crate::report::History,
 ) -> Result<(String, PathBuf), CommandError> {
-    let dir = crate::paths::experiment_dir(&o.results_dir, &o.experiment)?.join("history");
+    let dir = crate::paths::experiment_dir(results_dir, experiment)?.join("history");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let stem = crate::paths::file_safe(metric);
     let svg_name = format!("{stem}.svg");

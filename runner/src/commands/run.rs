@@ -1,8 +1,9 @@
 //! `measured run`: executes (or resumes) a run, stores every finished trial, journals what the database could not take, and prints a summary.
 
 use super::looks::{planned_through, SequentialJudge};
-use super::session::{Keeper, RunOptions, RunSession};
+use super::session::{Keeper, RunSession};
 use super::{cancel_flag, load_with_revs, prepare_revisions, runtime, stored_run, summary_table, templates_dir};
+use crate::cli::RunArgs;
 use crate::db;
 use crate::db::Db;
 use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `measured run`: executes (or resumes) a run, stores it, prints a summary.
-pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
+pub fn run(g: &Globals, o: &RunArgs) -> Result<u8, CommandError> {
     // Validate before touching any database: bad input writes nothing.
     let mut fresh = match (&o.file, &o.resume) {
         (Some(f), None) => Some(load_with_revs(g, f, o.smoke, &o.revs)?),
@@ -68,7 +69,7 @@ pub fn run(g: &Globals, o: &RunOptions) -> Result<u8, CommandError> {
 /// A run from its session to its exit code: execute, store, then say what was stored and judged.
 fn run_with(
     g: &Globals,
-    o: &RunOptions,
+    o: &RunArgs,
     fresh: Option<Experiment>,
     prepared: Option<crate::preflight::Prepared>,
     rt: &tokio::runtime::Runtime,
@@ -94,7 +95,7 @@ fn run_with(
         sink,
         ..
     } = session;
-    let wait = Duration::from_secs_f64(o.db_wait_seconds);
+    let wait = Duration::from_secs_f64(o.db_wait);
     let db = match sink.finish(summary.outcome.as_str(), settled, wait) {
         Ok(db) => db,
         Err(u) => {
@@ -119,7 +120,7 @@ fn run_with(
 /// and a sequential run's judge deciding after each block.
 fn execute(
     g: &Globals,
-    o: &RunOptions,
+    o: &RunArgs,
     rt: &tokio::runtime::Runtime,
     db: &Db,
     session: &mut RunSession,
@@ -169,7 +170,7 @@ struct Ended {
 /// the report, and decides the exit code.
 fn conclude(
     g: &Globals,
-    o: &RunOptions,
+    o: &RunArgs,
     rt: &tokio::runtime::Runtime,
     db: &Db,
     ended: &Ended,
@@ -212,7 +213,7 @@ fn conclude(
         eprintln!("error: {u}");
     }
     let (n_stored, clean) = (stored.len(), failed == 0 && unproduced.is_empty());
-    let regressed = if o.report {
+    let regressed = if !o.no_report {
         print_report(g, rt, db, ended, stored)?
     } else {
         false

@@ -3,7 +3,8 @@
 //! trial runs, built in one place: the validated experiment, its schedule and seed, the trials
 //! already stored, the fingerprint, the results folder, the trial sink and the stage services.
 
-use super::{experiment_env, prepare_revisions, reproduce_command, RevOptions};
+use super::{experiment_env, prepare_revisions, reproduce_command};
+use crate::cli::RunArgs;
 use crate::db::{self, Db};
 use crate::error::CommandError;
 use crate::exec::{ExecError, Execution, Reporter, RunEvent};
@@ -19,38 +20,6 @@ use crate::store::{self, TrialSink};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Options of `measured run`.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    pub file: Option<PathBuf>,
-    pub resume: Option<String>,
-    pub seed: Option<u64>,
-    pub smoke: bool,
-    pub json_events: Option<PathBuf>,
-    pub report: bool,
-    pub fail_on_regression: bool,
-    /// `--results-dir` as given; `None`: `results/` under the project root of the manifest
-    /// (of the stored manifest when resuming).
-    pub results_dir: Option<PathBuf>,
-    /// A `running` run whose heartbeat is older than this is shown as abandoned.
-    pub lease_seconds: f64,
-    /// At the end of a run, how long to wait for an unreachable results database before
-    /// leaving the unstored trials in the journal.
-    pub db_wait_seconds: f64,
-    /// `--rev`/`--build`: git revisions as the variants.
-    pub revs: RevOptions,
-    /// Prepare the declared data and check every load stage against it, then stop: no trial
-    /// runs and nothing is stored.
-    pub preflight_only: bool,
-    /// `--data`: the dataset versions to read instead of the declared data.
-    pub data: Vec<String>,
-}
-
-/// Defaults of `measured run --lease-seconds` and `--db-wait`.
-pub const DEFAULT_LEASE_SECONDS: f64 = 60.0;
-
-pub const DEFAULT_DB_WAIT_SECONDS: f64 = 120.0;
 
 /// Everything one run needs to execute, fresh or resumed.
 pub(super) struct RunSession {
@@ -72,7 +41,7 @@ impl RunSession {
     /// opens its journal.
     pub fn start(
         g: &Globals,
-        o: &RunOptions,
+        o: &RunArgs,
         exp: Experiment,
         prepared: Option<Prepared>,
         rt: &tokio::runtime::Runtime,
@@ -120,12 +89,7 @@ impl RunSession {
     /// Takes up run `--resume ID` where it stopped: stores what its journals hold, reads its
     /// manifest back (its hash verified), pins the revisions and data versions its first trials
     /// read, and skips the trials already stored.
-    pub fn resume(
-        g: &Globals,
-        o: &RunOptions,
-        rt: &tokio::runtime::Runtime,
-        db: &Db,
-    ) -> Result<RunSession, CommandError> {
+    pub fn resume(g: &Globals, o: &RunArgs, rt: &tokio::runtime::Runtime, db: &Db) -> Result<RunSession, CommandError> {
         let id = o.resume.as_deref().unwrap_or_default();
         let given_results = o.results_dir.as_deref();
         // Trials a run could not store before it ended wait in its journal: write them first
@@ -229,7 +193,7 @@ impl Parts {
     fn open(
         self,
         g: &Globals,
-        o: &RunOptions,
+        o: &RunArgs,
         prepared: Option<Prepared>,
         rt: &tokio::runtime::Runtime,
         db: &Db,
@@ -277,7 +241,7 @@ impl Reporter for Keeper<'_> {
 
 /// The command that runs this experiment again: the seed, the data versions it read (so the
 /// line reads them again whatever is stored since) and any `--rev`/`--build`.
-fn reproduce_line(g: &Globals, o: &RunOptions, exp: &Experiment, seed: u64, prepared: Option<&Prepared>) -> String {
+fn reproduce_line(g: &Globals, o: &RunArgs, exp: &Experiment, seed: u64, prepared: Option<&Prepared>) -> String {
     let mut command = reproduce_command("run", exp, seed, g);
     if let Some(identity) = prepared.and_then(|p| p.identity.as_ref()) {
         // Labels are dataset names (letters, digits, `_`, `-`, `.`), `@` and a number, which a

@@ -12,7 +12,6 @@
 //! `pgbinary`. This file only declares the modules and re-exports what the rest of the crate
 //! uses, so paths outside stay `crate::market::...`.
 
-mod args;
 mod identity;
 mod pgbinary;
 mod read;
@@ -24,7 +23,6 @@ mod write;
 
 #[cfg(test)]
 mod tests;
-pub use args::{ImportArgs, SynthArgs};
 pub use identity::{bars_per_symbol, extent, identify, thousands, trading_days_held, DataIdentity, DataSource, Extent};
 pub use read::error::LoadError;
 pub(crate) use read::load::{describe as describe_selection, resolve as resolve_selection, view_codes};

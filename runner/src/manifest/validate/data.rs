@@ -450,7 +450,7 @@ mod tests {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        synth: crate::market::SynthArgs,
+        synth: crate::cli::SynthArgs,
     }
 
     #[test]

@@ -1,8 +1,7 @@
-//! Command-line arguments of `measured data synth` and `measured data import` (CLI ->
+//! Command-line arguments of `measured data synth` and `measured data import` (**cli** ->
 //! options -> market).
 
-use super::source::import_options::{ImportOptions, Layout};
-use super::synth_options::{CodeStyle, SynthOptions};
+use crate::market::{CodeStyle, ImportOptions, Layout, SynthOptions};
 use chrono::NaiveDate;
 use std::path::PathBuf;
 

@@ -1,11 +1,15 @@
-//! Command-line interface (clap derive). Parses arguments and calls `commands`; nothing else.
+//! The command line's grammar (**cli** -> commands): every command, flag and argument, with
+//! its help text and value checks. `commands` receives these parsed structs as they are.
 
-use crate::commands::{self, RunOptions};
-use crate::error::{CommandError, EXIT_OK};
-use crate::globals::Globals;
-use crate::paths::Root;
+use super::data::{ImportArgs, SynthArgs};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+
+/// Default of `measured run --lease-seconds`: a running run whose heartbeat is older is shown
+/// as abandoned.
+pub const DEFAULT_LEASE_SECONDS: f64 = 60.0;
+/// Default of `measured run --db-wait` and `measured worker --db-wait`.
+pub const DEFAULT_DB_WAIT_SECONDS: f64 = 120.0;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -115,24 +119,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  measured history quickstart\n  measured history normalize-parallel --metric features.seconds --limit 50"
     )]
-    History {
-        /// The experiment (its `[experiment] name`).
-        experiment: String,
-        /// `<stage>.<metric>`, `<stage>.seconds` or `trial.seconds` (default: the primary metric
-        /// of the newest run).
-        #[arg(long)]
-        metric: Option<String>,
-        /// At most this many of the newest runs.
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        limit: u32,
-        /// Smoke runs (`--smoke`) are left out unless this is given.
-        #[arg(long)]
-        include_smoke: bool,
-        /// Files go to `<dir>/<experiment>/history/` (default: results/ under the git root of the
-        /// current directory, else the current directory).
-        #[arg(long)]
-        results_dir: Option<PathBuf>,
-    },
+    History(HistoryArgs),
     /// Every stored run as a static HTML site: an index of experiments, each metric over the
     /// commits with its steps marked, and each run's report. Opens from file://, needs no
     /// network; re-publishing rewrites only what changed.
@@ -193,31 +180,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  measured worker --run 20261122-101500-3fa2\n  measured worker --any --max-idle-seconds 300"
     )]
-    Worker {
-        /// Serve this run (id, unique prefix, or `latest`).
-        #[arg(long, required_unless_present = "any", conflicts_with = "any")]
-        run: Option<String>,
-        /// Serve every queued run, oldest first.
-        #[arg(long)]
-        any: bool,
-        /// Lease length in seconds, 0.1 to 86400 (default: the one given to `measured submit`).
-        #[arg(long, value_parser = lease_seconds)]
-        lease_seconds: Option<f64>,
-        /// Exit after this many seconds without a claimable unit, even while other workers hold
-        /// units (0 to 2592000, 30 days).
-        #[arg(long, value_parser = seconds_between::<0, 2_592_000>)]
-        max_idle_seconds: Option<f64>,
-        /// Where the worker keeps the journal of its finished trials
-        /// (`<dir>/<experiment>/<run-id>.worker-<pid>.journal.jsonl`); journals found there are
-        /// stored first (default: results/ under the git root of the current directory, else
-        /// the current directory).
-        #[arg(long)]
-        results_dir: Option<PathBuf>,
-        /// How many seconds to keep retrying to store a finished trial in an unreachable
-        /// database before stopping with the trials kept in the journal (0 to 86400).
-        #[arg(long, value_name = "SECONDS", default_value_t = commands::DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
-        db_wait: f64,
-    },
+    Worker(WorkerArgs),
     /// Queue state of a submitted run: units, worker leases, Slurm array state.
     #[command(after_help = "Example:\n  measured status latest")]
     Status {
@@ -270,9 +233,9 @@ pub struct SubmitArgs {
 #[derive(Subcommand, Debug)]
 pub enum DataCommand {
     /// Generate a seeded, reproducible synthetic market into the stock database.
-    Synth(crate::market::SynthArgs),
+    Synth(SynthArgs),
     /// Import OHLCV CSV files (Yahoo-style, tushare-style, or mapped with --columns).
-    Import(crate::market::ImportArgs),
+    Import(ImportArgs),
     /// List the dataset versions in the stock database, with the runs that read each.
     #[command(after_help = "Example:\n  measured data ls")]
     Ls,
@@ -325,11 +288,11 @@ pub struct RunArgs {
     pub results_dir: Option<PathBuf>,
     /// The run beats a heartbeat into the database; `runs` and `show` call a running run
     /// abandoned once its heartbeat is older than this many seconds (1 to 86400).
-    #[arg(long, default_value_t = commands::DEFAULT_LEASE_SECONDS, value_parser = seconds_between::<1, 86400>)]
+    #[arg(long, default_value_t = DEFAULT_LEASE_SECONDS, value_parser = seconds_between::<1, 86400>)]
     pub lease_seconds: f64,
     /// At the end of a run, how many seconds to wait for an unreachable results database
     /// before leaving the unstored trials in the journal (0 to 86400).
-    #[arg(long, value_name = "SECONDS", default_value_t = commands::DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
     pub db_wait: f64,
     /// Prepare the data the manifest declares ([data]) and check every load stage against the
     /// stock database, then exit: no trial runs and no run is stored (exit 1 when unmet).
@@ -358,15 +321,6 @@ pub struct RevArgs {
     pub build: Option<String>,
 }
 
-impl From<RevArgs> for commands::RevOptions {
-    fn from(a: RevArgs) -> Self {
-        commands::RevOptions {
-            revs: a.revs,
-            build: a.build,
-        }
-    }
-}
-
 /// A number of seconds within `[MIN, MAX]`.
 fn seconds_between<const MIN: u32, const MAX: u32>(s: &str) -> Result<f64, String> {
     seconds_in(s, f64::from(MIN), f64::from(MAX))
@@ -391,179 +345,78 @@ fn seconds_in(s: &str, min: f64, max: f64) -> Result<f64, String> {
     }
 }
 
-// Long because: one `match` with an arm per command, each only handing parsed arguments to
-// `commands`.
-/// Parses the process arguments, runs the command, returns the exit code.
-pub fn main() -> u8 {
-    let cli = Cli::parse();
-    let colour = crate::color::init(cli.global.color);
-    init_tracing(cli.global.quiet, colour);
-    // Default locations belong to the project of the manifest when the command has one, so a
-    // command started from a subfolder or from elsewhere finds the same results.
-    let root = match &cli.command {
-        Command::Run(RunArgs { file: Some(f), .. })
-        | Command::Submit(SubmitArgs { file: f, .. })
-        | Command::Plan { file: f, .. } => Root::of_manifest(f),
-        _ => Root::of_cwd(),
-    };
-    let g = Globals::resolve(
-        cli.global.database.as_deref(),
-        cli.global.stock_database,
-        cli.global.quiet,
-        &root,
-    );
-    let result: Result<u8, CommandError> = match cli.command {
-        Command::Check { files, smoke } => Ok(commands::check(&g, &files, smoke)),
-        Command::Schema => {
-            print!("{}", crate::manifest::manifest_schema_text());
-            Ok(EXIT_OK)
-        }
-        Command::Plan {
-            file,
-            seed,
-            smoke,
-            show_commands,
-            revs,
-        } => commands::plan(&g, &file, seed, smoke, show_commands, &revs.into()).map(|s| {
-            print!("{s}");
-            EXIT_OK
-        }),
-        Command::Run(a) => commands::run(
-            &g,
-            &RunOptions {
-                file: a.file,
-                resume: a.resume,
-                seed: a.seed,
-                smoke: a.smoke,
-                json_events: a.json_events,
-                report: !a.no_report,
-                fail_on_regression: a.fail_on_regression,
-                results_dir: a.results_dir,
-                lease_seconds: a.lease_seconds,
-                db_wait_seconds: a.db_wait,
-                revs: a.revs.into(),
-                preflight_only: a.preflight_only,
-                data: a.data,
-            },
-        ),
-        Command::Runs { experiment, limit } => commands::runs(&g, experiment.as_deref(), limit).map(|s| {
-            print!("{s}");
-            EXIT_OK
-        }),
-        Command::Report {
-            run,
-            results_dir,
-            fail_on_regression,
-            format,
-        } => commands::report(
-            &g,
-            &run,
-            &root.results_dir(results_dir.as_deref()),
-            fail_on_regression,
-            format,
-        ),
-        Command::Compare {
-            before,
-            after,
-            allow_different_data,
-            results_dir,
-            fail_on_regression,
-            format,
-        } => commands::compare(
-            &g,
-            &before,
-            &after,
-            allow_different_data,
-            &root.results_dir(results_dir.as_deref()),
-            fail_on_regression,
-            format,
-        ),
-        Command::History {
-            experiment,
-            metric,
-            limit,
-            include_smoke,
-            results_dir,
-        } => commands::history(
-            &g,
-            &commands::HistoryOptions {
-                experiment,
-                metric,
-                limit,
-                include_smoke,
-                results_dir: root.results_dir(results_dir.as_deref()),
-            },
-        ),
-        Command::Publish { out, include_smoke } => commands::publish(
-            &g,
-            &crate::publish::PublishOptions {
-                out: out.unwrap_or_else(|| root.results_dir(None).join("site")),
-                include_smoke,
-                templates_dir: commands::templates_dir().map(std::path::Path::to_path_buf),
-            },
-        ),
-        Command::Data(DataCommand::Synth(a)) => commands::data_synth(&g, a.into()),
-        Command::Data(DataCommand::Import(a)) => commands::data_import(&g, a.into()),
-        Command::Data(DataCommand::Ls) => commands::data_ls(&g),
-        Command::Data(DataCommand::Show { version }) => commands::data_show(&g, &version),
-        Command::Data(DataCommand::Rm { version, force }) => commands::data_rm(&g, &version, force),
-        Command::Show { run } => commands::show(&g, &run).map(|s| {
-            print!("{s}");
-            EXIT_OK
-        }),
-        Command::Submit(a) => commands::submit(
-            &g,
-            &commands::SubmitOptions {
-                file: a.file,
-                seed: a.seed,
-                smoke: a.smoke,
-                lease_seconds: a.lease_seconds,
-                slurm: a.slurm.then(|| crate::queue::SlurmOptions {
-                    workers: a.workers.unwrap_or(1),
-                    partition: a.partition,
-                    gres: a.gres,
-                    time: a.time,
-                    sbatch_args: a.sbatch_arg,
-                }),
-                dry_run: a.dry_run,
-                results_dir: root.results_dir(a.results_dir.as_deref()),
-            },
-        ),
-        Command::Worker {
-            run,
-            any: _,
-            lease_seconds,
-            max_idle_seconds,
-            results_dir,
-            db_wait,
-        } => commands::worker(
-            &g,
-            &commands::WorkerArgs {
-                run,
-                lease_seconds,
-                max_idle_seconds,
-                results_dir: root.results_dir(results_dir.as_deref()),
-                db_wait_seconds: db_wait,
-            },
-        ),
-        Command::Status { run } => commands::status(&g, &run).map(|s| {
-            print!("{s}");
-            EXIT_OK
-        }),
-    };
-    commands::finish(result)
+/// `measured history`'s arguments.
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// The experiment (its `[experiment] name`).
+    pub experiment: String,
+    /// `<stage>.<metric>`, `<stage>.seconds` or `trial.seconds` (default: the primary metric
+    /// of the newest run).
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// At most this many of the newest runs.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+    /// Smoke runs (`--smoke`) are left out unless this is given.
+    #[arg(long)]
+    pub include_smoke: bool,
+    /// Files go to `<dir>/<experiment>/history/` (default: results/ under the git root of the
+    /// current directory, else the current directory).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
 }
 
-fn init_tracing(quiet: bool, colour: bool) {
-    // sqlx warns about server notices and slow acquires while a database restarts; measured
-    // reports outages itself, once, with what happens to the results.
-    let default = if quiet { "error" } else { "warn,sqlx=error" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MEASURED_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(colour)
-        .with_target(false)
-        .try_init();
+/// `measured worker`'s arguments.
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// Serve this run (id, unique prefix, or `latest`).
+    #[arg(long, required_unless_present = "any", conflicts_with = "any")]
+    pub run: Option<String>,
+    /// Serve every queued run, oldest first.
+    #[arg(long)]
+    pub any: bool,
+    /// Lease length in seconds, 0.1 to 86400 (default: the one given to `measured submit`).
+    #[arg(long, value_parser = lease_seconds)]
+    pub lease_seconds: Option<f64>,
+    /// Exit after this many seconds without a claimable unit, even while other workers hold
+    /// units (0 to 2592000, 30 days).
+    #[arg(long, value_parser = seconds_between::<0, 2_592_000>)]
+    pub max_idle_seconds: Option<f64>,
+    /// Where the worker keeps the journal of its finished trials
+    /// (`<dir>/<experiment>/<run-id>.worker-<pid>.journal.jsonl`); journals found there are
+    /// stored first (default: results/ under the git root of the current directory, else
+    /// the current directory).
+    #[arg(long)]
+    pub results_dir: Option<PathBuf>,
+    /// How many seconds to keep retrying to store a finished trial in an unreachable
+    /// database before stopping with the trials kept in the journal (0 to 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DB_WAIT_SECONDS, value_parser = seconds_between::<0, 86400>)]
+    pub db_wait: f64,
+}
+
+impl SubmitArgs {
+    /// The Slurm job array to start, with `--slurm`.
+    pub fn slurm_options(&self) -> Option<crate::queue::SlurmOptions> {
+        self.slurm.then(|| crate::queue::SlurmOptions {
+            workers: self.workers.unwrap_or(1),
+            partition: self.partition.clone(),
+            gres: self.gres.clone(),
+            time: self.time.clone(),
+            sbatch_args: self.sbatch_arg.clone(),
+        })
+    }
+}
+
+impl RevArgs {
+    /// The words that give these options on a command line (for the reproduce line).
+    pub fn words(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        for r in &self.revs {
+            w.extend(["--rev".to_owned(), r.clone()]);
+        }
+        if let Some(b) = &self.build {
+            w.extend(["--build".to_owned(), b.clone()]);
+        }
+        w
+    }
 }
