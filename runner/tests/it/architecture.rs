@@ -408,7 +408,6 @@ const FOLDERS_WITH_CIRCLES: &[&str] = &[
     "report",
     "report::charts",
     "stage",
-    "stats",
     "tensor",
     "tensor::cuda",
     "transfer",
