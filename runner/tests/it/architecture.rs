@@ -409,7 +409,6 @@ const FOLDERS_WITH_CIRCLES: &[&str] = &[
     "stage",
     "tensor",
     "tensor::cuda",
-    "transfer",
 ];
 
 fn folder_graphs() -> BTreeMap<folders::ModPath, BTreeMap<String, BTreeSet<String>>> {
