@@ -4,9 +4,9 @@
 //! rows before a feature's warm-up hold NaN. Nothing here looks at a later row than the one it
 //! writes, which is what makes the train/validation split free of look-ahead.
 
+use super::error::NormalizeError;
 use super::rolling::{rolling_mean, rolling_moments, rolling_skew};
 use super::spec::{Feature, MACD_FAST, MACD_SIGNAL, MACD_SLOW};
-use super::NormalizeError;
 use crate::artifact::SymbolBars;
 use rayon::prelude::*;
 use std::mem::size_of;

@@ -6,6 +6,7 @@
 //! they produce identical bytes.
 
 mod compute;
+mod error;
 mod normalize;
 mod params;
 mod rolling;
@@ -15,6 +16,7 @@ mod windows;
 
 #[cfg(test)]
 mod tests;
+pub use error::NormalizeError;
 pub use params::{NormMethod, NormScope, NormalizeParams, DEFAULT_VALID_FRACTION};
 pub use spec::{Feature, DEFAULT_PRESET, MINIMAL_PRESET, PRESETS};
 pub use synth::synthetic_bars;
@@ -22,7 +24,6 @@ pub use windows::{window_set_hash, windows_hash};
 
 use crate::artifact::{Bars, SymbolBars, Windows};
 use crate::metrics::Recorder;
-use crate::params::ParamError;
 use chrono::NaiveDate;
 use compute::SymbolFeatures;
 use normalize::Stats;
@@ -30,56 +31,6 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use windows::{Layout, Piece};
-
-/// Why the stage could not build windows from the bars it was given.
-#[derive(Debug, thiserror::Error)]
-pub enum NormalizeError {
-    #[error("invalid parameter {0}")]
-    Params(#[from] ParamError),
-    #[error("symbol `{symbol}` on {date}: {field} is {value}, expected a positive finite number")]
-    BadBar {
-        symbol: String,
-        date: NaiveDate,
-        field: &'static str,
-        value: f64,
-    },
-    #[error("symbol `{symbol}`: dates must increase, but {date} follows {previous}")]
-    Unsorted {
-        symbol: String,
-        previous: NaiveDate,
-        date: NaiveDate,
-    },
-    #[error("symbol `{symbol}`: column `{column}` has {got} values for {expected} dates")]
-    Ragged {
-        symbol: String,
-        column: &'static str,
-        got: usize,
-        expected: usize,
-    },
-    #[error("no bars to build windows from")]
-    NoBars,
-    #[error(
-        "no symbol has enough history for one training window: the longest, `{symbol}`, has only \
-         {rows} rows before the split ({split}), and one window needs {needed} ({warmup} warm-up + \
-         seq_len {seq_len} + horizon {horizon})"
-    )]
-    NotEnoughHistory {
-        symbol: String,
-        rows: usize,
-        needed: usize,
-        split: NaiveDate,
-        warmup: usize,
-        seq_len: usize,
-        horizon: usize,
-    },
-    /// `detail` says, for the symbol closest to having one, exactly what it lacks.
-    #[error("no symbol has enough data for one validation window: {detail}")]
-    NoValidationWindows { detail: String },
-    #[error("could not start a pool of {threads} threads: {message}")]
-    ThreadPool { threads: usize, message: String },
-    #[error("cancelled")]
-    Cancelled,
-}
 
 /// Builds normalized train/validation windows from daily bars.
 ///

@@ -12,11 +12,7 @@
 //! a block gives that block one large ratio; the mean follows it, the Walsh median does not.
 
 use super::dist::normal_isf;
-use super::rank::signed_rank_cdf;
-
-/// Blocks up to which the interval uses the exact null distribution of the signed-rank
-/// statistic; above it, the normal approximation (as the test does).
-pub(crate) const EXACT_MAX: usize = 50;
+use super::rank::{signed_rank_cdf, EXACT_MAX};
 
 /// Number of Walsh averages of `n` values.
 fn walsh_count(n: usize) -> u64 {

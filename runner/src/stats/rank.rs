@@ -96,8 +96,13 @@ fn signed_rank_counts(n: usize) -> Vec<f64> {
     c
 }
 
+/// Blocks up to which the signed-rank statistic's exact null distribution is kept once
+/// computed and the paired interval uses it; above it, the normal approximation (as the test
+/// does).
+pub(crate) const EXACT_MAX: usize = 50;
+
 /// The null CDF of W+ for `n` non-zero differences, `P(W+ <= w)` for `w` in `0..=n(n+1)/2`;
-/// computed once per `n` (up to [`super::paired::EXACT_MAX`]) and kept, since sequential
+/// computed once per `n` (up to [`EXACT_MAX`]) and kept, since sequential
 /// looks and simulations ask for the same few `n` again and again.
 pub(super) fn signed_rank_cdf(n: usize) -> std::sync::Arc<Vec<f64>> {
     use std::collections::HashMap;
@@ -119,7 +124,7 @@ pub(super) fn signed_rank_cdf(n: usize) -> std::sync::Arc<Vec<f64>> {
             })
             .collect(),
     );
-    if n <= super::paired::EXACT_MAX {
+    if n <= EXACT_MAX {
         if let Ok(mut m) = cache.lock() {
             m.insert(n, cdf.clone());
         }

@@ -3,7 +3,8 @@
 //! either inline or on a producer thread that runs up to N batches ahead.
 //!
 //! Both paths draw the order from the same per-epoch RNG and fill batches with the same code, so
-//! `prefetch` changes when batches are built, never their contents.
+//! `prefetch` changes when batches are built, never their contents. A window set's shape is
+//! checked here before any gather reads it.
 
 use super::TrainError;
 use crate::artifact::{TargetScale, WindowSet, Windows};
@@ -13,6 +14,27 @@ use rand_chacha::ChaCha8Rng;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+/// Catches malformed windows before they become an out-of-bounds panic in a batch gather.
+pub fn check_split(name: &str, windows: &Windows, set: &WindowSet) -> Result<(), TrainError> {
+    if set.targets.len() != set.len() * windows.horizons {
+        return Err(TrainError::Shape(format!(
+            "{name}: {} targets for {} windows of {} horizons",
+            set.targets.len(),
+            set.len(),
+            windows.horizons
+        )));
+    }
+    let rows = set.features.len() / windows.n_features.max(1);
+    if let Some(&start) = set.starts.iter().max() {
+        if start as usize + windows.seq_len > rows {
+            return Err(TrainError::Shape(format!(
+                "{name}: a window starts at row {start} but only {rows} feature rows exist"
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// One batch on the host: `rows` windows flattened into `x` and their targets in `y`.
 #[derive(Debug, Default)]

@@ -290,6 +290,9 @@ const MAX_EPOCHS: usize = 100_000;
 /// Most batches a producer thread may hold ahead; more only costs memory.
 const MAX_PREFETCH: usize = 64;
 
+/// The bound when a `train` stage sets no `max_memory`: 16 GiB.
+pub const DEFAULT_MAX_MEMORY: u64 = 16 << 30;
+
 impl TrainParams {
     /// The hidden widths the model is built with: the MLP's layers, or one hidden size per
     /// recurrent layer.
@@ -375,12 +378,24 @@ impl TrainParams {
         })
     }
 
+    /// The memory bound training is checked against (`tensor::memory`): its `max_memory`, else
+    /// [`DEFAULT_MAX_MEMORY`].
+    pub fn memory_bound(&self) -> Result<u64, ParamError> {
+        match &self.max_memory {
+            None => Ok(DEFAULT_MAX_MEMORY),
+            Some(spec) => spec.bytes().map_err(|m| {
+                ParamError::new("max_memory", m)
+                    .with_hint("write a size such as \"64GiB\": the most memory the model may take while it trains")
+            }),
+        }
+    }
+
     /// Checks every value at manifest-validation time, so a run never starts with a value the
     /// training loop cannot honour.
     pub fn check(&self) -> Result<(), ParamError> {
         self.check_precision()?;
         check_device(self.device)?;
-        super::memory::bound(self)?;
+        self.memory_bound()?;
         self.hidden_widths()?;
         if !(0.0..1.0).contains(&self.dropout) {
             return Err(ParamError::new(

@@ -21,8 +21,7 @@
 //! (split-adjusted, not normalized) return the windows carry, so all its metrics are in the
 //! same units as the model's.
 
-use super::batches::{gather, HostBatch};
-use super::train_loop::check_split;
+use super::batches::{check_split, gather, HostBatch};
 use super::TrainError;
 use crate::artifact::{TargetScale, TrainedModel, WindowSet, Windows};
 use crate::metrics::Recorder;

@@ -13,9 +13,6 @@
 use super::config::TrainParams;
 use crate::params::ParamError;
 
-/// The bound when a `train` stage sets no `max_memory`: 16 GiB.
-pub const DEFAULT_MAX_MEMORY: u64 = 16 << 30;
-
 const F32: f64 = 4.0;
 const F16: f64 = 2.0;
 
@@ -86,21 +83,10 @@ pub fn estimate(params: &TrainParams, seq_len: usize, n_features: usize, outputs
     }
 }
 
-/// The bound of `params`: its `max_memory`, else [`DEFAULT_MAX_MEMORY`].
-pub fn bound(params: &TrainParams) -> Result<u64, ParamError> {
-    match &params.max_memory {
-        None => Ok(DEFAULT_MAX_MEMORY),
-        Some(spec) => spec.bytes().map_err(|m| {
-            ParamError::new("max_memory", m)
-                .with_hint("write a size such as \"64GiB\": the most memory the model may take while it trains")
-        }),
-    }
-}
-
 /// An error when training `params` on windows of `seq_len` days of `n_features` features would
 /// take more than its bound.
 pub fn check(params: &TrainParams, seq_len: usize, n_features: usize, outputs: usize) -> Result<(), ParamError> {
-    let limit = bound(params)?;
+    let limit = params.memory_bound()?;
     let e = estimate(params, seq_len, n_features, outputs);
     let input = seq_len.saturating_mul(n_features);
     if e.total() <= limit as f64 {

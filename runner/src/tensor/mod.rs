@@ -18,9 +18,12 @@ mod batches;
 mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod device;
 mod engine;
 pub mod equivalence;
+mod error;
 mod eval;
+mod kinds;
 pub mod memory;
 mod mlp;
 mod model;
@@ -35,63 +38,16 @@ mod tests;
 pub use config::{
     Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, TrainParams, TrainTarget, ValidateParams,
 };
+pub use device::TrainDevice;
+pub use error::TrainError;
 pub use eval::{direction_accuracy, ic_per_date, mae, mse, spearman, DateIc};
 pub use model::{Matrix, Model, Vector};
 
 use crate::artifact::{TrainedModel, Windows};
 use crate::metrics::Recorder;
-use crate::params::ParamError;
-use dfdx::tensor::{Cpu, CpuError, TensorToArray};
+use dfdx::tensor::Cpu;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-/// What the training loop needs from a dfdx device, beyond the kernels: synchronization for
-/// honest timing and reading a scalar loss back.
-pub trait TrainDevice:
-    dfdx::tensor_ops::Device<f32> + dfdx::tensor::Synchronize + TensorToArray<(), f32, Array = f32>
-{
-}
-
-impl<D> TrainDevice for D where
-    D: dfdx::tensor_ops::Device<f32> + dfdx::tensor::Synchronize + TensorToArray<(), f32, Array = f32>
-{
-}
-
-/// Why training or validation could not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum TrainError {
-    #[error("invalid parameter {0}")]
-    Params(#[from] ParamError),
-    #[error("no data: {0}")]
-    EmptyData(String),
-    #[error("shape mismatch: {0}")]
-    Shape(String),
-    #[error("device error: {0}")]
-    Device(String),
-    #[error("training diverged: the mean loss of epoch {epoch} is {loss}")]
-    Diverged { epoch: usize, loss: f64 },
-    #[error("cancelled")]
-    Cancelled,
-    #[error("check_step: {0}")]
-    StepMismatch(String),
-    #[error("model file {path}: {message}")]
-    ModelFile { path: String, message: String },
-    #[error("internal error: {0}")]
-    Internal(String),
-}
-
-impl From<CpuError> for TrainError {
-    fn from(e: CpuError) -> Self {
-        TrainError::Device(format!("cpu: {e}"))
-    }
-}
-
-#[cfg(feature = "cuda")]
-impl From<dfdx::tensor::CudaError> for TrainError {
-    fn from(e: dfdx::tensor::CudaError) -> Self {
-        TrainError::Device(format!("cuda: {e}"))
-    }
-}
 
 /// Trains a model on `windows.train` with the effective `seed` (the manifest's, else one the
 /// caller derives per repetition) and records the stage's metrics.
@@ -190,7 +146,7 @@ fn predict_cuda(_: &TrainedModel, params: &ValidateParams, _: &mut Recorder) -> 
 /// The error for `device = "cuda"` in a build without the feature: the parameter check's own
 /// message (`check()` refuses it before any run; this keeps direct callers from a panic).
 #[cfg(not(feature = "cuda"))]
-fn without_cuda(checked: Result<(), ParamError>) -> TrainError {
+fn without_cuda(checked: Result<(), crate::params::ParamError>) -> TrainError {
     checked.err().map_or_else(
         || TrainError::Internal("cuda requested in a build without it".into()),
         TrainError::Params,

@@ -2,7 +2,7 @@
 //! -> AdamW), generic over the dfdx device, with the knobs experiments compare and the metrics
 //! they are judged on.
 
-use super::batches::{first_batch, BatchSource};
+use super::batches::{check_split, first_batch, BatchSource};
 use super::config::TrainParams;
 use super::engine::StepEngine;
 use super::eval;
@@ -251,27 +251,6 @@ fn check_windows(windows: &Windows) -> Result<(), TrainError> {
     }
     check_split("train", windows, set)?;
     check_split("valid", windows, &windows.valid)
-}
-
-/// Catches malformed windows before they become an out-of-bounds panic in a batch gather.
-pub fn check_split(name: &str, windows: &Windows, set: &crate::artifact::WindowSet) -> Result<(), TrainError> {
-    if set.targets.len() != set.len() * windows.horizons {
-        return Err(TrainError::Shape(format!(
-            "{name}: {} targets for {} windows of {} horizons",
-            set.targets.len(),
-            set.len(),
-            windows.horizons
-        )));
-    }
-    let rows = set.features.len() / windows.n_features.max(1);
-    if let Some(&start) = set.starts.iter().max() {
-        if start as usize + windows.seq_len > rows {
-            return Err(TrainError::Shape(format!(
-                "{name}: a window starts at row {start} but only {rows} feature rows exist"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// What the warm-up did: the first step's wall time (from creating the engine to its loss read

@@ -7,7 +7,6 @@ use std::marker::PhantomData;
 use serde::de::{self, IntoDeserializer};
 use serde::{Deserialize, Deserializer};
 
-use super::{CopyDirection, Mode, Plan};
 use crate::params::{at_most, ParamError};
 use crate::size::{format_bytes, SizeSpec, SIZE_HINT};
 
@@ -360,3 +359,55 @@ pub(crate) fn no_cuda_error() -> ParamError {
 pub(crate) const MAX_SIZE: u64 = 16 << 30;
 /// Most samples (or warm-up copies) per (size, mode) in one trial.
 pub(crate) const MAX_ITERATIONS: u32 = 100_000;
+
+/// One concrete copy direction (`both` in the manifest expands to the two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CopyDirection {
+    H2d,
+    D2h,
+}
+
+impl CopyDirection {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyDirection::H2d => "h2d",
+            CopyDirection::D2h => "d2h",
+        }
+    }
+}
+
+/// One measured combination; its [`Mode::name`] prefixes the metric names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Mode {
+    pub direction: CopyDirection,
+    pub host_memory: HostMemory,
+    pub allocation: Allocation,
+    pub sync: SyncMode,
+}
+
+impl Mode {
+    /// `h2d_pinned_reuse`, `d2h_pageable_per_copy`, `h2d_pinned_reuse_non_blocking`, ...
+    /// (blocking copies, the default, carry no suffix).
+    pub fn name(&self) -> String {
+        let sync = match self.sync {
+            SyncMode::Blocking => "",
+            SyncMode::NonBlocking => "_non_blocking",
+        };
+        format!(
+            "{}_{}_{}{sync}",
+            self.direction.as_str(),
+            self.host_memory.as_str(),
+            self.allocation.as_str()
+        )
+    }
+}
+
+/// The checked parameters: sizes in bytes and the expanded mode list, in manifest order.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub sizes: Vec<u64>,
+    pub modes: Vec<Mode>,
+    pub iterations: u32,
+    pub warmup: u32,
+    pub prepare_next: bool,
+}

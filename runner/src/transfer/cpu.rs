@@ -8,11 +8,10 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
+use super::config::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
+use super::error::TransferError;
+use super::measure::{cache_warm_note, host_buffer, len_of, prepare, record_mode, step_of, References};
 use super::timing::Sampler;
-use super::{
-    cache_warm_note, host_buffer, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode,
-    Plan, References, SyncMode, TransferError,
-};
 use crate::metrics::Recorder;
 use crate::stats::median;
 
@@ -52,7 +51,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
     }
     // The "device" is a second host buffer here: the round trip copies the pattern into it and
     // back, which checks the bookkeeping the CUDA path shares.
-    super::verify_round_trips(plan, rec, |_len, _mode, sent| copy_into_new(&copy_into_new(sent)?))
+    super::measure::verify_round_trips(plan, rec, |_len, _mode, sent| copy_into_new(&copy_into_new(sent)?))
 }
 
 /// Samples of seconds per copy for one size and mode on the host, `warmup` samples first.

@@ -30,11 +30,10 @@ use cudarc::driver::{result, sys, CudaDevice, DriverError};
 
 use crate::cuda_raw::{self, call, CudaFailure, DeviceBuf, Event, PinnedBuf, Stream};
 
+use super::config::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
+use super::error::TransferError;
+use super::measure::{cache_warm_note, gbps, len_of, prepare, record_mode, step_of, References};
 use super::timing::Sampler;
-use super::{
-    cache_warm_note, gbps, len_of, prepare, record_mode, step_of, Allocation, CopyDirection, HostMemory, Mode, Plan,
-    References, SyncMode, TransferError,
-};
 use crate::metrics::Recorder;
 use crate::stats::median;
 
@@ -103,7 +102,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
             }
         }
     }
-    super::verify_round_trips(plan, rec, |len, mode, sent| round_trip(len, mode, sent, &stream))?;
+    super::measure::verify_round_trips(plan, rec, |len, mode, sent| round_trip(len, mode, sent, &stream))?;
     drop(stream);
     drop(gpu);
     Ok(())

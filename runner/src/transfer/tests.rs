@@ -4,7 +4,9 @@
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 
+use super::measure::{check_round_trip, parse_cache_size, pattern};
 use super::*;
+use crate::params::ParamError;
 
 fn params(toml_text: &str) -> TransferParams {
     toml::from_str(toml_text).expect("valid transfer table")
@@ -323,11 +325,11 @@ fn sizes_iterations_and_warmup_stop_at_their_documented_bounds() {
 
 #[test]
 fn cache_sizes_read_as_sysfs_writes_them() {
-    assert_eq!(super::parse_cache_size("32768K"), Some(32 << 20));
-    assert_eq!(super::parse_cache_size("2M"), Some(2 << 20));
-    assert_eq!(super::parse_cache_size("512"), Some(512));
-    assert_eq!(super::parse_cache_size("12X"), None);
-    assert_eq!(super::parse_cache_size(""), None);
+    assert_eq!(parse_cache_size("32768K"), Some(32 << 20));
+    assert_eq!(parse_cache_size("2M"), Some(2 << 20));
+    assert_eq!(parse_cache_size("512"), Some(512));
+    assert_eq!(parse_cache_size("12X"), None);
+    assert_eq!(parse_cache_size(""), None);
 }
 
 #[test]

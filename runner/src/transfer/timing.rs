@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::TransferError;
+use super::error::TransferError;
 
 /// A sample lasts at least this long (batches of back-to-back copies): long enough that the
 /// clock's resolution and the per-batch overhead stay below 0.1% of it.

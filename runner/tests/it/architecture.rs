@@ -420,9 +420,6 @@ fn test_code_follows_one_naming_convention() {
     assert!(odd.is_empty(), "{odd:#?}");
 }
 
-/// Folders whose graph still has a circle; each entry goes when its folder is straightened.
-const FOLDERS_WITH_CIRCLES: &[&str] = &["features", "stats", "tensor", "tensor::cuda", "transfer"];
-
 fn folder_graphs() -> BTreeMap<folders::ModPath, BTreeMap<String, BTreeSet<String>>> {
     let files: Vec<folders::SourceFile> = sources()
         .iter()
@@ -496,25 +493,16 @@ fn a_planted_circle_inside_a_folder_is_found() {
 #[test]
 fn every_folder_uses_its_own_files_without_a_circle() {
     let mut found = Vec::new();
-    let mut straightened = Vec::new();
     for (folder, graph) in folder_graphs() {
-        let name = folder.join("::");
         let circles = folders::circles(&graph);
-        let excused = FOLDERS_WITH_CIRCLES.contains(&name.as_str());
-        if circles.is_empty() && excused {
-            straightened.push(name);
-        } else if !circles.is_empty() && !excused {
-            found.push(format!("{name}: {}", circles.join("; ")));
+        if !circles.is_empty() {
+            found.push(format!("{}: {}", folder.join("::"), circles.join("; ")));
         }
     }
     assert!(
         found.is_empty(),
         "circles inside folders of runner/src:\n{}",
         found.join("\n")
-    );
-    assert!(
-        straightened.is_empty(),
-        "these folders have no circle left; take them off FOLDERS_WITH_CIRCLES: {straightened:?}"
     );
 }
 

@@ -6,8 +6,10 @@
 //! stream) and never synchronizes, except where a step must wait: reading the loss back, the
 //! epoch's end, and a pinned slot whose previous copy the device has not done yet.
 
+mod context;
 mod ring;
 
+use context::{bind, stream};
 pub use ring::PinnedRing;
 use ring::ValidationUploads;
 
@@ -40,19 +42,6 @@ pub fn device(seed: u64) -> Result<Cuda, TrainError> {
              that libcublas and libnvrtc are on LD_LIBRARY_PATH, or use `device = \"cpu\"`"
         ))
     })
-}
-
-/// Binds the device's context to the calling thread, for the driver calls made here directly.
-fn bind(dev: &Cuda) -> Result<(), TrainError> {
-    Ok(crate::cuda_raw::call(
-        "binding the context",
-        dev.cudarc_device().bind_to_thread(),
-    )?)
-}
-
-/// The stream dfdx queues all of this device's work on.
-fn stream(dev: &Cuda) -> sys::CUstream {
-    *dev.cudarc_device().cu_stream()
 }
 
 /// Trains on CUDA and records, besides the training loop's metrics, `device_mem_peak_bytes`:

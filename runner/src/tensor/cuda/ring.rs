@@ -9,7 +9,7 @@
 //! batch (`false`, from dfdx's tensor cache once it holds a freed batch of that size, as
 //! PyTorch's caching allocator would serve it). Both copy the same bytes the same way.
 
-use super::{bind, stream};
+use super::context::{bind, stream};
 use crate::cuda_raw::{htod_async, Event, PinnedBuf};
 use crate::tensor::batches::HostBatch;
 use crate::tensor::engine::{Allocations, ReusedBuffers, Uploader};
