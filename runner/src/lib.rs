@@ -37,7 +37,6 @@ pub(crate) mod queue;
 pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod rundata;
-pub(crate) mod runspec;
 pub mod size;
 pub mod stage;
 pub mod stats;

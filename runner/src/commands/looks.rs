@@ -6,8 +6,8 @@ use crate::exec::{BlockJudge, BlockJudgement};
 use crate::measure::Fingerprint;
 use crate::record::TrialRecord;
 use crate::report::Question;
-use crate::runspec::StoredSpec;
 use crate::stats::SequentialPlan;
+use crate::store::spec::StoredSpec;
 use crate::store::RunRow;
 use std::time::Duration;
 

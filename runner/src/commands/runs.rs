@@ -196,7 +196,7 @@ fn show_design(
     env: Option<&crate::measure::Fingerprint>,
     database: &str,
 ) {
-    let Ok(stored) = crate::rundata::StoredRun::new(row.clone(), trials.to_vec()) else {
+    let Ok(stored) = crate::store::StoredRun::new(row.clone(), trials.to_vec()) else {
         return;
     };
     let report = crate::report::build_report(&stored.data(env, database));

@@ -33,7 +33,7 @@ use serde::Serialize;
 
 use crate::db::Db;
 use crate::report::RunData;
-use crate::rundata::StoredRun;
+use crate::store::StoredRun;
 use crate::store::{self, RunRow, StoreError};
 use digest::RunDigest;
 use html::Pages;

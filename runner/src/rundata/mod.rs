@@ -5,42 +5,11 @@ use crate::manifest::Order;
 use crate::measure::{Fingerprint, MachineLoad};
 use crate::record::{StageStatus, TrialRecord};
 use crate::report::{ConfigData, RunData, RunDesign, StageData, StageNoteRow, TrialData};
-use crate::runspec::{SpecError, StoredSpec, PAIRED_SINCE};
-use crate::store::{self, RunRow, StoreError};
+use crate::store::spec::{StoredSpec, PAIRED_SINCE};
+use crate::store::{self, RunRow, StoreError, StoredRun};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-/// A run as stored: its row, its spec (what `report`, `compare` and `publish` read instead of
-/// the manifest), notes on how the spec was read, and its trials.
-pub struct StoredRun {
-    pub row: RunRow,
-    pub spec: StoredSpec,
-    pub notes: Vec<String>,
-    pub trials: Vec<TrialRecord>,
-}
-
 impl StoredRun {
-    /// Reads the run's stored spec, or recovers one from its manifest for runs stored before
-    /// specs were.
-    pub fn new(row: RunRow, trials: Vec<TrialRecord>) -> Result<StoredRun, SpecError> {
-        let (spec, notes) = match &row.spec {
-            Some(json) => (StoredSpec::from_json(&row.id, json)?, Vec::new()),
-            None => StoredSpec::recover(
-                &row.id,
-                &row.manifest_path,
-                &row.manifest_text,
-                row.smoke,
-                row.seed,
-                &trials,
-            ),
-        };
-        Ok(StoredRun {
-            row,
-            spec,
-            notes,
-            trials,
-        })
-    }
-
     /// The report input, with `env` the fingerprint of the machine that started the run.
     pub fn data(&self, env: Option<&Fingerprint>, database: &str) -> RunData {
         let mut data = run_data(&self.row, &self.spec, &self.trials, env, database);

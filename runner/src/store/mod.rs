@@ -1,11 +1,15 @@
-//! The results store (exec reporters -> **store** -> stats/report): runs, trials, stage
-//! results, metrics and environments, on SQLite or Postgres.
+//! The persistence wing (exec -> sink -> **store** -> report): runs, trials, stage results,
+//! metrics and environments, on SQLite or Postgres. `sink` is the one path a finished trial
+//! takes (the `journal`, then the database, by the one `retry` policy); `results` writes and
+//! `read` reads back; `spec` is what a run is about, in the versioned form stored with it.
 
 pub mod journal;
 mod read;
 mod results;
 pub mod retry;
+mod run;
 mod sink;
+pub mod spec;
 
 pub use read::{environment, list_runs, load_run, load_trials};
 pub use results::{
@@ -13,4 +17,5 @@ pub use results::{
     set_planned_trials, set_run_status, stored_trial_indices, upsert_environment, NewRun, RunHeader, RunRow,
     StoreError,
 };
+pub use run::StoredRun;
 pub use sink::{Kept, TrialSink, Unstored};

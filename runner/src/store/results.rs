@@ -90,7 +90,7 @@ pub struct RunRow {
     pub lease_seconds: f64,
     /// The stock database the run was created with, password redacted (`None`: older versions).
     pub stock_database: Option<String>,
-    /// The run's [`crate::runspec::StoredSpec`] as JSON (`None`: runs stored before specs).
+    /// The run's [`crate::store::spec::StoredSpec`] as JSON (`None`: runs stored before specs).
     pub spec: Option<String>,
     /// The stock data it read, a [`crate::market::DataIdentity`] as JSON (`None`: runs stored
     /// before it was recorded, and runs without a load stage).
@@ -173,7 +173,7 @@ pub struct RunHeader {
     /// The stock database the run was created with, password redacted.
     #[serde(default)]
     pub stock_database: Option<String>,
-    /// The run's [`crate::runspec::StoredSpec`] as JSON.
+    /// The run's [`crate::store::spec::StoredSpec`] as JSON.
     #[serde(default)]
     pub spec: Option<String>,
     /// The stock data it read ([`crate::market::DataIdentity`] as JSON).
@@ -227,7 +227,7 @@ impl NewRun<'_> {
             lease_seconds: self.lease_seconds,
             database: String::new(),
             stock_database: Some(crate::db::redact_url(self.stock_database)),
-            spec: Some(crate::runspec::StoredSpec::of(e, self.seed).to_json()),
+            spec: Some(crate::store::spec::StoredSpec::of(e, self.seed).to_json()),
             stock_data: self.stock_data.map(crate::market::DataIdentity::to_json),
         }
     }

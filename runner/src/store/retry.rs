@@ -125,6 +125,13 @@ where
 mod tests {
     use super::*;
 
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
     #[test]
     fn the_backoff_doubles_up_to_its_ceiling() {
         let waits: Vec<u128> = std::iter::successors(Some(Backoff::default()), |b| Some(b.next()))
@@ -136,10 +143,7 @@ mod tests {
 
     #[test]
     fn a_retry_tells_the_first_failure_once_and_then_the_answer() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
+        let rt = runtime();
         let mut calls = 0;
         let mut told = Vec::new();
         let got = retry(
@@ -176,10 +180,7 @@ mod tests {
 
     #[test]
     fn a_fatal_error_is_not_retried_and_a_lasting_one_gives_up() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
+        let rt = runtime();
         let mut calls = 0;
         let fatal = retry(
             rt.handle(),

@@ -8,8 +8,6 @@
 
 mod folders;
 
-use petgraph::algo::{tarjan_scc, toposort};
-use petgraph::graphmap::DiGraphMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -178,33 +176,12 @@ fn the_reader_sees_through_comments_and_test_items() {
 fn the_module_graph_has_no_cycle() {
     let graph = module_graph();
     assert!(graph.len() > 20, "lib.rs declares {} modules", graph.len());
-    let mut g = DiGraphMap::<&str, ()>::new();
-    for (from, tos) in &graph {
-        g.add_node(from.as_str());
-        for to in tos {
-            g.add_edge(from.as_str(), to.as_str(), ());
-        }
-    }
-    if toposort(&g, None).is_err() {
-        let circles: Vec<String> = tarjan_scc(&g)
-            .into_iter()
-            .filter(|c| c.len() > 1)
-            .map(|c| {
-                let members: BTreeSet<&str> = c.iter().copied().collect();
-                let edges: Vec<String> = members
-                    .iter()
-                    .flat_map(|a| {
-                        graph[*a]
-                            .iter()
-                            .filter(|b| members.contains(b.as_str()))
-                            .map(move |b| format!("{a} -> {b}"))
-                    })
-                    .collect();
-                edges.join(", ")
-            })
-            .collect();
-        panic!("module circles in runner/src: {}", circles.join("; "));
-    }
+    let circles = folders::circles(&graph);
+    assert!(
+        circles.is_empty(),
+        "module circles in runner/src: {}",
+        circles.join("; ")
+    );
 }
 
 /// The `- `module` uses ...` lines of the document's dependency list.

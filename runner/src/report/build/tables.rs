@@ -143,7 +143,7 @@ pub(crate) fn failed_trials(run: &RunData) -> Vec<FailedTrialRow> {
 
 /// The note on the configs of a claim's variant that its conditions leave out (`context`, as
 /// `(candidate, baseline)` pairs); `None` when there are none.
-fn context_note(run: &RunData, spec: &crate::runspec::ClaimSpec, context: &[(usize, usize)]) -> Option<String> {
+fn context_note(run: &RunData, spec: &crate::store::spec::ClaimSpec, context: &[(usize, usize)]) -> Option<String> {
     if context.is_empty() {
         return None;
     }
@@ -165,7 +165,11 @@ fn context_note(run: &RunData, spec: &crate::runspec::ClaimSpec, context: &[(usi
 /// experiment does not test (another change, another measurement), or a config that did not
 /// recreate what the claim is about, can neither refute nor support it; the measurement stays
 /// as context. `None` when the claim is judged there.
-fn not_judged_at(run: &RunData, spec: &crate::runspec::ClaimSpec, cand: &ConfigData) -> Option<(ClaimVerdict, String)> {
+fn not_judged_at(
+    run: &RunData,
+    spec: &crate::store::spec::ClaimSpec,
+    cand: &ConfigData,
+) -> Option<(ClaimVerdict, String)> {
     spec.not_judged().or_else(|| {
         crate::stats::unmet(&spec.requires, &run.environment, &cand.params)
             .map(|why| (ClaimVerdict::NotReproduced, why))
@@ -178,7 +182,7 @@ fn not_judged_at(run: &RunData, spec: &crate::runspec::ClaimSpec, cand: &ConfigD
 /// given: it is computed once, there.
 fn value_claim_row(
     run: &RunData,
-    spec: &crate::runspec::ClaimSpec,
+    spec: &crate::store::spec::ClaimSpec,
     cand: &ConfigData,
     result: Option<&ResultRow>,
     settings: &crate::stats::CompareSettings,
@@ -211,7 +215,7 @@ fn value_claim_row(
 
 /// A claim row with no measurement yet: what the claim says, and a verdict with its reason.
 fn blank_claim_row(
-    spec: &crate::runspec::ClaimSpec,
+    spec: &crate::store::spec::ClaimSpec,
     config: String,
     verdict: ClaimVerdict,
     reason: String,
@@ -237,7 +241,7 @@ fn blank_claim_row(
 /// The (candidate, baseline) config pairs a claim is about: a value claim, each of its variant's
 /// configs on its own, baseline or not (as `(i, i)`); a speedup claim, each of its variant's
 /// configs against the config it is compared with.
-fn claim_pairs(run: &RunData, spec: &crate::runspec::ClaimSpec, plan: &[(usize, usize)]) -> Vec<(usize, usize)> {
+fn claim_pairs(run: &RunData, spec: &crate::store::spec::ClaimSpec, plan: &[(usize, usize)]) -> Vec<(usize, usize)> {
     if spec.claim.unit == ClaimUnit::Value {
         (0..run.configs.len())
             .filter(|&i| run.configs[i].variant == spec.variant)
@@ -254,7 +258,7 @@ fn claim_pairs(run: &RunData, spec: &crate::runspec::ClaimSpec, plan: &[(usize, 
 /// The verdict of a claim made at parameter values none of the run's configs has.
 fn params_not_reproduced(
     run: &RunData,
-    spec: &crate::runspec::ClaimSpec,
+    spec: &crate::store::spec::ClaimSpec,
     context: &[(usize, usize)],
 ) -> (ClaimVerdict, String) {
     let had: Vec<String> = context

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::report::StageNoteRow;
 use crate::metrics::Metric;
-use crate::runspec::CompareSpec;
+use crate::store::spec::CompareSpec;
 
 /// One stored run, as the store hands it to the report (warm-up trials already excluded).
 #[derive(Debug, Clone, PartialEq)]

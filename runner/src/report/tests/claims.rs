@@ -3,8 +3,8 @@
 
 use crate::report::tests::{base_run, metric};
 use crate::report::*;
-use crate::runspec::ClaimSpec;
 use crate::stats::{Claim, ClaimConditions, ClaimVerdict};
+use crate::store::spec::ClaimSpec;
 
 /// A normalization run at 1, 2, 4 and 8 threads, sequential against parallel, on a machine
 /// with `cores` cores: the parallel config's time falls with its threads.

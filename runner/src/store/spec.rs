@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// The `[compare]` section, validated.
 ///
-/// Stored with every run inside its [`crate::runspec::StoredSpec`]: a field added later needs
+/// Stored with every run inside its [`crate::store::spec::StoredSpec`]: a field added later needs
 /// `#[serde(default)]` so that older runs still read.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompareSpec {
