@@ -323,8 +323,8 @@ impl Validator {
         if by_name {
             return;
         }
-        // Each stage as built, defaults applied: an override that sets a parameter to its
-        // default changes nothing, though the tables differ.
+        // Each stage's checked parameters, defaults applied: an override that sets a parameter
+        // to its default changes nothing, though the tables differ.
         let resolved: Vec<Vec<Option<String>>> = configs
             .iter()
             .map(|c| {
