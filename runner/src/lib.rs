@@ -22,6 +22,7 @@ pub mod features;
 pub(crate) mod gitrev;
 pub(crate) mod globals;
 pub(crate) mod hint;
+pub mod kinds;
 pub mod manifest;
 pub mod market;
 pub mod measure;

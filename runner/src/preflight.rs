@@ -243,7 +243,7 @@ async fn problems(
         }
         for configs in groups.values() {
             let first = configs[0];
-            let Ok(params) = crate::stage::params_from_table::<LoadParams>(&exp.configs[first].stages[si].params)
+            let Ok(params) = crate::kinds::params_from_table::<LoadParams>(&exp.configs[first].stages[si].params)
             else {
                 continue; // validation built this stage; a table it accepted always parses
             };
@@ -318,7 +318,7 @@ fn history_problems(exp: &Experiment, si: usize, configs: &[usize], longest: u64
             let Some(r) = exp.configs[ci].stages.get(ni) else {
                 continue;
             };
-            let Ok(p) = crate::stage::params_from_table::<crate::features::NormalizeParams>(&r.params) else {
+            let Ok(p) = crate::kinds::params_from_table::<crate::features::NormalizeParams>(&r.params) else {
                 continue;
             };
             let warm = p

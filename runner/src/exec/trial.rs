@@ -7,7 +7,7 @@ use crate::manifest::Experiment;
 use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint, LoadProbe, PeakScope, PROCESS_PEAK_NOTE};
 use crate::plan::{stage_seed, ScheduledTrial};
 use crate::record::{StageRecord, StageStatus, TrialRecord};
-use crate::stage::{Inputs, Services, StageCtx, TrialInfo};
+use crate::stage::{Inputs, Services, StageCtx, StageError, TrialInfo};
 use chrono::Utc;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,10 +152,12 @@ impl TrialRun<'_, '_> {
 
     /// Runs stage `si` on its inputs and times it; its memory peak, GPU telemetry, metrics
     /// and notes go into `record`.
-    fn measure(&self, si: usize, record: &mut StageRecord) -> Result<Artifact, crate::stage::StageError> {
+    fn measure(&self, si: usize, record: &mut StageRecord) -> Result<Artifact, StageError> {
         let exp = self.spec.exp;
         let def = &exp.stages[si];
         let config = &exp.configs[self.trial.config];
+        // Built from the validated parameters before any clock starts.
+        let stage = crate::stage::build(&def.kind, &config.stages[si].params).map_err(StageError::Params)?;
         let inputs = Inputs {
             artifacts: def
                 .needs
@@ -184,7 +186,6 @@ impl TrialRun<'_, '_> {
         let peak_scope = reset_peak_rss();
         // GPU telemetry runs on its own thread, outside the stage's clock; without NVML the
         // stage runs unmonitored and says so once.
-        let stage = &config.stages[si].stage;
         let monitor = match stage.gpu_monitor().map(|hz| crate::measure::gpu::monitor_gpu(0, hz)) {
             Some(Ok(monitor)) => Some(monitor),
             Some(Err(why)) => {

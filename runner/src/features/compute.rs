@@ -6,8 +6,8 @@
 
 use super::error::NormalizeError;
 use super::rolling::{rolling_mean, rolling_moments, rolling_skew};
-use super::spec::{Feature, MACD_FAST, MACD_SIGNAL, MACD_SLOW};
 use crate::artifact::SymbolBars;
+use crate::kinds::features::{Feature, MACD_FAST, MACD_SIGNAL, MACD_SLOW};
 use rayon::prelude::*;
 use std::mem::size_of;
 use std::sync::Mutex;

@@ -8,17 +8,15 @@
 mod compute;
 mod error;
 mod normalize;
-mod params;
 mod rolling;
-mod spec;
 mod synth;
 mod windows;
 
 #[cfg(test)]
 mod tests;
+pub use crate::kinds::features::{Feature, DEFAULT_PRESET, MINIMAL_PRESET, PRESETS};
+pub use crate::kinds::normalize::{NormMethod, NormScope, NormalizeParams, DEFAULT_VALID_FRACTION};
 pub use error::NormalizeError;
-pub use params::{NormMethod, NormScope, NormalizeParams, DEFAULT_VALID_FRACTION};
-pub use spec::{Feature, DEFAULT_PRESET, MINIMAL_PRESET, PRESETS};
 pub use synth::synthetic_bars;
 pub use windows::{window_set_hash, windows_hash};
 
@@ -141,7 +139,7 @@ fn split_date(bars: &Bars, params: &NormalizeParams) -> Result<NaiveDate, Normal
 fn run(
     bars: &Bars,
     params: &NormalizeParams,
-    features: &[spec::Feature],
+    features: &[Feature],
     rec: &mut Recorder,
     cancel: &AtomicBool,
 ) -> Result<Windows, NormalizeError> {

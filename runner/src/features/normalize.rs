@@ -6,7 +6,7 @@
 //! so a parallel run produces the same bits as a sequential one.
 
 use super::compute::SymbolFeatures;
-use super::params::NormMethod;
+use crate::kinds::normalize::NormMethod;
 use rayon::prelude::*;
 
 /// Per-feature `center` and `scale`: a normalized value is `(x - center) / scale`.

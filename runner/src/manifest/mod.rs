@@ -21,9 +21,7 @@ pub use sources::{find_quote, sources_dir, SourceError};
 pub use validate::check_stock_backend;
 pub use validate::{parse_file, parse_str};
 
-use crate::stage::Stage;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// A validated experiment: every config is resolved and every stage built.
 #[derive(Debug, Clone)]
@@ -102,7 +100,7 @@ pub struct Config {
     pub variant: String,
     /// Axis path -> value, rendered as TOML.
     pub sweep_point: Vec<(String, String)>,
-    /// Per stage (manifest order): resolved parameters and the built stage.
+    /// Per stage (manifest order): its resolved parameters, checked against its kind.
     pub stages: Vec<ResolvedStage>,
     /// The git revision the variant's code comes from (`git = ...`); `None`: the manifest's
     /// own working tree, as it is.
@@ -112,7 +110,6 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct ResolvedStage {
     pub params: toml::Table,
-    pub stage: Arc<dyn Stage>,
 }
 
 /// The comparison settings from `[compare]`, with defaults filled in.

@@ -245,7 +245,7 @@ pub fn same_code_twice(exp: &Experiment) -> Option<(String, String, String)> {
     }
     // A command stage that renders `{{ variant }}` or `{{ config }}` differs by name alone.
     let by_name = exp.configs.iter().flat_map(|c| &c.stages).any(|s| {
-        crate::stage::template_variables(&s.params).is_none_or(|v| v.contains("variant") || v.contains("config"))
+        crate::kinds::template_variables(&s.params).is_none_or(|v| v.contains("variant") || v.contains("config"))
     });
     if by_name {
         return None;

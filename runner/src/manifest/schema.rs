@@ -15,7 +15,7 @@ use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
 use super::raw::RawManifest;
-use crate::stage::{registry, KindSpec};
+use crate::kinds::{registry, KindSpec};
 
 /// Stage, variant and axis names: what `validate` accepts as an identifier.
 const NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
@@ -96,7 +96,7 @@ fn stage_kind(generator: &mut SchemaGenerator, spec: &KindSpec) -> Value {
         format!(
             "{params_doc} Takes {takes}; produces {}. {}",
             spec.output,
-            crate::stage::catalog::describe(spec.kind)
+            crate::kinds::catalog::describe(spec.kind)
         )
         .trim_start()
         .into(),

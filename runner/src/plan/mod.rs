@@ -115,7 +115,8 @@ fn describe_config(out: &mut String, exp: &Experiment, i: usize) {
         }
         // A git variant's commands resolve against the manifest's folder in its checkout.
         let dir = c.checkout_dir().unwrap_or(exp.dir());
-        if let Some(cmd) = c.stages[si].stage.preview(&c.name, &c.variant, dir) {
+        let stage = crate::stage::build(&exp.stages[si].kind, params).ok();
+        if let Some(cmd) = stage.and_then(|s| s.preview(&c.name, &c.variant, dir)) {
             let _ = writeln!(out, "        {name}: {cmd}");
         }
     }

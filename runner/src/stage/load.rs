@@ -1,9 +1,8 @@
 //! The `load` stage (exec -> stage -> market): reads daily bars from the stock database.
 
-use super::params::params_from_table;
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::market::{load_within, FetchStrategy, LoadParams};
+use crate::market::{load_within, LoadParams};
 use crate::params::ParamError;
 use std::sync::Arc;
 
@@ -13,8 +12,7 @@ struct LoadStage {
 }
 
 pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: LoadParams = params_from_table(table)?;
-    params.check()?;
+    let params: LoadParams = crate::kinds::checked(table)?;
     Ok(Arc::new(LoadStage { params }))
 }
 
@@ -27,12 +25,5 @@ impl Stage for LoadStage {
             .block_on(load_within(db, &self.params, &view, &mut ctx.rec))?;
         ctx.content_hash = Some(bars.content_hash.clone());
         Ok(Artifact::Bars(Arc::new(bars)))
-    }
-
-    fn needs_postgres_stock(&self) -> Option<(&'static str, &'static str)> {
-        (self.params.strategy == FetchStrategy::Copy).then_some((
-            "strategy",
-            "strategy = \"copy\" streams bars with PostgreSQL's COPY protocol",
-        ))
     }
 }

@@ -1,9 +1,9 @@
 //! The model stages (exec -> stage -> tensor): `train` fits an MLP on the windows, `validate`
 //! scores it on the validation windows against naive baselines.
 
-use super::params::params_from_table;
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
+use crate::kinds::checked;
 use crate::params::ParamError;
 use crate::tensor::{train, validate, TrainParams, ValidateParams};
 use std::sync::Arc;
@@ -14,8 +14,7 @@ struct TrainStage {
 }
 
 pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: TrainParams = params_from_table(table)?;
-    params.check()?;
+    let params: TrainParams = checked(table)?;
     Ok(Arc::new(TrainStage { params }))
 }
 
@@ -44,8 +43,7 @@ struct ValidateStage {
 }
 
 pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: ValidateParams = params_from_table(table)?;
-    params.check()?;
+    let params: ValidateParams = checked(table)?;
     Ok(Arc::new(ValidateStage { params }))
 }
 
@@ -64,20 +62,4 @@ impl Stage for ValidateStage {
         validate(model, &self.params, &mut ctx.rec)?;
         Ok(Artifact::None)
     }
-}
-
-/// The memory check of a `train` stage before any trial runs: its model on the input width the
-/// upstream `normalize` stage gives (`seq_len` x features). Without a readable `normalize`
-/// table the width is unknown and the check waits for `train` itself, which repeats it on the
-/// real windows before allocating.
-pub(crate) fn check_train_memory(train: &toml::Table, normalize: Option<&toml::Table>) -> Result<(), ParamError> {
-    let params: TrainParams = params_from_table(train)?;
-    let Some(norm) = normalize.and_then(|t| params_from_table::<crate::features::NormalizeParams>(t).ok()) else {
-        return Ok(());
-    };
-    let Ok(features) = norm.feature_list() else {
-        return Ok(());
-    };
-    crate::tensor::memory::check(&params, norm.seq_len, features.len(), 1)?;
-    Ok(())
 }

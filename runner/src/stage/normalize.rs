@@ -1,6 +1,5 @@
 //! The `normalize` stage (exec -> stage -> features): bars -> leakage-free, windowed features.
 
-use super::params::params_from_table;
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
 use crate::features::{build_windows, NormalizeParams};
@@ -13,8 +12,7 @@ struct NormalizeStage {
 }
 
 pub(super) fn build_normalize(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: NormalizeParams = params_from_table(table)?;
-    params.check()?;
+    let params: NormalizeParams = crate::kinds::checked(table)?;
     Ok(Arc::new(NormalizeStage { params }))
 }
 

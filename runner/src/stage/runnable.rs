@@ -4,6 +4,7 @@
 use super::services::Services;
 use crate::artifact::{Artifact, ArtifactKind};
 use crate::features::NormalizeError;
+use crate::kinds::TrialInfo;
 use crate::market::{LoadError, StockError};
 use crate::metrics::Recorder;
 use crate::tensor::TrainError;
@@ -27,12 +28,6 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn gpu_monitor(&self) -> Option<f64> {
         None
     }
-
-    /// A parameter value that only a PostgreSQL stock database supports, as
-    /// `(parameter, what it needs)`, so that `check` rejects it on SQLite before any trial runs.
-    fn needs_postgres_stock(&self) -> Option<(&'static str, &'static str)> {
-        None
-    }
 }
 
 /// What a stage receives from the stages it needs.
@@ -46,17 +41,6 @@ impl Inputs {
     pub fn get(&self, kind: ArtifactKind) -> Option<&Artifact> {
         self.artifacts.iter().map(|(_, a)| a).find(|a| a.kind() == kind)
     }
-}
-
-/// Where a trial is in the plan, for stages that template on it (command) or seed from it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TrialInfo {
-    pub run_id: String,
-    pub trial_index: u32,
-    pub config: String,
-    pub variant: String,
-    pub repetition: u32,
-    pub warmup: bool,
 }
 
 /// Everything a stage may use while it runs.
@@ -108,6 +92,9 @@ pub enum StageError {
     /// The command stage's program could not start, ran out of time, failed, or was killed.
     #[error("{0}")]
     Command(String),
+    /// The stage's parameters do not build it (validation rejects such a table first).
+    #[error("invalid parameters: {0}")]
+    Params(crate::params::ParamError),
 }
 
 impl StageError {

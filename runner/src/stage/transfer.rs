@@ -1,7 +1,6 @@
 //! The `transfer` stage (exec -> stage -> transfer): host <-> device copy bandwidth per size
 //! and mode. The measuring itself lives in `crate::transfer`.
 
-use super::params::params_from_table;
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
 use crate::params::ParamError;
@@ -14,8 +13,7 @@ struct TransferStage {
 }
 
 pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: TransferParams = params_from_table(table)?;
-    params.check()?;
+    let params: TransferParams = crate::kinds::checked(table)?;
     Ok(Arc::new(TransferStage { params }))
 }
 

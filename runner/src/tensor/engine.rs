@@ -2,11 +2,11 @@
 //! autodiff on any device, with the batch upload the device provides, and the native CPU engine.
 
 use super::batches::HostBatch;
-use super::config::{HiddenState, Precision, TrainParams};
 use super::model::{InitialState, Matrix, Model};
 use super::native::{self, NativeNet};
 use super::optim::{clip_global_norm, AdamW, LossScaler};
 use super::{TrainDevice, TrainError};
+use crate::kinds::train::{HiddenState, Precision, TrainParams};
 use crate::metrics::Recorder;
 use dfdx::prelude::*;
 

@@ -14,11 +14,11 @@
 //!   element, where tiny gradients would make any relative bound meaningless.
 
 use super::batches::first_batch;
-use super::config::{HiddenState, TrainParams};
 use super::model::Model;
 use super::native::{self, Products};
 use super::{TrainDevice, TrainError};
 use crate::artifact::{TargetScale, Windows};
+use crate::kinds::train::{HiddenState, TrainParams};
 use crate::metrics::Recorder;
 use dfdx::prelude::*;
 use std::sync::Arc;

@@ -15,7 +15,6 @@
 //! dropout 0, not bit for bit. Every knob has a real implementation on each device.
 
 mod batches;
-mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod device;
@@ -24,7 +23,6 @@ pub mod equivalence;
 mod error;
 mod eval;
 mod kinds;
-pub mod memory;
 mod mlp;
 mod model;
 mod native;
@@ -35,7 +33,8 @@ mod train_loop;
 
 #[cfg(test)]
 mod tests;
-pub use config::{
+pub use crate::kinds::memory;
+pub use crate::kinds::train::{
     Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, TrainParams, TrainTarget, ValidateParams,
 };
 pub use device::TrainDevice;

@@ -3,13 +3,13 @@
 //! they are judged on.
 
 use super::batches::{check_split, first_batch, BatchSource};
-use super::config::TrainParams;
 use super::engine::StepEngine;
 use super::eval;
 use super::model::Model;
 use super::phases::{LoopDevice, Phase, PhaseClock};
 use super::{TrainDevice, TrainError};
 use crate::artifact::{TargetScale, Windows};
+use crate::kinds::train::TrainParams;
 use crate::metrics::Recorder;
 use dfdx::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,7 +67,7 @@ where
     let n = windows.train.len();
     let horizons = windows.horizons;
     let arch = params.arch(windows.seq_len, windows.n_features, horizons)?;
-    super::memory::check(params, windows.seq_len, windows.n_features, horizons)?;
+    crate::kinds::memory::check(params, windows.seq_len, windows.n_features, horizons)?;
 
     // The network learns standardized targets (training statistics only); predictions are
     // mapped back to target units with the same numbers, stored in the model.

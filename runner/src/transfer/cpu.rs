@@ -8,10 +8,10 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-use super::config::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use super::error::TransferError;
 use super::measure::{cache_warm_note, host_buffer, len_of, prepare, record_mode, step_of, References};
 use super::timing::Sampler;
+use crate::kinds::transfer::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use crate::metrics::Recorder;
 use crate::stats::median;
 

@@ -30,10 +30,10 @@ use cudarc::driver::{result, sys, CudaDevice, DriverError};
 
 use crate::cuda_raw::{self, call, CudaFailure, DeviceBuf, Event, PinnedBuf, Stream};
 
-use super::config::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use super::error::TransferError;
 use super::measure::{cache_warm_note, gbps, len_of, prepare, record_mode, step_of, References};
 use super::timing::Sampler;
+use crate::kinds::transfer::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use crate::metrics::Recorder;
 use crate::stats::median;
 

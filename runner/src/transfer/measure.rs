@@ -2,8 +2,8 @@
 //! -> recorder): host buffers and the round-trip check, the "% of peak" references, and the
 //! metrics recorded per mode and size.
 
-use super::config::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use super::error::TransferError;
+use crate::kinds::transfer::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use crate::metrics::Recorder;
 
 /// The host's share of a loop iteration with `prepare_next`: one read-modify-write pass over

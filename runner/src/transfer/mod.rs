@@ -61,7 +61,6 @@
 //! 64 MiB, bytes copied per second (memory traffic is twice that), as context for the device;
 //! `link_theoretical_gbps` (`GB/s`, CUDA only): the PCIe link's rate from NVML.
 
-mod config;
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
@@ -73,10 +72,10 @@ use std::sync::atomic::AtomicBool;
 
 use crate::metrics::Recorder;
 
-pub use crate::size::{parse_size, SizeSpec};
-pub use config::{
+pub use crate::kinds::transfer::{
     Allocation, CopyDirection, Direction, HostMemory, Mode, ModeList, SyncMode, TransferDevice, TransferParams,
 };
+pub use crate::size::{parse_size, SizeSpec};
 pub use cpu::{cpu_copy_samples, CopySamples};
 pub use error::TransferError;
 pub use timing::MIN_SAMPLE;
@@ -93,7 +92,7 @@ pub fn run_transfer(params: &TransferParams, rec: &mut Recorder, cancel: &Atomic
         #[cfg(feature = "cuda")]
         TransferDevice::Cuda => cuda::run(&plan, rec, cancel),
         #[cfg(not(feature = "cuda"))]
-        TransferDevice::Cuda => Err(config::no_cuda_error().into()),
+        TransferDevice::Cuda => Err(crate::kinds::transfer::no_cuda_error().into()),
     }
 }
 

@@ -399,7 +399,7 @@ fn every_metric_a_built_in_stage_records_is_in_the_catalog_with_its_unit() {
             panic!("{row}")
         };
         kinds_seen.insert(kind.to_owned());
-        let decl = measured::stage::catalog::find(kind, name)
+        let decl = measured::kinds::catalog::find(kind, name)
             .unwrap_or_else(|| panic!("a `{kind}` stage recorded `{name}`, which the catalog does not declare"));
         assert_eq!(decl.unit, unit, "unit of {kind}.{name}");
     }

@@ -7,7 +7,7 @@ use crate::artifact::SymbolBars;
 use crate::features::compute::{compute_symbol, Prepared, SymbolFeatures};
 use crate::features::normalize::{select_quantile, Moments};
 use crate::features::rolling::{rolling_moments, rolling_skew};
-use crate::features::spec::Feature;
+use crate::kinds::features::Feature;
 use chrono::NaiveDate;
 use proptest::prelude::*;
 

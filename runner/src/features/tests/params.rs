@@ -79,7 +79,7 @@ fn minimal_preset_warms_up_faster() {
 /// look-back 120 days.
 #[test]
 fn the_wide_preset_has_105_distinct_features() {
-    let features = crate::features::spec::resolve(None, Some("wide")).unwrap();
+    let features = crate::kinds::features::resolve(None, Some("wide")).unwrap();
     assert_eq!(features.len(), 105);
     let distinct: std::collections::HashSet<_> = features.iter().collect();
     assert_eq!(distinct.len(), 105);

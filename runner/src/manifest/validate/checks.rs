@@ -5,6 +5,7 @@
 use super::compare::{check_claim, metric_unit};
 use super::{Override, Validator};
 use crate::hint::did_you_mean;
+use crate::kinds::find_kind;
 use crate::manifest::diag::{in_file_order, ManifestError, ManifestErrors};
 use crate::manifest::raw::{
     RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource,
@@ -265,14 +266,14 @@ impl Validator {
         let segs: Vec<&str> = dotted.split('.').filter(|s| *s != "?").collect();
         let Some((key, parent)) = segs.split_last() else { return };
         let known: &[&str] = match parent {
-            [] => crate::stage::field_names::<RawManifest>(),
-            ["experiment"] => crate::stage::field_names::<RawExperiment>(),
-            ["schedule"] => crate::stage::field_names::<RawSchedule>(),
-            ["compare"] => crate::stage::field_names::<RawCompare>(),
-            ["compare", "guards", _] => crate::stage::field_names::<RawGuard>(),
-            ["compare", "claims", _] => crate::stage::field_names::<RawClaim>(),
-            ["compare", "claims", _, "requires"] => crate::stage::field_names::<RawRequires>(),
-            ["compare", "claims", _, "source"] => crate::stage::field_names::<RawSource>(),
+            [] => crate::kinds::field_names::<RawManifest>(),
+            ["experiment"] => crate::kinds::field_names::<RawExperiment>(),
+            ["schedule"] => crate::kinds::field_names::<RawSchedule>(),
+            ["compare"] => crate::kinds::field_names::<RawCompare>(),
+            ["compare", "guards", _] => crate::kinds::field_names::<RawGuard>(),
+            ["compare", "claims", _] => crate::kinds::field_names::<RawClaim>(),
+            ["compare", "claims", _, "requires"] => crate::kinds::field_names::<RawRequires>(),
+            ["compare", "claims", _, "source"] => crate::kinds::field_names::<RawSource>(),
             ["data", ..] => super::data::known_keys(parent).unwrap_or(&[]),
             _ => &[],
         };
@@ -322,11 +323,17 @@ impl Validator {
         if by_name {
             return;
         }
-        // Each stage as built, defaults applied: an override that sets a parameter to its
-        // default changes nothing, though the tables differ.
-        let resolved: Vec<Vec<String>> = configs
+        // Each stage's checked parameters, defaults applied: an override that sets a parameter
+        // to its default changes nothing, though the tables differ.
+        let resolved: Vec<Vec<Option<String>>> = configs
             .iter()
-            .map(|c| c.stages.iter().map(|s| format!("{:?}", s.stage)).collect())
+            .map(|c| {
+                c.stages
+                    .iter()
+                    .zip(stages)
+                    .map(|(s, def)| find_kind(&def.kind).and_then(|k| (k.resolved)(&s.params)))
+                    .collect()
+            })
             .collect();
         let mut reported = vec![false; configs.len()];
         for i in 0..configs.len() {
@@ -436,7 +443,8 @@ pub fn check_stock_backend(exp: &Experiment, stock_is_postgres: bool) -> Result<
     let mut found: Vec<Needing<'_>> = Vec::new();
     for config in &exp.configs {
         for (si, (def, resolved)) in exp.stages.iter().zip(&config.stages).enumerate() {
-            let Some((param, why)) = resolved.stage.needs_postgres_stock() else {
+            let Some((param, why)) = find_kind(&def.kind).and_then(|k| (k.needs_postgres_stock)(&resolved.params))
+            else {
                 continue;
             };
             let dotted = format!("stages.{}.{param}", def.name);

@@ -67,7 +67,7 @@ impl Validator {
             return false;
         }
         if let Some(def) = stages.iter().find(|s| s.name == stage) {
-            if let Some(known) = crate::stage::catalog::names(&def.kind) {
+            if let Some(known) = crate::kinds::catalog::names(&def.kind) {
                 if !known.iter().any(|(n, _)| n == name) {
                     let hint = closest(name, known.iter().map(|(n, _)| n.as_str()))
                         .map(|c| format!("did you mean `{stage}.{c}`?"))
@@ -383,7 +383,7 @@ pub(super) fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static 
         return (name == "seconds").then_some("s");
     }
     let def = stages.iter().find(|s| s.name == stage)?;
-    match crate::stage::catalog::find(&def.kind, name) {
+    match crate::kinds::catalog::find(&def.kind, name) {
         Some(decl) => Some(decl.unit),
         None => (name == "seconds").then_some("s"),
     }

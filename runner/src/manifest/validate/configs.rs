@@ -1,9 +1,9 @@
 //! Configs: every variant at every sweep point, each with its stages built and checked.
 
 use super::*;
+use crate::kinds::find_kind;
 use crate::manifest::diag::ManifestError;
 use crate::manifest::{Config, ResolvedStage, StageDef};
-use crate::stage::find_kind;
 
 impl Validator {
     // Long because: one nested loop (variants, sweep points, stages) that builds every config's
@@ -69,17 +69,16 @@ impl Validator {
                 let mut resolved = Vec::new();
                 for (si, s) in stages.iter().enumerate() {
                     let Some(spec) = find_kind(&s.kind) else { continue };
-                    let built = (spec.build)(&tables[si]).and_then(|stage| {
+                    let checked = (spec.check)(&tables[si]).and_then(|()| {
                         if s.kind == "train" {
                             let normalize = s.needs.iter().find(|&&n| stages[n].kind == "normalize");
-                            crate::stage::check_train_memory(&tables[si], normalize.map(|&n| &tables[n]))?;
+                            crate::kinds::check_train_memory(&tables[si], normalize.map(|&n| &tables[n]))?;
                         }
-                        Ok(stage)
+                        Ok(())
                     });
-                    match built {
-                        Ok(stage) => resolved.push(ResolvedStage {
+                    match checked {
+                        Ok(()) => resolved.push(ResolvedStage {
                             params: tables[si].clone(),
-                            stage,
                         }),
                         Err(e) => {
                             // An unlocated error (empty field) comes from no override.

@@ -70,10 +70,10 @@ pub(crate) struct RawRequire {
 /// The known keys of the table at `parent` (a path under `[data]`), for unknown-key hints.
 pub(super) fn known_keys(parent: &[&str]) -> Option<&'static [&'static str]> {
     Some(match parent {
-        ["data"] => crate::stage::field_names::<RawData>(),
-        ["data", "synth"] => crate::stage::field_names::<RawSynth>(),
-        ["data", "import", _] => crate::stage::field_names::<RawImport>(),
-        ["data", "require"] => crate::stage::field_names::<RawRequire>(),
+        ["data"] => crate::kinds::field_names::<RawData>(),
+        ["data", "synth"] => crate::kinds::field_names::<RawSynth>(),
+        ["data", "import", _] => crate::kinds::field_names::<RawImport>(),
+        ["data", "require"] => crate::kinds::field_names::<RawRequire>(),
         _ => return None,
     })
 }

@@ -314,7 +314,7 @@ impl Validator {
             .zip(&base)
             .map(|(s, t)| {
                 (s.kind == "command")
-                    .then(|| crate::stage::template_variables(t))
+                    .then(|| crate::kinds::template_variables(t))
                     .flatten()
             })
             .collect();

@@ -4,9 +4,9 @@
 use super::*;
 use crate::artifact::ArtifactKind;
 use crate::hint::did_you_mean;
+use crate::kinds::{find_kind, registry};
 use crate::manifest::diag::ManifestError;
 use crate::manifest::StageDef;
-use crate::stage::{find_kind, registry};
 use indexmap::IndexMap;
 
 impl Validator {

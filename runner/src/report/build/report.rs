@@ -305,7 +305,7 @@ pub fn build_report(run: &RunData) -> Report {
 
 /// What `metric` measures, from the stage catalog of the kind that recorded it.
 pub(crate) fn about_metric(run: &RunData, metric: &str) -> Option<String> {
-    use crate::stage::catalog;
+    use crate::kinds::catalog;
     let parts = crate::metrics::summed(metric);
     if parts.len() > 1 {
         return Some(format!("the sum of {} in each trial", parts.join(", ")));

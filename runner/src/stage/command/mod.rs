@@ -4,6 +4,9 @@
 //! `vars.batch_size`, plus `variant`, `config`, `repetition`, `trial`, `seed`, `run_id`,
 //! `stage`). No shell is involved unless `shell = true`. Lines the program prints on stdout as
 //! `{"metric": "name", "value": 1.0, "unit": "s", "step": 3}` become metrics.
+//!
+//! The parameters, their check and the rendering of the templates are `crate::kinds`'s
+//! (`CommandParams`); this file runs the program.
 
 mod output;
 mod process;
@@ -13,62 +16,16 @@ use process::{kill_tree, stage_token, wait_with_rusage, watch, GuardedStage, Kil
 
 pub use output::{each_line, parse_metric_line, MetricLine, MAX_LINE};
 
-use super::params::params_from_table;
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
+use crate::kinds::CommandParams;
 use crate::params::ParamError;
-use indexmap::IndexMap;
-use minijinja::{Environment, UndefinedBehavior};
-use serde::Deserialize;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Parameters of a `command` stage: runs a program (without a shell unless `shell = true`);
-/// lines it prints on stdout such as `{"metric": "loss", "value": 0.31, "unit": "loss"}` become
-/// metrics.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CommandParams {
-    /// Program and arguments, each a minijinja template (`"{{ batch_size }}"` reads
-    /// `vars.batch_size`; also `variant`, `config`, `repetition`, `trial`, `seed`, `run_id`,
-    /// `stage`).
-    #[schemars(length(min = 1))]
-    pub argv: Vec<String>,
-    /// Run `argv[0]` with `sh -c` (then argv must hold exactly one string).
-    #[serde(default)]
-    pub shell: bool,
-    /// Extra environment variables (values are templates).
-    #[serde(default)]
-    pub env: IndexMap<String, String>,
-    /// Working directory (a template), relative to the folder holding the manifest.
-    pub cwd: Option<String>,
-    /// Seconds after which the program is killed and the stage fails.
-    #[schemars(range(min = 0.0))]
-    pub timeout: Option<f64>,
-    /// Values available to the templates; variants and sweeps override them
-    /// (`"stages.bench.vars.batch_size" = [64, 256]`).
-    #[serde(default)]
-    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
-    pub vars: toml::Table,
-    /// Read metrics from JSON lines on stdout.
-    #[serde(default = "yes")]
-    pub metrics: bool,
-    /// Sample GPU 0's utilization, memory, SM clock, power and temperature through NVML while
-    /// the program runs (`gpu_*` metrics; a note instead where there is no NVIDIA driver).
-    #[serde(default)]
-    pub gpu_monitor: bool,
-    /// Samples per second with `gpu_monitor` (default 20).
-    #[schemars(range(min = 0.0, max = 1000.0))]
-    pub gpu_sample_hz: Option<f64>,
-}
-
-fn yes() -> bool {
-    true
-}
 
 /// How many ignored stdout lines a warning names.
 const BAD_LINES_SHOWN: usize = 3;
@@ -80,195 +37,14 @@ const BAD_LINE_REASON_CHARS: usize = 200;
 /// How many stderr lines a failure message carries.
 const STDERR_TAIL_LINES: usize = 20;
 
-/// Longest stage timeout: a week.
-const MAX_TIMEOUT_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
-
-/// A portable environment variable name (POSIX): letters, digits and `_`, not starting with a
-/// digit, at most 256 bytes.
-fn is_env_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 256
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 #[derive(Debug)]
 struct CommandStage {
     params: CommandParams,
 }
 
 pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: CommandParams = params_from_table(table)?;
-    if params.argv.is_empty() || params.argv[0].trim().is_empty() {
-        return Err(ParamError {
-            field: "argv".into(),
-            message: "`argv` must name a program".into(),
-            hint: Some("e.g. argv = [\"python3\", \"bench.py\", \"--batch\", \"{{ batch_size }}\"]".into()),
-        });
-    }
-    if params.shell && params.argv.len() != 1 {
-        return Err(ParamError {
-            field: "argv".into(),
-            message: format!(
-                "with `shell = true`, `argv` must hold exactly one command line, got {}",
-                params.argv.len()
-            ),
-            hint: Some("write the whole command as one string: argv = [\"make bench && ./bench\"]".into()),
-        });
-    }
-    if let Some((name, _)) = params.env.iter().find(|(k, _)| !is_env_name(k)) {
-        return Err(ParamError {
-            field: "env".into(),
-            message: format!("{name:?} is not an environment variable name"),
-            hint: Some("names are letters, digits and `_`, not starting with a digit, e.g. OMP_NUM_THREADS".into()),
-        });
-    }
-    if let Some(t) = params.timeout {
-        if t.is_finite() && t > MAX_TIMEOUT_SECONDS {
-            return Err(ParamError {
-                field: "timeout".into(),
-                message: format!(
-                    "`timeout` = {} s is above the limit of {MAX_TIMEOUT_SECONDS} s (7 days)",
-                    if t < 1e9 { t.to_string() } else { format!("{t:e}") }
-                ),
-                hint: Some("leave `timeout` out for no limit".into()),
-            });
-        }
-        if !(t.is_finite() && t > 0.0) {
-            return Err(ParamError {
-                field: "timeout".into(),
-                message: format!("`timeout` must be a positive number of seconds, got {t}"),
-                hint: Some("e.g. timeout = 600.0, or leave it out for no limit".into()),
-            });
-        }
-    }
-    if let Some(hz) = params.gpu_sample_hz {
-        let max = crate::measure::gpu::MAX_HZ;
-        if !(hz.is_finite() && hz > 0.0 && hz <= max) {
-            return Err(ParamError {
-                field: "gpu_sample_hz".into(),
-                message: format!("`gpu_sample_hz` must be above 0 and at most {max}, got {hz}"),
-                hint: Some("e.g. gpu_sample_hz = 20.0 (the default)".into()),
-            });
-        }
-        if !params.gpu_monitor {
-            return Err(ParamError {
-                field: "gpu_sample_hz".into(),
-                message: "`gpu_sample_hz` sets the rate of GPU telemetry, which is off".into(),
-                hint: Some("add `gpu_monitor = true`, or leave `gpu_sample_hz` out".into()),
-            });
-        }
-    }
-    // Render every template once with a sample trial, so a typo or an undefined variable is a
-    // manifest error now rather than a failed trial later.
-    let sample = crate::stage::TrialInfo {
-        run_id: "RUN".into(),
-        trial_index: 0,
-        config: "CONFIG".into(),
-        variant: "VARIANT".into(),
-        repetition: 0,
-        warmup: false,
-    };
-    let stage = CommandStage { params };
-    let (field, result) = stage.render_all(&sample, 0, "STAGE");
-    if let Err(message) = result {
-        return Err(ParamError {
-            field: field.to_owned(),
-            message,
-            hint: Some(format!(
-                "templates can use {} and the keys of `vars`",
-                "`variant`, `config`, `repetition`, `trial`, `seed`, `run_id`, `stage`"
-            )),
-        });
-    }
-    Ok(Arc::new(stage))
-}
-
-/// The variables the templates (argv, env values, cwd) of a command stage's parameter table
-/// read, `vars.x` counted as `x`; `None` when that cannot be told (a template does not parse,
-/// or reads `vars` as a whole).
-pub fn template_variables(table: &toml::Table) -> Option<std::collections::BTreeSet<String>> {
-    let strings = |v: Option<&toml::Value>| -> Vec<String> {
-        match v {
-            Some(toml::Value::String(s)) => vec![s.clone()],
-            Some(toml::Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect(),
-            Some(toml::Value::Table(t)) => t.values().filter_map(|x| x.as_str().map(str::to_owned)).collect(),
-            _ => Vec::new(),
-        }
-    };
-    let env = Environment::new();
-    let mut used = std::collections::BTreeSet::new();
-    for t in ["argv", "env", "cwd"].iter().flat_map(|k| strings(table.get(*k))) {
-        let tmpl = env.template_from_str(&t).ok()?;
-        for v in tmpl.undeclared_variables(true) {
-            match v.strip_prefix("vars.") {
-                Some(name) => used.insert(name.split('.').next().unwrap_or(name).to_owned()),
-                None if v == "vars" => return None,
-                None => used.insert(v.split('.').next().unwrap_or(&v).to_owned()),
-            };
-        }
-    }
-    Some(used)
-}
-
-struct Rendered {
-    argv: Vec<String>,
-    env: Vec<(String, String)>,
-    cwd: Option<String>,
-}
-
-impl CommandStage {
-    /// Renders argv, env and cwd; on failure names the parameter that failed.
-    fn render_all(
-        &self,
-        trial: &super::runnable::TrialInfo,
-        seed: u64,
-        stage: &str,
-    ) -> (&'static str, Result<Rendered, String>) {
-        let mut env = Environment::new();
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        let mut ctx = serde_json::Map::new();
-        for (k, v) in &self.params.vars {
-            ctx.insert(k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null));
-        }
-        // `{{ vars.batch_size }}` reads the same value as `{{ batch_size }}`.
-        ctx.insert(
-            "vars".into(),
-            serde_json::to_value(&self.params.vars).unwrap_or(serde_json::Value::Null),
-        );
-        ctx.insert("variant".into(), trial.variant.clone().into());
-        ctx.insert("config".into(), trial.config.clone().into());
-        ctx.insert("repetition".into(), trial.repetition.into());
-        ctx.insert("trial".into(), trial.trial_index.into());
-        ctx.insert("warmup".into(), trial.warmup.into());
-        ctx.insert("seed".into(), seed.into());
-        ctx.insert("run_id".into(), trial.run_id.clone().into());
-        ctx.insert("stage".into(), stage.into());
-        let ctx = serde_json::Value::Object(ctx);
-        let render = |s: &str| {
-            env.render_str(s, &ctx)
-                .map_err(|e| describe_template_error(s, &e, &ctx))
-        };
-        let mut argv = Vec::with_capacity(self.params.argv.len());
-        for a in &self.params.argv {
-            match render(a) {
-                Ok(r) => argv.push(r),
-                Err(e) => return ("argv", Err(e)),
-            }
-        }
-        let mut envs = Vec::with_capacity(self.params.env.len());
-        for (k, v) in &self.params.env {
-            match render(v) {
-                Ok(r) => envs.push((k.clone(), r)),
-                Err(e) => return ("env", Err(e)),
-            }
-        }
-        let cwd = match self.params.cwd.as_deref().map(render).transpose() {
-            Ok(c) => c,
-            Err(e) => return ("cwd", Err(e)),
-        };
-        ("argv", Ok(Rendered { argv, env: envs, cwd }))
-    }
+    let params: CommandParams = crate::kinds::checked(table)?;
+    Ok(Arc::new(CommandStage { params }))
 }
 
 /// The folder a program runs in: `cwd` as rendered, relative to the manifest's folder (an
@@ -314,30 +90,6 @@ fn unusable_working_dir(dir: &Path, cwd: &str, manifest_dir: &Path) -> Option<St
     ))
 }
 
-fn describe_template_error(template: &str, e: &minijinja::Error, known: &serde_json::Value) -> String {
-    let detail = e.detail().map(|d| format!(": {d}")).unwrap_or_default();
-    let mut msg = format!("template `{template}` cannot be rendered: {}{detail}", e.kind());
-    if e.kind() == minijinja::ErrorKind::UndefinedError {
-        // Name what is undefined: the variables the template reads that the context lacks.
-        let env = Environment::new();
-        if let Ok(t) = env.template_from_str(template) {
-            let mut missing: Vec<String> = t
-                .undeclared_variables(false)
-                .into_iter()
-                .filter(|v| known.get(v).is_none())
-                .collect();
-            missing.sort();
-            if !missing.is_empty() {
-                msg.push_str(&format!(
-                    " (not defined: {}; add it to the stage's `vars`)",
-                    missing.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
-                ));
-            }
-        }
-    }
-    msg
-}
-
 impl Stage for CommandStage {
     fn gpu_monitor(&self) -> Option<f64> {
         self.params
@@ -346,7 +98,7 @@ impl Stage for CommandStage {
     }
 
     fn preview(&self, config: &str, variant: &str, manifest_dir: &Path) -> Option<String> {
-        let sample = crate::stage::TrialInfo {
+        let sample = crate::kinds::TrialInfo {
             run_id: "RUN".into(),
             trial_index: 0,
             config: config.into(),
@@ -354,7 +106,7 @@ impl Stage for CommandStage {
             repetition: 0,
             warmup: false,
         };
-        let (_, rendered) = self.render_all(&sample, 0, "STAGE");
+        let (_, rendered) = self.params.render_all(&sample, 0, "STAGE");
         let r = rendered.ok()?;
         let quote = |a: &str| {
             if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+%@".contains(c)) {
@@ -381,7 +133,7 @@ impl Stage for CommandStage {
     // Long because: spawning, watching, reading output and reaping share the child and its guard,
     // which must be released in this order on every path.
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
-        let (_, rendered) = self.render_all(ctx.trial, ctx.seed, ctx.stage);
+        let (_, rendered) = self.params.render_all(ctx.trial, ctx.seed, ctx.stage);
         let r = rendered.map_err(StageError::Command)?;
         let dir = match &r.cwd {
             Some(cwd) => {

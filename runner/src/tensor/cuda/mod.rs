@@ -15,9 +15,10 @@ use ring::ValidationUploads;
 
 use super::engine::AutodiffEngine;
 use super::phases::{LoopDevice, Stamps};
-use super::{eval, train_loop, Model, TrainError, TrainParams, ValidateParams};
+use super::{eval, train_loop, Model, TrainError};
 use crate::artifact::{TrainedModel, Windows};
 use crate::cuda_raw::{CudaFailure, Event, MemPool};
+use crate::kinds::train::{TrainParams, ValidateParams};
 use crate::metrics::Recorder;
 use cudarc::driver::sys;
 use dfdx::tensor::{Cache, Cuda};

@@ -11,9 +11,10 @@
 
 use super::context::{bind, stream};
 use crate::cuda_raw::{htod_async, Event, PinnedBuf};
+use crate::kinds::train::TrainParams;
 use crate::tensor::batches::HostBatch;
 use crate::tensor::engine::{Allocations, ReusedBuffers, Uploader};
-use crate::tensor::{Matrix, Model, TrainError, TrainParams};
+use crate::tensor::{Matrix, Model, TrainError};
 use cudarc::driver::sys;
 use dfdx::shapes::HasShape;
 use dfdx::tensor::Cuda;

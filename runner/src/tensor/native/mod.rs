@@ -19,10 +19,10 @@ mod rnn;
 pub use mlp::NativeMlp;
 pub use rnn::NativeRnn;
 
-use super::config::HiddenState;
 use super::model::Model;
 use super::TrainError;
 use crate::arch::{Activation, ModelKind};
+use crate::kinds::train::HiddenState;
 use dfdx::shapes::HasShape;
 use dfdx::tensor::{Cpu, Storage};
 use gemm::Parallelism;

@@ -562,8 +562,8 @@ fn auto_device_falls_back_to_the_cpu_with_a_note_and_the_same_results() {
 /// that are not whole rows (or whole days), and targets that do not match the predictions.
 #[test]
 fn a_batch_that_does_not_fit_the_model_is_a_shape_error() {
-    use super::config::HiddenState;
     use super::native::{engine, Products};
+    use crate::kinds::train::HiddenState;
     let dev = Cpu::default();
     let models = [
         mlp(&dev, &[3, 4, 1], Activation::Relu, 0.0, 1),

@@ -16,7 +16,7 @@ mod cells;
 
 use super::{alloc_grads, check_targets, CpuVec, HostParams, NativeNet, Operand, Products, View, DROPOUT_STREAM};
 use crate::arch::ModelKind;
-use crate::tensor::config::HiddenState;
+use crate::kinds::train::HiddenState;
 use crate::tensor::model::Model;
 use crate::tensor::TrainError;
 use cells::{

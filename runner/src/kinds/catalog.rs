@@ -8,7 +8,7 @@
 //! The catalog is the stages' contract: a test runs every built-in kind and fails when one
 //! records a name or unit the catalog does not declare.
 
-use crate::transfer::{Allocation, CopyDirection, HostMemory, Mode, SyncMode};
+use super::transfer::{Allocation, CopyDirection, HostMemory, Mode, SyncMode};
 
 /// One metric a built-in stage kind records.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 //! Every field has a serde default, so `[stages.features] kind = "normalize"` alone is a valid
 //! stage; `check` rejects values that would only fail at run time.
 
-use super::spec::{self, Feature};
+use super::features::{self as spec, Feature};
 use crate::params::{at_most, ParamError};
 use chrono::NaiveDate;
 use serde::de::{self, Deserializer, MapAccess, Visitor};

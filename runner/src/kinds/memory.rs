@@ -10,7 +10,7 @@
 //! trained on plus `prefetch` prepared ahead). It leaves out the windows themselves, which are
 //! the `normalize` stage's, and the framework's own overhead, so it is a floor, not a ceiling.
 
-use super::config::TrainParams;
+use super::train::TrainParams;
 use crate::params::ParamError;
 
 const F32: f64 = 4.0;
@@ -73,7 +73,7 @@ pub fn estimate(params: &TrainParams, seq_len: usize, n_features: usize, outputs
     MemoryEstimate {
         parameters,
         parameter_bytes: 4.0 * parameters * F32
-            + if params.precision == super::config::Precision::F16 {
+            + if params.precision == super::train::Precision::F16 {
                 parameters * F16
             } else {
                 0.0
