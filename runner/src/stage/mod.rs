@@ -13,7 +13,7 @@ mod runnable;
 mod services;
 mod transfer;
 
-pub use crate::kinds::{catalog, template_variables, CommandParams, TrialInfo};
+pub use crate::kinds::TrialInfo;
 pub use command::{each_line, parse_metric_line, MetricLine, MAX_LINE};
 pub use registry::build;
 pub use runnable::{Inputs, Stage, StageCtx, StageError};
