@@ -7,10 +7,11 @@ use crate::manifest::Experiment;
 use crate::measure::{peak_rss_bytes, reset_peak_rss, Fingerprint, LoadProbe, PeakScope, PROCESS_PEAK_NOTE};
 use crate::plan::{stage_seed, ScheduledTrial};
 use crate::record::{StageRecord, StageStatus, TrialRecord};
-use crate::stage::{Inputs, Services, StageCtx, StageError, TrialInfo};
+use crate::stage::{Inputs, Services, Stage, StageCtx, StageError, TrialInfo};
 use chrono::Utc;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Everything fixed for one run's execution: what runs, and what it skips.
@@ -25,10 +26,30 @@ pub struct Execution<'a> {
     pub worker: String,
 }
 
-/// Artifacts of `cache = true` stages, reused within a run.
+/// What a run reuses across its trials: the artifacts of `cache = true` stages, and each
+/// config's stages, built from their validated parameters the first time they run.
 #[derive(Default)]
 pub struct StageCache {
     entries: HashMap<String, Artifact>,
+    built: HashMap<(usize, usize), Arc<dyn Stage>>,
+}
+
+impl StageCache {
+    /// Stage `si` of config `config`, built once per run.
+    fn stage(
+        &mut self,
+        config: usize,
+        si: usize,
+        kind: &str,
+        params: &toml::Table,
+    ) -> Result<Arc<dyn Stage>, StageError> {
+        if let Some(stage) = self.built.get(&(config, si)) {
+            return Ok(stage.clone());
+        }
+        let stage = crate::stage::build(kind, params).map_err(StageError::Params)?;
+        self.built.insert((config, si), stage.clone());
+        Ok(stage)
+    }
 }
 
 /// Runs one trial; `None` when it was cancelled (nothing of it is kept).
@@ -131,7 +152,9 @@ impl TrialRun<'_, '_> {
                 return Some(record);
             }
         }
-        match self.measure(si, &mut record) {
+        // Built from the validated parameters before any clock starts.
+        let built = cache.stage(self.trial.config, si, &def.kind, &resolved.params);
+        match built.and_then(|stage| self.measure(stage.as_ref(), si, &mut record)) {
             Ok(artifact) => {
                 if def.cache {
                     cache.entries.insert(key, artifact.clone());
@@ -152,12 +175,10 @@ impl TrialRun<'_, '_> {
 
     /// Runs stage `si` on its inputs and times it; its memory peak, GPU telemetry, metrics
     /// and notes go into `record`.
-    fn measure(&self, si: usize, record: &mut StageRecord) -> Result<Artifact, StageError> {
+    fn measure(&self, stage: &dyn Stage, si: usize, record: &mut StageRecord) -> Result<Artifact, StageError> {
         let exp = self.spec.exp;
         let def = &exp.stages[si];
         let config = &exp.configs[self.trial.config];
-        // Built from the validated parameters before any clock starts.
-        let stage = crate::stage::build(&def.kind, &config.stages[si].params).map_err(StageError::Params)?;
         let inputs = Inputs {
             artifacts: def
                 .needs
