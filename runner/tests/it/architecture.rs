@@ -80,11 +80,6 @@ fn module_of(rel: &Path) -> String {
     first.strip_suffix(".rs").map(str::to_owned).unwrap_or(first)
 }
 
-/// A file's code without `//` comments and without `#[cfg(test)]` items.
-fn non_test_code(text: &str) -> String {
-    without_test_items(text, true)
-}
-
 /// A file without its `#[cfg(test)]` items, and without `//` comments when `uncommented`.
 fn without_test_items(text: &str, uncommented: bool) -> String {
     let mut out = String::new();
@@ -122,54 +117,30 @@ fn without_test_items(text: &str, uncommented: bool) -> String {
     out
 }
 
-/// The modules named by `crate::<module>` (or `$crate::<module>`) paths in `code`.
-fn crate_paths(code: &str) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        let before = rest[..at].chars().next_back();
-        let after = &rest[at + "crate::".len()..];
-        if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            if !name.is_empty() {
-                found.insert(name);
-            }
-        }
-        rest = after;
-    }
-    found
-}
-
 /// For each top-level module, the other top-level modules its non-test code uses.
 fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
     let modules = modules();
     let mut graph: BTreeMap<String, BTreeSet<String>> = modules.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
-    for (rel, text) in sources() {
-        let from = module_of(&rel);
-        if is_test_file(&rel) || !modules.contains(&from) {
+    for file in parsed_sources() {
+        let Some(from) = file.module.first().filter(|m| modules.contains(*m)) else {
             continue;
-        }
-        for to in crate_paths(&non_test_code(&text)) {
-            if to != from && modules.contains(&to) {
-                graph.get_mut(&from).unwrap().insert(to);
+        };
+        for to in file.uses.iter().filter_map(|u| u.first()) {
+            if to != from && modules.contains(to) {
+                graph.get_mut(from).unwrap().insert(to.clone());
             }
         }
     }
     graph
 }
 
-#[test]
-fn the_reader_sees_through_comments_and_test_items() {
-    let code = "use crate::a::X;\n// crate::b in a comment\nlet x = crate::c::f(); // and crate::d\n\
-                #[cfg(test)]\nuse crate::e::Y;\n#[cfg(test)]\nmod tests {\n    use crate::f;\n}\n\
-                #[cfg(test)]\nuse crate::g::{\n    H,\n};\nfn h() -> $crate::i::J { not_crate::k() }\n";
-    let found: Vec<String> = crate_paths(&non_test_code(code)).into_iter().collect();
-    assert_eq!(found, ["a", "c", "i"]);
-    assert_eq!(module_of(Path::new("stage/command/mod.rs")), "stage");
-    assert_eq!(module_of(Path::new("db.rs")), "db");
-    assert!(is_test_file(Path::new("report/tests/bandwidth.rs")));
-    assert!(is_test_file(Path::new("stats/tests.rs")));
-    assert!(!is_test_file(Path::new("report/view.rs")));
+/// Every non-test file under `runner/src`, parsed for the module graphs.
+fn parsed_sources() -> Vec<folders::SourceFile> {
+    sources()
+        .iter()
+        .filter(|(rel, _)| !is_test_file(rel))
+        .map(|(rel, text)| folders::parse(rel, text))
+        .collect()
 }
 
 #[test]
@@ -398,12 +369,23 @@ fn test_code_follows_one_naming_convention() {
 }
 
 fn folder_graphs() -> BTreeMap<folders::ModPath, BTreeMap<String, BTreeSet<String>>> {
-    let files: Vec<folders::SourceFile> = sources()
-        .iter()
-        .filter(|(rel, _)| !is_test_file(rel))
-        .map(|(rel, text)| folders::parse(rel, text))
-        .collect();
-    folders::folder_graphs(&files)
+    folders::folder_graphs(&parsed_sources())
+}
+
+#[test]
+fn the_reader_sees_through_comments_and_test_items() {
+    let code = "use crate::a::X;\n// crate::b in a comment\nfn f() { let x = crate::c::f(); } // and crate::d\n\
+                #[cfg(test)]\nuse crate::e::Y;\n#[cfg(test)]\nmod tests {\n    use crate::f;\n}\n\
+                #[cfg(test)]\nuse crate::g::{\n    H,\n};\nmacro_rules! m { () => { $crate::i::J } }\n\
+                fn h() { not_crate::k() }\n";
+    let file = folders::parse(Path::new("x/y.rs"), code);
+    let found: BTreeSet<&str> = file.uses.iter().filter_map(|u| u.first()).map(String::as_str).collect();
+    assert_eq!(found.into_iter().collect::<Vec<_>>(), ["a", "c", "i"]);
+    assert_eq!(module_of(Path::new("stage/command/mod.rs")), "stage");
+    assert_eq!(module_of(Path::new("db.rs")), "db");
+    assert!(is_test_file(Path::new("report/tests/bandwidth.rs")));
+    assert!(is_test_file(Path::new("stats/tests.rs")));
+    assert!(!is_test_file(Path::new("report/view.rs")));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! modules must.
 //!
 //! Files are parsed with `syn`, so `use` trees, paths in code and `crate::`/`super::` paths
-//! inside macro calls all count. A child that names something its folder's `mod.rs` re-exports
+//! inside macro calls and attributes all count. A child that names something its folder's `mod.rs` re-exports
 //! (`pub use model::Interval;`) uses the child it comes from (`model`), not `mod.rs`: the
 //! re-export is the folder's front door, not a dependency. `mod.rs`'s own code (its functions
 //! and types, and its private `use`s) is a node of its own, `mod`. Test code is left out, as in
@@ -150,6 +150,15 @@ impl<'ast> Visit<'ast> for Collector {
         self.written
             .push(p.segments.iter().map(|s| s.ident.to_string()).collect());
         syn::visit::visit_path(self, p);
+    }
+
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        // Paths in an attribute's arguments (`#[command(version = crate::build_info::version())]`).
+        if let syn::Meta::List(list) = &a.meta {
+            macro_paths(list.tokens.clone(), &mut self.written);
+        } else if let syn::Meta::NameValue(nv) = &a.meta {
+            self.visit_expr(&nv.value);
+        }
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
