@@ -6,8 +6,16 @@ pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = 
     closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
-/// The candidate most like `name`, when one is like it at all.
+/// The candidate most like `name`, when one is like it at all: spelled alike, or the name
+/// other tools use for it (`learning_rate` for `lr`, see [`ALIASES`]).
 pub(crate) fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    let plain = name.to_ascii_lowercase().replace('-', "_");
+    if let Some(&(_, ours)) = ALIASES.iter().find(|(theirs, _)| *theirs == plain) {
+        if let Some(c) = candidates.iter().find(|c| **c == ours) {
+            return Some(c);
+        }
+    }
     candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(name, c), c))
@@ -15,6 +23,35 @@ pub(crate) fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a s
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, c)| c)
 }
+
+/// Names other tools (PyTorch, Keras, hyperfine, CI files) give what measured names otherwise,
+/// too unlike it in spelling for "did you mean": what they write, and measured's name. Used
+/// only when measured's name is among the candidates.
+const ALIASES: [(&str, &str); 23] = [
+    ("learning_rate", "lr"),
+    ("learningrate", "lr"),
+    ("step_size", "lr"),
+    ("batch", "batch_size"),
+    ("batchsize", "batch_size"),
+    ("num_epochs", "epochs"),
+    ("n_epochs", "epochs"),
+    ("max_epochs", "epochs"),
+    ("hidden_size", "hidden"),
+    ("hidden_sizes", "hidden"),
+    ("hidden_layers", "hidden"),
+    ("num_layers", "layers"),
+    ("sequence_length", "seq_len"),
+    ("seq_length", "seq_len"),
+    ("lookback", "seq_len"),
+    ("num_threads", "threads"),
+    ("n_threads", "threads"),
+    ("command", "argv"),
+    ("cmd", "argv"),
+    ("args", "argv"),
+    ("workdir", "cwd"),
+    ("working_directory", "cwd"),
+    ("depends_on", "needs"),
+];
 
 /// A hint for the messages serde and the TOML parser produce.
 pub(crate) fn serde_hint(message: &str) -> Option<String> {

@@ -6,6 +6,7 @@ use crate::params::ParamError;
 use indexmap::IndexMap;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Deserialize;
+use std::path::{Path, PathBuf};
 
 /// Parameters of a `command` stage: runs a program (without a shell unless `shell = true`);
 /// lines it prints on stdout such as `{"metric": "loss", "value": 0.31, "unit": "loss"}` become
@@ -44,7 +45,15 @@ pub struct CommandParams {
     /// Samples per second with `gpu_monitor` (default 20).
     #[schemars(range(min = 0.0, max = 1000.0))]
     pub gpu_sample_hz: Option<f64>,
+    /// Runs of the program per trial, back to back (default 1). The stage's time and each
+    /// metric it prints are the mean per run, as criterion and asv batch their iterations: a
+    /// program of a millisecond or less is then timed over many runs, not one.
+    #[schemars(range(min = 1, max = 100000))]
+    pub repeat: Option<u32>,
 }
+
+/// Most runs of a command per trial (`repeat`).
+pub const MAX_REPEAT: u32 = 100_000;
 
 fn yes() -> bool {
     true
@@ -61,6 +70,18 @@ fn is_env_name(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit())
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
+
+/// The variables every template reads without `vars`: where the trial is in the plan.
+pub const TEMPLATE_BUILTINS: [&str; 8] = [
+    "variant",
+    "config",
+    "repetition",
+    "trial",
+    "warmup",
+    "seed",
+    "run_id",
+    "stage",
+];
 
 /// Where a trial is in the plan, for stages that template on it (command) or seed from it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -128,6 +149,13 @@ impl CommandParams {
                 });
             }
         }
+        if let Some(n) = self.repeat.filter(|n| !(1..=MAX_REPEAT).contains(n)) {
+            return Err(ParamError {
+                field: "repeat".into(),
+                message: format!("`repeat` must be 1 to {MAX_REPEAT}, got {n}"),
+                hint: Some("e.g. repeat = 20: 20 runs per trial, each trial recording their mean".into()),
+            });
+        }
         if let Some(hz) = self.gpu_sample_hz {
             let max = crate::measure::gpu::MAX_HZ;
             if !(hz.is_finite() && hz > 0.0 && hz <= max) {
@@ -147,26 +175,51 @@ impl CommandParams {
         }
         // Render every template once with a sample trial, so a typo or an undefined variable is a
         // manifest error now rather than a failed trial later.
-        let sample = TrialInfo {
-            run_id: "RUN".into(),
-            trial_index: 0,
-            config: "CONFIG".into(),
-            variant: "VARIANT".into(),
-            repetition: 0,
-            warmup: false,
-        };
+        let sample = sample_trial("CONFIG", "VARIANT");
         let (field, result) = self.render_all(&sample, 0, "STAGE");
         if let Err(message) = result {
+            let builtins = TEMPLATE_BUILTINS.map(|b| format!("`{b}`")).join(", ");
+            let hint = match message.contains("(not defined: ") {
+                true => self.undefined_hint(field).unwrap_or_else(|| {
+                    format!("define it in the stage's `vars`; templates can use the keys of `vars` and {builtins}")
+                }),
+                false => format!("templates can use {builtins} and the keys of `vars`"),
+            };
             return Err(ParamError {
                 field: field.to_owned(),
                 message,
-                hint: Some(format!(
-                    "templates can use {} and the keys of `vars`",
-                    "`variant`, `config`, `repetition`, `trial`, `seed`, `run_id`, `stage`"
-                )),
+                hint: Some(hint),
             });
         }
         Ok(())
+    }
+
+    /// "did you mean `level`?" for a template of `field` that reads a variable nothing
+    /// defines, when a key of `vars` or a trial variable is close to it.
+    fn undefined_hint(&self, field: &str) -> Option<String> {
+        let templates: Vec<&str> = match field {
+            "argv" => self.argv.iter().map(String::as_str).collect(),
+            "env" => self.env.values().map(String::as_str).collect(),
+            _ => self.cwd.as_deref().into_iter().collect(),
+        };
+        let known: Vec<&str> = self.vars.keys().map(String::as_str).chain(TEMPLATE_BUILTINS).collect();
+        let env = Environment::new();
+        templates
+            .iter()
+            .filter_map(|t| env.template_from_str(t).ok())
+            .flat_map(|t| t.undeclared_variables(false))
+            .filter(|v| v != "vars" && !known.contains(&v.as_str()))
+            .find_map(|v| {
+                let best = crate::hint::closest(&v, known.iter().copied())?;
+                Some(format!(
+                    "did you mean `{best}`? write {{{{ {best} }}}}{}",
+                    if self.vars.contains_key(best) {
+                        " (a key of the stage's `vars`)"
+                    } else {
+                        ""
+                    }
+                ))
+            })
     }
 
     /// Renders argv, env and cwd; on failure names the parameter that failed.
@@ -217,6 +270,127 @@ impl CommandParams {
     }
 }
 
+/// Why a command stage's program cannot be started: what is wrong, and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnresolvedProgram {
+    pub message: String,
+    pub hint: String,
+}
+
+impl CommandParams {
+    /// The folder the program runs in: `cwd` rendered for `trial`, relative to `manifest_dir`
+    /// (an absolute `cwd` stays as it is), or `manifest_dir` itself without a `cwd`. `None`
+    /// when `cwd` does not render (the check reports that).
+    pub fn working_dir(&self, manifest_dir: &Path, trial: &TrialInfo) -> Option<PathBuf> {
+        let (_, rendered) = self.render_all(trial, 0, "STAGE");
+        Some(match rendered.ok()?.cwd {
+            Some(cwd) => manifest_dir.join(cwd),
+            None => manifest_dir.to_path_buf(),
+        })
+    }
+
+    /// Why `argv[0]` does not name a program that can start from the stage's folder under
+    /// `manifest_dir`: a bare name is looked up on `PATH` (the stage's own `env` PATH when it
+    /// sets one), a path is taken relative to the folder. `None` when it resolves, when the
+    /// command line goes through `sh -c` (the shell finds the program), or when a template does
+    /// not render (reported by the check).
+    pub fn unresolved_program(&self, manifest_dir: &Path) -> Option<UnresolvedProgram> {
+        if self.shell {
+            return None;
+        }
+        let sample = sample_trial("CONFIG", "VARIANT");
+        let (_, rendered) = self.render_all(&sample, 0, "STAGE");
+        let rendered = rendered.ok()?;
+        let program = rendered.argv.first()?.clone();
+        let dir = self.working_dir(manifest_dir, &sample)?;
+        if program.contains('/') {
+            let path = dir.join(&program);
+            if is_executable(&path) {
+                return None;
+            }
+            let what = if path.exists() {
+                "is not an executable file"
+            } else {
+                "does not exist"
+            };
+            let name = Path::new(&program).file_name()?.to_string_lossy().into_owned();
+            let folder = path.parent().unwrap_or(&dir);
+            let siblings = executables_in(folder);
+            let hint = match crate::hint::closest(&name, siblings.iter().map(String::as_str)) {
+                Some(best) => format!("did you mean `{}`?", Path::new(&program).with_file_name(best).display()),
+                None => format!(
+                    "build it first, or correct the path: it is relative to the folder the stage runs in ({})",
+                    dir.display()
+                ),
+            };
+            return Some(UnresolvedProgram {
+                message: format!("program `{program}` {what} (in {})", dir.display()),
+                hint,
+            });
+        }
+        let path_var = rendered
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_default();
+        let dirs: Vec<PathBuf> = std::env::split_paths(&path_var)
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    dir.clone()
+                } else {
+                    dir.join(d)
+                }
+            })
+            .collect();
+        if dirs.iter().any(|d| is_executable(&d.join(&program))) {
+            return None;
+        }
+        let names: Vec<String> = dirs.iter().flat_map(|d| executables_in(d)).collect();
+        let hint = match crate::hint::closest(&program, names.iter().map(String::as_str)) {
+            Some(best) => format!("did you mean `{best}`?"),
+            None => format!("install `{program}`, or write its path (relative to the folder the stage runs in)"),
+        };
+        Some(UnresolvedProgram {
+            message: format!("program `{program}` is not found on PATH"),
+            hint,
+        })
+    }
+}
+
+/// A sample trial for rendering templates outside a run (checks, previews).
+pub fn sample_trial(config: &str, variant: &str) -> TrialInfo {
+    TrialInfo {
+        run_id: "RUN".into(),
+        trial_index: 0,
+        config: config.into(),
+        variant: variant.into(),
+        repetition: 0,
+        warmup: false,
+    }
+}
+
+/// A regular file someone may execute.
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The names of the executable files in `dir` (at most a few thousand are read).
+fn executables_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .take(10_000)
+        .flatten()
+        .filter(|e| is_executable(&e.path()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect()
+}
+
 /// The variables the templates (argv, env values, cwd) of a command stage's parameter table
 /// read, `vars.x` counted as `x`; `None` when that cannot be told (a template does not parse,
 /// or reads `vars` as a whole).
@@ -259,7 +433,7 @@ fn describe_template_error(template: &str, e: &minijinja::Error, known: &serde_j
             missing.sort();
             if !missing.is_empty() {
                 msg.push_str(&format!(
-                    " (not defined: {}; add it to the stage's `vars`)",
+                    " (not defined: {})",
                     missing.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
                 ));
             }

@@ -13,7 +13,9 @@ mod registry;
 pub mod train;
 pub mod transfer;
 
-pub use command::{template_variables, CommandParams, Rendered, TrialInfo};
+pub use command::{
+    sample_trial, template_variables, CommandParams, Rendered, TrialInfo, UnresolvedProgram, TEMPLATE_BUILTINS,
+};
 pub(crate) use params::{field_names, params_from_table};
 pub(crate) use registry::check_train_memory;
 pub use registry::{checked, find_kind, registry, KindParams, KindSpec};

@@ -62,6 +62,9 @@ struct DataSchema {
     import: Option<Vec<std::collections::BTreeMap<String, serde_json::Value>>>,
     /// What the data must hold: `{ min_symbols, min_days, codes }`.
     require: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// Stored dataset versions to read instead of preparing data, as `measured run --data`
+    /// names them: `["prices@1"]` (`dataset@number`, a dataset's newest version, or an id).
+    versions: Option<Vec<String>>,
 }
 
 /// What the experiment is.
@@ -91,7 +94,9 @@ pub(crate) struct RawSchedule {
     pub repetitions: RawRepetitions,
     /// With `repetitions = { min, max }`: the most time the measured blocks may take, as
     /// `"15m"`, `"90s"` or `"1h 30m"`; no new block starts once the next would pass it.
-    pub max_time: Option<String>,
+    // Read as any value, so that a number gets the duration it meant in its hint.
+    #[schemars(with = "Option<String>")]
+    pub max_time: Option<toml::Value>,
     #[serde(default)]
     pub order: Order,
     /// Seed of the trial order and the stage seeds; drawn at random and stored with the run

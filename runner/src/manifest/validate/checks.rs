@@ -357,6 +357,11 @@ impl Validator {
                 reported[k] = true;
             }
             let (a, b) = (&configs[i], &configs[j]);
+            // A variant whose override was refused changes nothing because of that error,
+            // which is reported already.
+            if [a, b].iter().any(|c| self.refused_overrides.contains(&c.variant)) {
+                continue;
+            }
             let mut names: Vec<String> = std::iter::once(i)
                 .chain(same.iter().copied())
                 .map(|k| format!("`{}`", configs[k].name))

@@ -35,6 +35,8 @@ pub(crate) struct RawData {
     #[serde(default)]
     pub import: Vec<RawImport>,
     pub require: Option<RawRequire>,
+    #[serde(default)]
+    pub versions: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -130,7 +132,55 @@ impl Validator {
             let path = vec!["require".to_owned()];
             spec.require = self.require(&r, &at(&path), &|k| at(&[path[0].clone(), k.to_owned()]));
         }
+        if !raw.versions.is_empty() {
+            let path = vec!["versions".to_owned()];
+            spec.versions_at = at(&path);
+            spec.versions = self.versions(&raw.versions, &spec, &|i| at(&[path[0].clone(), i.to_string()]));
+        }
         spec
+    }
+
+    /// `versions = ["bars@1"]`: stored dataset versions to read. They replace a market or
+    /// files to prepare, so the two are not declared together.
+    fn versions(&mut self, names: &[String], spec: &DataSpec, at: &dyn Fn(usize) -> Vec<String>) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let span = self.span_of(&at(i), false);
+            let valid = !name.trim().is_empty()
+                && name.len() <= 200
+                && name.chars().all(|c| c.is_ascii_graphic() && c != '"' && c != '\\');
+            if !valid {
+                self.err(
+                    ManifestError::new(format!("`{name}` is not a dataset version name"), span)
+                        .label("not a version")
+                        .hint(
+                            "name a stored version as `measured data ls` lists it: dataset@number, e.g. \"prices@1\"",
+                        ),
+                );
+            } else if out.contains(name) {
+                self.err(ManifestError::new(format!("`{name}` is listed twice"), span).hint("list each version once"));
+            } else {
+                out.push(name.clone());
+            }
+        }
+        if let Some(other) = [(spec.synth.is_some(), "synth"), (!spec.imports.is_empty(), "import")]
+            .into_iter()
+            .find_map(|(declared, key)| declared.then_some(key))
+        {
+            let span = self.span_of(&at(0), false);
+            self.err(
+                ManifestError::new(
+                    format!("[data] names stored `versions` and declares `{other}` too: a run reads one or the other"),
+                    span,
+                )
+                .label("stored versions")
+                .hint(format!(
+                    "keep `versions` to read what the stock database holds, or `{other}` to have `measured run` \
+                     prepare it; `require` may go with either"
+                )),
+            );
+        }
+        out
     }
 
     /// Deserializes the merged table, reporting unknown keys and type errors where they are.
@@ -143,6 +193,12 @@ impl Validator {
         for key in &ignored {
             let segs: Vec<String> = key.split('.').filter(|s| *s != "?").map(str::to_owned).collect();
             let place = at(&segs);
+            if let [one] = segs.as_slice() {
+                if let Some(e) = self.version_key(one, merged.get(one), &place) {
+                    self.err(e);
+                    continue;
+                }
+            }
             if place.first().map(String::as_str) == Some("data") {
                 self.unknown_key(&place.join("."));
             } else {
@@ -175,6 +231,30 @@ impl Validator {
                 None
             }
         }
+    }
+
+    /// `version = "bars@1"` (or `dataset`, `dataset_version`): what was meant is the
+    /// `versions` list, written from the value given; or, for the content itself, `import`.
+    fn version_key(&self, key: &str, value: Option<&toml::Value>, place: &[String]) -> Option<ManifestError> {
+        if !matches!(key, "version" | "dataset" | "dataset_version" | "data_version" | "pin") {
+            return None;
+        }
+        let names: Vec<String> = match value? {
+            toml::Value::String(s) => vec![s.clone()],
+            toml::Value::Array(a) => a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+            _ => return None,
+        };
+        let list = names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ");
+        let span = self.span_of(place, true);
+        Some(
+            ManifestError::new(format!("unknown key `{key}` in [data]"), span)
+                .label("unknown key")
+                .hint(format!(
+                    "write versions = [{list}] to read stored dataset versions (as `run --data` does); to pin the \
+                     content itself wherever the manifest runs, declare the file instead: import = [{{ path = \
+                     \"prices.csv\", sha256 = \"...\" }}], which `measured data import` prints"
+                )),
+        )
     }
 
     fn span_of(&self, at: &[String], key: bool) -> Option<Range<usize>> {

@@ -8,6 +8,7 @@ mod checks;
 mod compare;
 mod configs;
 mod data;
+mod programs;
 mod revision;
 mod schedule;
 mod stages;
@@ -146,6 +147,10 @@ pub fn parse_str(path: &Path, text: &str, smoke: bool) -> Result<Experiment, Man
         smoke_data: Vec::new(),
         smoke_sweep_at: std::collections::BTreeMap::new(),
         variant_changes: IndexMap::new(),
+        malformed_needs: Default::default(),
+        refused_overrides: Default::default(),
+        broken_templates: Default::default(),
+        template_var_names: Vec::new(),
     };
     for key in &ignored {
         v.unknown_key(key);
@@ -198,6 +203,18 @@ pub(super) struct Validator {
     pub(super) smoke_sweep_at: std::collections::BTreeMap<String, Vec<String>>,
     /// Variant -> the change it makes, in words (`change = ...`), for the variants that say.
     pub(super) variant_changes: IndexMap<String, String>,
+    /// Stages whose `needs` could not be read (not a list, or naming an undefined stage): the
+    /// checks of their inputs would only report what follows from that error.
+    pub(super) malformed_needs: std::collections::BTreeSet<String>,
+    /// Variants with an override that was refused (reported): that they change nothing else is
+    /// what follows from it, not a second mistake.
+    pub(super) refused_overrides: std::collections::BTreeSet<String>,
+    /// Stages whose templates read a variable nothing defines (reported): an override of a
+    /// `vars` key they do not read is what follows from it.
+    pub(super) broken_templates: std::collections::BTreeSet<usize>,
+    /// Per stage: the keys of its `vars` and the variables its templates read (command stages;
+    /// empty for others), for hints that name a variable written as a parameter.
+    pub(super) template_var_names: Vec<std::collections::BTreeSet<String>>,
 }
 
 /// Most measured repetitions per config in one run.
@@ -209,6 +226,19 @@ pub const MAX_WARMUP: u32 = 10_000;
 /// Most trials one run plans (configs x (warm-up + repetitions)): a plan of this size still
 /// fits in memory and in the results database.
 pub const MAX_TRIALS: u64 = 1_000_000;
+
+/// The keys of a command stage's `vars` (none for other kinds).
+fn vars_keys(kind: &str, table: &toml::Table) -> std::collections::BTreeSet<String> {
+    match (kind, table.get("vars").and_then(toml::Value::as_table)) {
+        ("command", Some(vars)) => vars.keys().cloned().collect(),
+        _ => Default::default(),
+    }
+}
+
+/// A variable every command template can read without `vars`.
+fn is_builtin_var(name: &str) -> bool {
+    crate::kinds::TEMPLATE_BUILTINS.contains(&name)
+}
 
 fn toml_type(v: &toml::Value) -> &'static str {
     v.type_str()
@@ -318,6 +348,26 @@ impl Validator {
                     .flatten()
             })
             .collect();
+        self.template_var_names = stages
+            .iter()
+            .zip(&base)
+            .map(|(s, t)| {
+                let mut names = vars_keys(&s.kind, t);
+                names.extend(crate::kinds::template_variables(t).unwrap_or_default());
+                names.retain(|n| !is_builtin_var(n));
+                names
+            })
+            .collect();
+        // A template reading a variable that neither `vars` nor the trial defines fails the
+        // stage's check (reported there).
+        self.broken_templates = (0..stages.len())
+            .filter(|&i| {
+                let keys = vars_keys(&stages[i].kind, &base[i]);
+                self.template_vars[i]
+                    .as_ref()
+                    .is_some_and(|used| used.iter().any(|v| !keys.contains(v) && !is_builtin_var(v)))
+            })
+            .collect();
         let mut sweep_raw = raw.sweep.clone();
         // The base as `--smoke` would run it, to check [smoke] even when it is not used, so a
         // broken smoke mode is caught by `check`.
@@ -375,6 +425,7 @@ impl Validator {
         if let Some(c) = compare.as_ref().filter(|_| self.errors.is_empty()) {
             self.claims_reach_their_cores(c, &configs, &stages);
         }
+        self.programs_resolve(&stages, &configs, dir);
         let planned = configs.len() as u64 * (u64::from(schedule.warmup) + u64::from(schedule.repetitions));
         let within = schedule.repetitions <= MAX_REPETITIONS && schedule.warmup <= MAX_WARMUP;
         if within && planned > MAX_TRIALS {

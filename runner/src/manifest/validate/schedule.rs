@@ -10,6 +10,29 @@ const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3
 use indexmap::IndexMap;
 use std::ops::Range;
 
+/// The error for a `max_time` that is not a string: a number gets the duration it meant.
+fn not_a_duration_string(value: &toml::Value, span: Option<Range<usize>>) -> ManifestError {
+    let seconds = match value {
+        toml::Value::Integer(n) if *n > 0 => Some(n.to_string()),
+        toml::Value::Float(f) if f.is_finite() && *f > 0.0 => Some(f.to_string()),
+        _ => None,
+    };
+    let hint = match &seconds {
+        Some(n) => format!("write max_time = \"{n}s\": a duration is a string with its unit"),
+        None => "write a duration like \"90s\", \"15m\" or \"1h 30m\"".to_owned(),
+    };
+    ManifestError::new(
+        format!("`max_time` must be a duration in quotes, found {}", value.type_str()),
+        span,
+    )
+    .label(if seconds.is_some() {
+        "a number without a unit"
+    } else {
+        "not a duration"
+    })
+    .hint(hint)
+}
+
 impl Validator {
     /// The validated `[schedule]`: a fixed count or a sequential plan, with its time budget.
     pub(super) fn schedule(&mut self, raw: &crate::manifest::raw::RawSchedule) -> Schedule {
@@ -48,8 +71,16 @@ impl Validator {
                 schedule.sequential = Some(SequentialPlan { min, max });
             }
         }
-        if let Some(text) = &raw.max_time {
+        if let Some(value) = &raw.max_time {
             let span = self.value_span(&["schedule", "max_time"]);
+            let text = match value {
+                toml::Value::String(text) => text.clone(),
+                other => {
+                    self.err(not_a_duration_string(other, span));
+                    return schedule;
+                }
+            };
+            let text = &text;
             match humantime::parse_duration(text) {
                 Ok(d) if d.is_zero() => {
                     self.err(ManifestError::new("`max_time` must be longer than zero", span).hint("write e.g. \"15m\""))
@@ -67,11 +98,18 @@ impl Validator {
                     )
                 }
                 Ok(d) => schedule.max_time = Some(d),
-                Err(e) => self.err(
-                    ManifestError::new(format!("`max_time` = \"{text}\" is not a duration: {e}"), span)
-                        .label("not a duration")
-                        .hint("write a duration like \"90s\", \"15m\" or \"1h 30m\""),
-                ),
+                Err(e) => {
+                    // A bare number lacks only its unit: seconds, as `timeout` counts them.
+                    let hint = match text.trim().parse::<f64>() {
+                        Ok(n) if n.is_finite() && n > 0.0 => format!("write max_time = \"{}s\" (seconds)", text.trim()),
+                        _ => "write a duration like \"90s\", \"15m\" or \"1h 30m\"".to_owned(),
+                    };
+                    self.err(
+                        ManifestError::new(format!("`max_time` = \"{text}\" is not a duration: {e}"), span)
+                            .label("not a duration")
+                            .hint(hint),
+                    )
+                }
             }
         }
         schedule

@@ -60,6 +60,8 @@ impl Validator {
                 );
             }
             let mut needs = Vec::new();
+            // `needs` that cannot be read: the DAG's checks would only report what follows from it.
+            let mut malformed_needs = false;
             match table.get("needs") {
                 None => {}
                 Some(toml::Value::Array(items)) => {
@@ -71,6 +73,7 @@ impl Validator {
                                 format!("`needs` entries must be stage names, found {}", toml_type(item)),
                                 span,
                             ));
+                            malformed_needs = true;
                             continue;
                         };
                         match raw.get_index_of(dep) {
@@ -96,6 +99,7 @@ impl Validator {
                                     .label("no such stage")
                                     .hint(hint),
                                 );
+                                malformed_needs = true;
                             }
                         }
                     }
@@ -107,8 +111,9 @@ impl Validator {
                             format!("`needs` must be a list of stage names, found {}", toml_type(other)),
                             span,
                         )
-                        .hint("write needs = [\"load\"]"),
+                        .hint(needs_hint(other, &names)),
                     );
+                    malformed_needs = true;
                 }
             }
             let cache = match table.get("cache") {
@@ -123,6 +128,9 @@ impl Validator {
                     false
                 }
             };
+            if malformed_needs {
+                self.malformed_needs.insert(name.clone());
+            }
             out.push(StageDef {
                 name: name.clone(),
                 kind,
@@ -159,9 +167,9 @@ impl Validator {
         for s in stages {
             let Some(spec) = find_kind(&s.kind) else { continue };
             let Some(input) = spec.input else { continue };
-            // A needed stage of an unknown kind is reported already; guessing what it would
-            // produce would only add a second, misleading error.
-            if s.needs.iter().any(|&j| find_kind(&stages[j].kind).is_none()) {
+            // A needed stage of an unknown kind, or `needs` that could not be read, is reported
+            // already; guessing what it would produce would only add a second, misleading error.
+            if s.needs.iter().any(|&j| find_kind(&stages[j].kind).is_none()) || self.malformed_needs.contains(&s.name) {
                 continue;
             }
             let producers: Vec<&StageDef> = s
@@ -264,8 +272,16 @@ impl Validator {
         if let Some(spec) = find_kind(&stages[si].kind) {
             let fields = (spec.fields)();
             if !fields.contains(&param) {
-                let hint = did_you_mean(param, fields.iter().copied())
-                    .unwrap_or_else(|| format!("parameters of kind {}: {}", spec.kind, fields.join(", ")));
+                // A template variable written as a parameter: `stages.x.level` for `vars.level`.
+                let var = segs.len() == 3 && self.template_var_names.get(si).is_some_and(|v| v.contains(param));
+                let hint = if var {
+                    Some(format!(
+                        "`{param}` is a template variable of stage `{stage}`: write \"stages.{stage}.vars.{param}\""
+                    ))
+                } else {
+                    did_you_mean(param, fields.iter().copied())
+                }
+                .unwrap_or_else(|| format!("parameters of kind {}: {}", spec.kind, fields.join(", ")));
                 self.err(
                     ManifestError::new(
                         format!(
@@ -281,7 +297,9 @@ impl Validator {
             }
         }
         if let (["vars", var, ..], Some(Some(used))) = (&segs[2..], self.template_vars.get(si)) {
-            if !used.contains(*var) {
+            // A stage whose template reads an undefined variable is reported already, with the
+            // variable it meant: that this key goes unread follows from that.
+            if !used.contains(*var) && !self.broken_templates.contains(&si) {
                 let hint = did_you_mean(var, used.iter().map(String::as_str))
                     .unwrap_or_else(|| format!("use it in the stage's argv, env or cwd, e.g. \"{{{{ {var} }}}}\""));
                 self.err(
@@ -312,6 +330,28 @@ pub(super) fn strip_stage_keys(table: &toml::Table) -> toml::Table {
         .filter(|(k, _)| !STAGE_KEYS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+/// The `needs` line to write instead of `value` (not a list): the names it holds, as a list.
+fn needs_hint(value: &toml::Value, defined: &[&str]) -> String {
+    let quoted = |n: &str| format!("\"{n}\"");
+    let names: Vec<String> = match value {
+        toml::Value::String(s) => s
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(quoted)
+            .collect(),
+        toml::Value::Table(t) => t.keys().map(|k| quoted(k)).collect(),
+        _ => Vec::new(),
+    };
+    match names.is_empty() {
+        false => format!("write needs = [{}]", names.join(", ")),
+        true => format!(
+            "write the stages it needs as a list, e.g. needs = [{}]",
+            defined.first().map_or_else(|| "\"load\"".to_owned(), |n| quoted(n))
+        ),
+    }
 }
 
 pub(super) fn known_kinds() -> String {

@@ -69,6 +69,8 @@ impl Validator {
             for ov in flatten(&overrides, &["variants".to_owned(), name.clone()]) {
                 if self.check_path(&ov, stages, "override").is_some() {
                     ovs.push(ov);
+                } else {
+                    self.refused_overrides.insert(name.clone());
                 }
             }
             out.push((name.clone(), ovs));
