@@ -59,7 +59,7 @@ pub fn plan(
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, seed);
     let mut out = plan::describe(&exp, seed, random, &trials, show_commands);
     // What the data preparation would do, and the preflight when the data is there already.
-    if crate::preflight::reads_stock(&exp) || exp.data.restricts() {
+    if crate::preflight::reads_stock(&exp) || exp.data.restricts() || exp.data.names_versions() {
         let rt = runtime()?;
         for line in crate::preflight::plan_lines(g, &exp, &rt)? {
             out.push_str(&line);

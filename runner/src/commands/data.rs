@@ -92,6 +92,7 @@ pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8
             "these files are already in {} as {version}; nothing was written",
             db::redact_url(&url)
         );
+        print!("{}", pin_lines(&opts, &version));
         return Ok(EXIT_OK);
     }
     println!(
@@ -109,6 +110,7 @@ pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8
     if r.skipped > r.bad.len() {
         println!("  ... and {} more", r.skipped - r.bad.len());
     }
+    print!("{}", pin_lines(&opts, &version));
     for (other, codes) in overlaps {
         eprintln!(
             "note: {version} and {other} both hold {}; a run that declares no [data] reads the newest version of \
@@ -122,6 +124,51 @@ pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8
         );
     }
     Ok(EXIT_OK)
+}
+
+/// How a manifest reads what an import wrote: the stored version by name, or (for files
+/// imported on their own) the files by content, which works wherever the manifest runs.
+fn pin_lines(opts: &crate::market::ImportOptions, version: &str) -> String {
+    let mut out = format!(
+        "to read it from a manifest, in [data]:\n  versions = [{:?}]   # this version of this stock database\n",
+        version
+    );
+    if opts.into.is_some() {
+        return out;
+    }
+    let mut entries = Vec::new();
+    for file in &opts.files {
+        let Ok(sha256) = crate::market::file_sha256(file) else {
+            return out;
+        };
+        let mut entry = format!("{{ path = {:?}, sha256 = {sha256:?}", file.display().to_string());
+        let options = [
+            (
+                "layout",
+                opts.layout
+                    .and_then(|l| clap::ValueEnum::to_possible_value(&l))
+                    .map(|v| v.get_name().to_owned()),
+            ),
+            ("symbol", opts.symbol.clone()),
+            ("columns", opts.columns.clone()),
+            ("date_format", opts.date_format.clone()),
+        ];
+        for (key, value) in options {
+            if let Some(v) = value {
+                entry.push_str(&format!(", {key} = {v:?}"));
+            }
+        }
+        if opts.skip_bad {
+            entry.push_str(", skip_bad = true");
+        }
+        entry.push_str(" }");
+        entries.push(entry);
+    }
+    out.push_str(&format!(
+        "  # or the files themselves, wherever the manifest runs (path relative to the manifest's folder):\n  import = [{}]\n",
+        entries.join(", ")
+    ));
+    out
 }
 
 /// The newest versions of other datasets that share symbols with `v`, with the first shared

@@ -128,10 +128,7 @@ fn split_date(bars: &Bars, params: &NormalizeParams) -> Result<NaiveDate, Normal
     let (Some(&min), Some(&max)) = (firsts.min(), lasts.max()) else {
         return Err(NormalizeError::NoBars);
     };
-    let fraction = params.valid_fraction.unwrap_or(DEFAULT_VALID_FRACTION);
-    let span = (max - min).num_days() as f64;
-    let offset = (span * (1.0 - fraction)).round() as i64;
-    Ok(min + chrono::Duration::days(offset))
+    Ok(params.split_between(min, max))
 }
 
 // Long because: the three phases run in order, each timed between its own statements; splitting

@@ -171,6 +171,25 @@ impl NormalizeParams {
     pub fn gap_rows(&self) -> usize {
         self.gap.unwrap_or(self.seq_len)
     }
+
+    /// The first validation day of bars dated `first` to `last`: `split_date`, or the calendar
+    /// date `1 - valid_fraction` of the way from the first to the last.
+    pub fn split_between(&self, first: NaiveDate, last: NaiveDate) -> NaiveDate {
+        if let Some(date) = self.split_date {
+            return date;
+        }
+        let fraction = self.valid_fraction.unwrap_or(DEFAULT_VALID_FRACTION);
+        let span = (last - first).num_days() as f64;
+        first + chrono::Duration::days((span * (1.0 - fraction)).round() as i64)
+    }
+
+    /// The feature warm-up rows: the longest of its features' (0 when they do not parse, which
+    /// the check reports).
+    pub fn warmup_rows(&self) -> usize {
+        self.feature_list()
+            .map(|f| f.iter().map(|x| x.warmup()).max().unwrap_or(0))
+            .unwrap_or(0)
+    }
 }
 
 /// Accepts a TOML date (`2022-01-01`) as well as a string (`"2022-01-01"`, or from JSON).

@@ -379,45 +379,77 @@ pub async fn trading_days_held(db: &Db, view: &DataView) -> Result<u64, MarketEr
     Ok(n as u64)
 }
 
-/// Bars per symbol of `codes` in `view`'s versions between `start` and `end` (inclusive, open
-/// when `None`); symbols without bars there are absent.
+/// One symbol's bars in a date range: how many, and the first and last date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BarSpan {
+    pub bars: u64,
+    pub first: NaiveDate,
+    pub last: NaiveDate,
+}
+
+/// The bars of each symbol of `codes` in `view`'s versions between `start` and `end`
+/// (inclusive, open when `None`); symbols without bars there are absent.
 pub async fn bars_per_symbol(
     db: &Db,
     view: &DataView,
     codes: &[String],
     start: Option<NaiveDate>,
     end: Option<NaiveDate>,
-) -> Result<HashMap<String, u64>, MarketError> {
+) -> Result<HashMap<String, BarSpan>, MarketError> {
     let mut out = HashMap::new();
     let versions = ids_list(view);
+    let columns = "symbol, COUNT(*), MIN(trade_date), MAX(trade_date)";
     match db {
         Db::Postgres(pool) => {
             let sql = format!(
-                "SELECT symbol, COUNT(*) FROM daily_bars WHERE version IN {versions} AND symbol = ANY($3) AND \
+                "SELECT {columns} FROM daily_bars WHERE version IN {versions} AND symbol = ANY($3) AND \
                  ($1::date IS NULL OR trade_date >= $1) AND ($2::date IS NULL OR trade_date <= $2) GROUP BY symbol"
             );
-            let rows: Vec<(String, i64)> = sqlx::query_as(&sql)
+            let rows: Vec<(String, i64, NaiveDate, NaiveDate)> = sqlx::query_as(&sql)
                 .bind(start)
                 .bind(end)
                 .bind(codes)
                 .fetch_all(pool)
                 .await?;
-            out.extend(rows.into_iter().map(|(c, n)| (c, n as u64)));
+            out.extend(rows.into_iter().map(|(c, n, first, last)| {
+                (
+                    c,
+                    BarSpan {
+                        bars: n as u64,
+                        first,
+                        last,
+                    },
+                )
+            }));
         }
         Db::Sqlite(pool) => {
             let range = "($1 IS NULL OR trade_date >= $1) AND ($2 IS NULL OR trade_date <= $2)";
             for chunk in codes.chunks(CODES_PER_QUERY) {
                 let list: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
                 let sql = format!(
-                    "SELECT symbol, COUNT(*) FROM daily_bars WHERE version IN {versions} AND {range} \
+                    "SELECT {columns} FROM daily_bars WHERE version IN {versions} AND {range} \
                      AND symbol IN ({}) GROUP BY symbol",
                     list.join(", ")
                 );
-                let mut q = sqlx::query_as::<_, (String, i64)>(&sql).bind(start).bind(end);
+                // SQLite stores dates as text; an aggregate of them comes back as text.
+                let mut q = sqlx::query_as::<_, (String, i64, String, String)>(&sql)
+                    .bind(start)
+                    .bind(end);
                 for c in chunk {
                     q = q.bind(c);
                 }
-                out.extend(q.fetch_all(pool).await?.into_iter().map(|(c, n)| (c, n as u64)));
+                for (c, n, first, last) in q.fetch_all(pool).await? {
+                    let date = |t: &str| {
+                        NaiveDate::parse_from_str(t.get(..10).unwrap_or(t), "%Y-%m-%d")
+                            .map_err(|e| MarketError::Db(format!("stored date `{t}` of `{c}` does not read: {e}")))
+                    };
+                    let span = BarSpan {
+                        bars: n as u64,
+                        first: date(&first)?,
+                        last: date(&last)?,
+                    };
+                    out.insert(c, span);
+                }
             }
         }
     }

@@ -23,7 +23,9 @@ mod write;
 
 #[cfg(test)]
 mod tests;
-pub use identity::{bars_per_symbol, extent, identify, thousands, trading_days_held, DataIdentity, DataSource, Extent};
+pub use identity::{
+    bars_per_symbol, extent, identify, thousands, trading_days_held, BarSpan, DataIdentity, DataSource, Extent,
+};
 pub use read::error::LoadError;
 pub(crate) use read::load::{describe as describe_selection, resolve as resolve_selection, view_codes};
 pub use read::load::{load, load_within};

@@ -11,6 +11,9 @@ use crate::manifest::{self, Experiment, ManifestError};
 use crate::market::{self, DataIdentity, DataSpec, DataView, LoadError, LoadParams, StockPlace};
 use crate::paths::Root;
 use indexmap::IndexMap;
+use windows::{window_problems, Loaded};
+
+mod windows;
 
 /// Dataset versions a run reads instead of the ones its manifest's `[data]` resolves to.
 #[derive(Debug, Clone)]
@@ -59,6 +62,18 @@ fn runtime_error(e: impl std::fmt::Display, url: &str) -> CommandError {
     CommandError::Runtime(anyhow::anyhow!(db::redact_text(&e.to_string(), url)))
 }
 
+/// `[data] versions` naming a version the stock database lacks: located at the list.
+fn unknown_versions(exp: &Experiment, text: &str) -> CommandError {
+    let (message, hint) = split_hint(text);
+    let span = manifest::span_of(exp, &exp.data.versions_at, false);
+    CommandError::Data(manifest::located(
+        exp,
+        vec![ManifestError::new(message, span)
+            .label("not in the stock database")
+            .maybe_hint(hint)],
+    ))
+}
+
 fn refusal(exp: &Experiment, r: market::Refusal) -> CommandError {
     // A table (`data.synth`) is pointed at by its key, a value in it (`sha256`) by the value.
     let span = manifest::span_of(exp, &r.at, r.at.len() <= 2);
@@ -79,6 +94,10 @@ pub fn prepare(
     check: bool,
     pin: Option<&Pin>,
 ) -> Result<Option<Prepared>, CommandError> {
+    // `[data] versions` pins the data as `--data` does; `--data` wins over it.
+    let declared = exp.data.names_versions().then(|| Pin::Named(exp.data.versions.clone()));
+    let from_manifest = pin.is_none() && declared.is_some();
+    let pin = pin.or(declared.as_ref());
     if !reads_stock(exp) && !exp.data.restricts() && pin.is_none() {
         return Ok(None);
     }
@@ -91,9 +110,13 @@ pub fn prepare(
     }
     let db = rt.block_on(Db::connect_with(&url, 8))?;
     let view = match pin {
-        Some(Pin::Named(names)) => rt
-            .block_on(market::pinned_view(&db, names))
-            .map_err(|e| CommandError::BadInput(db::redact_text(&e.to_string(), &url)))?,
+        Some(Pin::Named(names)) => rt.block_on(market::pinned_view(&db, names)).map_err(|e| {
+            let text = db::redact_text(&e.to_string(), &url);
+            match from_manifest {
+                true => unknown_versions(exp, &text),
+                false => CommandError::BadInput(text),
+            }
+        })?,
         Some(Pin::Stored(refs)) => rt
             .block_on(market::stored_view(&db, refs))
             .map_err(|e| runtime_error(e, &url))?,
@@ -145,7 +168,7 @@ pub fn prepare(
 /// What `measured plan` says about the data: what a run would prepare, or, when the declared
 /// data is there, the preflight's verdict (an error when unmet). Reads only.
 pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -> Result<Vec<String>, CommandError> {
-    if !reads_stock(exp) && !exp.data.restricts() {
+    if !reads_stock(exp) && !exp.data.restricts() && !exp.data.names_versions() {
         return Ok(Vec::new());
     }
     let url = g.stock_url();
@@ -156,6 +179,17 @@ pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -
     if db::is_sqlite_url(&url) && db::sqlite_file_id(&url).is_none() {
         if let Some(missing) = place.named.then(|| crate::stage::missing_named_stock(&url)).flatten() {
             return Err(CommandError::BadInput(missing.to_string()));
+        }
+        if exp.data.names_versions() {
+            return Err(unknown_versions(
+                exp,
+                &format!(
+                    "[data] names stored dataset versions, but the stock database {} does not exist yet
+hint: \
+                     `measured data synth` or `measured data import FILE` makes the versions to name",
+                    place.shown
+                ),
+            ));
         }
         return Ok(vec![
             format!(
@@ -168,6 +202,12 @@ pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -
     }
     let db = rt.block_on(Db::connect_with(&url, 4))?;
     let result = (|| {
+        if exp.data.names_versions() {
+            let view = rt
+                .block_on(market::pinned_view(&db, &exp.data.versions))
+                .map_err(|e| unknown_versions(exp, &db::redact_text(&e.to_string(), &url)))?;
+            return verdict_lines(exp, rt, &db, &view, &place, &url);
+        }
         let steps = rt
             .block_on(market::decide_data(&db, &exp.data, &place))
             .map_err(|e| runtime_error(e, &url))?
@@ -181,22 +221,34 @@ pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -
         let view = rt
             .block_on(market::data_view(&db, &exp.data))
             .map_err(|e| runtime_error(e, &url))?;
-        let identity = rt
-            .block_on(market::identify(&db, &view))
-            .map_err(|e| runtime_error(e, &url))?;
-        let problems = rt
-            .block_on(problems(exp, &db, &view, &identity, &place))
-            .map_err(|e| runtime_error(e, &url))?;
-        if !problems.is_empty() {
-            return Err(CommandError::Data(manifest::located(exp, problems)));
-        }
-        Ok(vec![
-            format!("stock data: {}: {identity}", place.shown),
-            "preflight: every load stage's needs are met".to_owned(),
-        ])
+        verdict_lines(exp, rt, &db, &view, &place, &url)
     })();
     rt.block_on(db.close());
     result
+}
+
+/// The preflight's verdict on `view` for `measured plan`: an error when a need is unmet.
+fn verdict_lines(
+    exp: &Experiment,
+    rt: &tokio::runtime::Runtime,
+    db: &Db,
+    view: &DataView,
+    place: &StockPlace,
+    url: &str,
+) -> Result<Vec<String>, CommandError> {
+    let identity = rt
+        .block_on(market::identify(db, view))
+        .map_err(|e| runtime_error(e, url))?;
+    let problems = rt
+        .block_on(problems(exp, db, view, &identity, place))
+        .map_err(|e| runtime_error(e, url))?;
+    if !problems.is_empty() {
+        return Err(CommandError::Data(manifest::located(exp, problems)));
+    }
+    Ok(vec![
+        format!("stock data: {}: {identity}", place.shown),
+        "preflight: every load stage's needs are met".to_owned(),
+    ])
 }
 
 /// The declared data in words, for a database that does not exist yet.
@@ -266,13 +318,9 @@ async fn problems(
                 Err(LoadError::Db(e)) => return Err(market::MarketError::Db(e)),
                 Err(_) => continue, // the load itself reports anything else, with its cause
             };
-            let counts = market::bars_per_symbol(db, view, &codes, params.start, params.end).await?;
-            let longest = counts
-                .values()
-                .copied()
-                .filter(|&n| n as usize >= params.min_history)
-                .max();
-            let Some(longest) = longest else {
+            let mut spans = market::bars_per_symbol(db, view, &codes, params.start, params.end).await?;
+            spans.retain(|_, s| s.bars as usize >= params.min_history);
+            if spans.is_empty() {
                 let param = if params.start.is_some() || params.end.is_some() {
                     if params.end.is_some() {
                         "end"
@@ -298,56 +346,17 @@ async fn problems(
                     .hint("widen `start`/`end` to the dates the data holds, or lower `min_history`"),
                 );
                 continue;
+            }
+            let loaded = Loaded {
+                stage: si,
+                configs,
+                params: &params,
+                spans: &spans,
             };
-            out.extend(history_problems(exp, si, configs, longest));
+            out.extend(window_problems(exp, db, view, &loaded).await?);
         }
     }
     Ok(out)
-}
-
-/// Normalize stages fed by load stage `si`: one training window needs warm-up + `seq_len` +
-/// `horizon` bars of one symbol, which the longest loaded history must hold.
-fn history_problems(exp: &Experiment, si: usize, configs: &[usize], longest: u64) -> Vec<ManifestError> {
-    let mut out = Vec::new();
-    for (ni, def) in exp.stages.iter().enumerate() {
-        if def.kind != "normalize" || !def.needs.contains(&si) {
-            continue;
-        }
-        let mut reported: Vec<usize> = Vec::new();
-        for &ci in configs {
-            let Some(r) = exp.configs[ci].stages.get(ni) else {
-                continue;
-            };
-            let Ok(p) = crate::kinds::params_from_table::<crate::features::NormalizeParams>(&r.params) else {
-                continue;
-            };
-            let warm = p
-                .feature_list()
-                .map(|f| f.iter().map(|x| x.warmup()).max().unwrap_or(0))
-                .unwrap_or(0);
-            let needed = warm + p.seq_len + p.horizon;
-            if (needed as u64) <= longest || reported.contains(&needed) {
-                continue;
-            }
-            reported.push(needed);
-            out.push(
-                ManifestError::new(
-                    format!(
-                        "stage `{}` (config `{}`): one training window needs {needed} bars of a symbol ({warm} \
-                         warm-up + seq_len {} + horizon {}), but the longest history stage `{}` loads has {longest}",
-                        def.name, exp.configs[ci].name, p.seq_len, p.horizon, exp.stages[si].name
-                    ),
-                    manifest::param_span(exp, ci, &def.name, "seq_len"),
-                )
-                .label("longer than the data")
-                .hint(
-                    "declare a market with more days ([data] synth = { days = ... }), widen the load's \
-                     `start`/`end`, or lower `seq_len`",
-                ),
-            );
-        }
-    }
-    out
 }
 
 /// `[data] require` against the data loads choose from.

@@ -29,12 +29,22 @@ pub struct DataSpec {
     /// The dataset versions a run stored: read instead of the declared data (a resumed run, a
     /// queue worker), so every trial of a run reads the same bars.
     pub pinned: Option<Vec<VersionRef>>,
+    /// `[data] versions = ["bars@1"]`: stored dataset versions to read, as `run --data` names
+    /// them (`dataset@number`, a dataset's newest version, or an id). Nothing is prepared.
+    pub versions: Vec<String>,
+    /// Where the manifest declares `versions` (a key path, for locating messages).
+    pub versions_at: Vec<String>,
 }
 
 impl DataSpec {
     /// Whether loads choose only among the declared data (a market or files are declared).
     pub fn restricts(&self) -> bool {
         self.synth.is_some() || !self.imports.is_empty()
+    }
+
+    /// Whether a run reads stored versions the manifest names (`[data] versions`).
+    pub fn names_versions(&self) -> bool {
+        !self.versions.is_empty()
     }
 }
 
