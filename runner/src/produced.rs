@@ -42,6 +42,9 @@ impl std::fmt::Display for Unproduced {
     }
 }
 
+/// Where the manifest names its primary metric, as [`Unproduced::named_in`] says it.
+pub const PRIMARY: &str = "[compare] primary";
+
 /// Every metric the manifest's `[compare]` names that no successful trial produced. Empty when
 /// no trial succeeded (those failures are reported on their own).
 pub fn unproduced(exp: &Experiment, trials: &[TrialRecord]) -> Vec<Unproduced> {
@@ -50,7 +53,7 @@ pub fn unproduced(exp: &Experiment, trials: &[TrialRecord]) -> Vec<Unproduced> {
         return Vec::new();
     }
     let cmp = &exp.compare;
-    let named = std::iter::once((cmp.primary.as_str(), "[compare] primary"))
+    let named = std::iter::once((cmp.primary.as_str(), PRIMARY))
         .chain(cmp.guards.iter().map(|g| (g.metric.as_str(), "[compare] guards")))
         .chain(cmp.claims.iter().map(|c| (c.metric.as_str(), "[compare] claims")));
     let mut out: Vec<Unproduced> = Vec::new();
@@ -82,6 +85,17 @@ pub fn unproduced(exp: &Experiment, trials: &[TrialRecord]) -> Vec<Unproduced> {
         }
     }
     out
+}
+
+/// Whether some successful trial produced every term of `metric` (a name, or a sum of names;
+/// `trial.seconds` always).
+pub fn produced(metric: &str, trials: &[TrialRecord]) -> bool {
+    let ok: Vec<&TrialRecord> = trials.iter().filter(|t| t.ok).collect();
+    crate::metrics::summed(metric).into_iter().all(|m| {
+        m == "trial.seconds"
+            || m.split_once('.')
+                .is_some_and(|(stage, _)| produced_by(stage, &ok).contains(m))
+    })
 }
 
 /// `<stage>.<metric>` names the successful trials recorded for `stage` (its wall time as

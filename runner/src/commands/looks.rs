@@ -158,3 +158,92 @@ pub(super) fn planned_through(trials: &[crate::plan::ScheduledTrial], blocks: u3
         .map_or(0, |b| b + 1);
     trials.iter().filter(|t| t.warmup || t.block < warm + blocks).count() as u32
 }
+
+/// Ends a run after its first measured block when no trial so far produced the primary
+/// metric although some succeeded: a typo in `[compare] primary` (`compress.second`) would
+/// otherwise run every trial and fail at the end. Wraps a sequential run's judge.
+pub(super) struct PrimaryCheck<'a> {
+    exp: &'a crate::manifest::Experiment,
+    inner: Option<&'a mut dyn BlockJudge>,
+    checked: bool,
+    /// What the first block showed missing; the run then stops.
+    pub(super) missing: Option<crate::produced::Unproduced>,
+}
+
+impl<'a> PrimaryCheck<'a> {
+    /// Whether `exp` needs the check: not when its primary metric is known before the run
+    /// (the trial's or a stage's time, or a metric a built-in kind's catalog lists, checked at
+    /// validation). A command stage's metrics are known only from what it prints.
+    pub(super) fn applies(exp: &crate::manifest::Experiment) -> bool {
+        crate::metrics::summed(&exp.compare.primary).into_iter().any(|m| {
+            m.split_once('.').is_some_and(|(stage, name)| {
+                name != "seconds" && exp.stages.iter().any(|s| s.name == stage && s.kind == "command")
+            })
+        })
+    }
+
+    pub(super) fn new(exp: &'a crate::manifest::Experiment, inner: Option<&'a mut dyn BlockJudge>) -> Self {
+        PrimaryCheck {
+            exp,
+            inner,
+            checked: false,
+            missing: None,
+        }
+    }
+}
+
+/// The error a run stopped by [`PrimaryCheck`] ends with: located at `[compare] primary`, with
+/// what the stage did produce and the name it probably meant.
+pub(super) fn primary_error(
+    exp: &crate::manifest::Experiment,
+    missing: &crate::produced::Unproduced,
+    run_id: &str,
+    stored: usize,
+) -> crate::manifest::ManifestErrors {
+    let text = missing.to_string();
+    let (what, hint) = text
+        .split_once("\nhint: ")
+        .map_or((text.as_str(), None), |(w, h)| (w, Some(h)));
+    let span = crate::manifest::span_of(exp, &["compare".to_owned(), "primary".to_owned()], false);
+    let message = format!(
+        "run {run_id} stopped after its first block: {what} (the {} that ran {} stored, as a stopped run)",
+        crate::report::format::plural(stored, "trial"),
+        if stored == 1 { "is" } else { "are" }
+    );
+    let error = crate::manifest::ManifestError::new(message, span)
+        .label("no trial produced it")
+        .hint(match hint {
+            Some(h) => format!("{h} Correct `primary` in [compare] and run again"),
+            None => "name a metric the stage prints, or `<stage>.seconds`, its time".to_owned(),
+        });
+    crate::manifest::located(exp, vec![error])
+}
+
+impl BlockJudge for PrimaryCheck<'_> {
+    fn after_block(&mut self, block: u32, ran: &[TrialRecord]) -> BlockJudgement {
+        if !std::mem::replace(&mut self.checked, true) {
+            let missing = crate::produced::unproduced(self.exp, ran)
+                .into_iter()
+                .find(|u| u.named_in == crate::produced::PRIMARY);
+            if let Some(u) = missing {
+                self.missing = Some(u);
+                return BlockJudgement {
+                    blocks: crate::rundata::complete_blocks(ran, self.exp.configs.len()),
+                    look: None,
+                    stop: Some(format!(
+                        "no trial produced the primary metric `{}`",
+                        self.exp.compare.primary
+                    )),
+                };
+            }
+        }
+        match self.inner.as_deref_mut() {
+            Some(judge) => judge.after_block(block, ran),
+            None => BlockJudgement::default(),
+        }
+    }
+
+    fn wants_trials(&self) -> bool {
+        !self.checked || self.inner.as_deref().is_some_and(|j| j.wants_trials())
+    }
+}

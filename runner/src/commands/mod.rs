@@ -125,14 +125,16 @@ pub(crate) fn reproduce_command(verb: &str, exp: &Experiment, seed: u64, g: &Glo
     let mut words = vec![
         "measured".to_owned(),
         verb.to_owned(),
-        exp.path.display().to_string(),
+        from_repository_root(&exp.path).display().to_string(),
         "--seed".to_owned(),
         seed.to_string(),
     ];
     if exp.smoke {
         words.push("--smoke".to_owned());
     }
-    if g.database != db::DEFAULT_SQLITE_PATH {
+    // The default database of the manifest's project is the default from its root too.
+    let default = crate::paths::Root::of_manifest(&exp.path).database(None);
+    if g.database != db::DEFAULT_SQLITE_PATH && g.database != default {
         words.extend(["--database".to_owned(), db::redact_url(&g.database)]);
     }
     if let Some(stock) = &g.stock_database {
@@ -140,6 +142,17 @@ pub(crate) fn reproduce_command(verb: &str, exp: &Experiment, seed: u64, g: &Glo
     }
     // Quoting fails only on a NUL byte, which no path or URL given on a command line holds.
     shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+}
+
+/// `manifest` relative to the root of the git repository holding it, where a reproduce line
+/// runs from (`experiments/x.toml`, however the manifest was named when the run started); as
+/// given outside a repository, or when it cannot be found.
+fn from_repository_root(manifest: &Path) -> std::path::PathBuf {
+    let found = std::fs::canonicalize(manifest).ok().and_then(|file| {
+        let root = crate::paths::git_root(file.parent()?)?;
+        Some(file.strip_prefix(root).ok()?.to_path_buf())
+    });
+    found.unwrap_or_else(|| manifest.to_path_buf())
 }
 
 /// The environment a run of `exp` is recorded with, read from the manifest's directory (its git

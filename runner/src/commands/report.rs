@@ -68,6 +68,19 @@ pub fn compare(
             row_a.id, row_a.experiment, row_a.id
         )));
     }
+    for run in [&run_a, &run_b] {
+        if crate::record::measured_nothing(&run.row.status, &run.trials) {
+            return Err(CommandError::BadInput(format!(
+                "run {} is {}: it has no measurement to compare
+hint: `measured show {}` says why; \
+                 `measured runs --experiment {}` lists the runs to compare instead",
+                run.row.id,
+                stopped_words(&run.row.status),
+                run.row.id,
+                run.row.experiment
+            )));
+        }
+    }
     if row_a.experiment != row_b.experiment {
         return Err(CommandError::BadInput(format!(
             "run {} is of experiment `{}` but run {} is of `{}`; compare runs of one experiment",
@@ -141,27 +154,23 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
         rt.block_on(db.close());
         return Err(none_stored());
     }
-    let mut runs = Vec::with_capacity(rows.len());
-    let mut notes = Vec::new();
-    let mut latest = None;
-    // Runs of one machine share a fingerprint: read each once.
-    let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
-    for row in rows {
-        let trials = rt.block_on(store::load_trials(&db, &row.id))?;
-        if !envs.contains_key(&row.environment_hash) {
-            let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
-            envs.insert(row.environment_hash.clone(), env);
-        }
-        let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
-        let stored = stored_run(row, trials)?;
-        notes.extend(stored.notes.iter().cloned());
-        let mut data = stored.data(env, &g.database);
-        data.notes.clear();
-        runs.push(data);
-        latest = Some(stored.spec.compare);
-    }
+    let read = history_runs(&rt, &db, rows, &g.database);
     rt.block_on(db.close());
-    let latest = latest.ok_or_else(none_stored)?;
+    let HistoryRuns {
+        runs,
+        notes,
+        latest,
+        left_out,
+    } = read?;
+    let latest = latest.ok_or_else(|| match left_out.is_empty() {
+        true => none_stored(),
+        false => CommandError::BadInput(format!(
+            "every stored run of experiment `{}` is stopped or failed every trial ({}): there is no measurement \
+             to follow\nhint: `measured show RUN` says why a run stopped",
+            o.experiment,
+            left_out.join(", ")
+        )),
+    })?;
     let metric = o.metric.clone().unwrap_or_else(|| latest.primary.clone());
     let direction = (metric == latest.primary).then_some(latest.direction).flatten();
     let mut h = crate::report::build_history(&o.experiment, &metric, direction, &runs);
@@ -174,11 +183,65 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
             plural(smoke, "smoke run")
         ));
     }
+    if !left_out.is_empty() {
+        h.notes.push(format!(
+            "{} left out: stopped, or every trial failed, so they measured nothing ({}).",
+            plural(left_out.len(), "run"),
+            left_out.join(", ")
+        ));
+    }
     h.notes.extend(notes);
     let (md, md_path) = write_history(&o.experiment, results_dir, &metric, &h)?;
     print!("{md}");
     eprintln!("history: {}", md_path.display());
     Ok(EXIT_OK)
+}
+
+/// The stored runs a history follows, oldest first, with what their reading noted.
+struct HistoryRuns {
+    runs: Vec<crate::report::RunData>,
+    notes: Vec<String>,
+    /// The `[compare]` of the newest run read.
+    latest: Option<crate::store::spec::CompareSpec>,
+    /// Runs that measured nothing (stopped, or every trial failed), left out.
+    left_out: Vec<String>,
+}
+
+/// Reads the runs of `rows` for a history; a run that measured nothing is left out: as a point
+/// it would only be a gap or a false step.
+fn history_runs(
+    rt: &tokio::runtime::Runtime,
+    db: &crate::db::Db,
+    rows: Vec<store::RunRow>,
+    database: &str,
+) -> Result<HistoryRuns, CommandError> {
+    let mut read = HistoryRuns {
+        runs: Vec::with_capacity(rows.len()),
+        notes: Vec::new(),
+        latest: None,
+        left_out: Vec::new(),
+    };
+    // Runs of one machine share a fingerprint: read each once.
+    let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
+    for row in rows {
+        let trials = rt.block_on(store::load_trials(db, &row.id))?;
+        if crate::record::measured_nothing(&row.status, &trials) {
+            read.left_out.push(row.id.clone());
+            continue;
+        }
+        if !envs.contains_key(&row.environment_hash) {
+            let env = rt.block_on(store::environment(db, &row.environment_hash))?;
+            envs.insert(row.environment_hash.clone(), env);
+        }
+        let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
+        let stored = stored_run(row, trials)?;
+        read.notes.extend(stored.notes.iter().cloned());
+        let mut data = stored.data(env, database);
+        data.notes.clear();
+        read.runs.push(data);
+        read.latest = Some(stored.spec.compare);
+    }
+    Ok(read)
 }
 
 /// The error for a metric no stored run recorded, with the metrics they did record.
@@ -267,4 +330,13 @@ pub fn publish(g: &Globals, o: &crate::publish::PublishOptions) -> Result<u8, Co
     }
     println!("{}", o.out.join("index.html").display());
     Ok(if p.skipped.is_empty() { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// A run that has nothing to compare, in words.
+fn stopped_words(status: &str) -> &'static str {
+    if status == crate::record::STOPPED {
+        "stopped"
+    } else {
+        "without a successful measured trial"
+    }
 }

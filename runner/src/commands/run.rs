@@ -1,12 +1,12 @@
 //! `measured run`: executes (or resumes) a run, stores every finished trial, journals what the database could not take, and prints a summary.
 
-use super::looks::{planned_through, SequentialJudge};
+use super::looks::{planned_through, primary_error, PrimaryCheck, SequentialJudge};
 use super::session::{Keeper, RunSession};
 use super::{cancel_flag, load_with_revs, prepare_revisions, runtime, stored_run, summary_table, templates_dir};
 use crate::cli::RunArgs;
 use crate::db;
 use crate::db::Db;
-use crate::error::{CommandError, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::error::{CommandError, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::exec::{self, BlockJudgement, ConsoleReporter, ExecSummary, JsonReporter, Outcome, Reporter};
 use crate::globals::Globals;
 use crate::manifest::Experiment;
@@ -80,7 +80,11 @@ fn run_with(
         None => RunSession::resume(g, o, rt, db)?,
     };
     session.announce(g);
-    let summary = execute(g, o, rt, db, &mut session)?;
+    let (mut summary, primary_missing) = execute(g, o, rt, db, &mut session)?;
+    if primary_missing.is_some() {
+        // Not decided: stopped for a metric the manifest names that nothing produces.
+        summary.outcome = exec::Outcome::Stopped;
+    }
     // A sequential run that ended early planned the trials of the blocks it ran.
     let trials = &session.trials;
     let planned = summary
@@ -112,19 +116,21 @@ fn run_with(
         results_dir,
         summary,
         planned: planned as usize,
+        primary_missing,
     };
     conclude(g, o, rt, &db, &ended)
 }
 
 /// Runs the session's trials with the console, the trial sink and any events file listening,
-/// and a sequential run's judge deciding after each block.
+/// and a sequential run's judge deciding after each block; with it the primary metric whose
+/// absence after the first block stops the run (returned when it did).
 fn execute(
     g: &Globals,
     o: &RunArgs,
     rt: &tokio::runtime::Runtime,
     db: &Db,
     session: &mut RunSession,
-) -> Result<ExecSummary, CommandError> {
+) -> Result<(ExecSummary, Option<crate::produced::Unproduced>), CommandError> {
     let mut judge = sequential_judge(rt, db, g, &session.run_id, &session.env, session.skip.is_empty())?;
     // A resumed sequential run may have been decided by the trials stored already.
     if !session.skip.is_empty() {
@@ -136,7 +142,7 @@ fn execute(
         {
             let mut decided = ExecSummary::new(Outcome::Finished);
             decided.ended_early = Some((blocks, reason));
-            return Ok(decided);
+            return Ok((decided, None));
         }
     }
     let mut console = ConsoleReporter::new(g.quiet);
@@ -146,15 +152,25 @@ fn execute(
         .map(JsonReporter::create)
         .transpose()
         .context("cannot create the events file")?;
+    let fresh = session.skip.is_empty();
     let (execution, services, sink) = session.parts();
     let mut keeper = Keeper(sink);
     let mut reporters: Vec<&mut dyn Reporter> = vec![&mut console, &mut keeper];
     if let Some(j) = json.as_mut() {
         reporters.push(j);
     }
-    let judge = judge.as_mut().map(|j| j as &mut dyn exec::BlockJudge);
-    exec::execute(&execution, services, &cancel_flag(), &mut reporters, judge)
-        .map_err(|e| CommandError::Runtime(e.into()))
+    let inner = judge.as_mut().map(|j| j as &mut dyn exec::BlockJudge);
+    let (mut primary, inner) = match fresh && PrimaryCheck::applies(execution.exp) {
+        true => (Some(PrimaryCheck::new(execution.exp, inner)), None),
+        false => (None, inner),
+    };
+    let cancel = cancel_flag();
+    let summary = match primary.as_mut() {
+        Some(p) => exec::execute(&execution, services, &cancel, &mut reporters, Some(p)),
+        None => exec::execute(&execution, services, &cancel, &mut reporters, inner),
+    }
+    .map_err(|e| CommandError::Runtime(e.into()))?;
+    Ok((summary, primary.and_then(|p| p.missing)))
 }
 
 /// A run whose execution ended and whose trials the database holds.
@@ -164,6 +180,8 @@ struct Ended {
     results_dir: PathBuf,
     summary: ExecSummary,
     planned: usize,
+    /// The primary metric no trial of the first block produced, which stopped the run.
+    primary_missing: Option<crate::produced::Unproduced>,
 }
 
 /// Reads back what the database holds, sets the run's final status, prints the summary and
@@ -193,7 +211,7 @@ fn conclude(
         "run {run_id} {status}: {} of {planned} trials stored, {failed} failed",
         stored.len()
     );
-    if let Some((blocks, reason)) = &summary.ended_early {
+    if let Some((blocks, reason)) = summary.ended_early.as_ref().filter(|_| ended.primary_missing.is_none()) {
         println!("run {run_id} ended after {blocks} blocks: {reason}");
     }
     for warning in crate::rundata::machine_load(&stored).warnings() {
@@ -209,7 +227,7 @@ fn conclude(
     }
     // A name in [compare] that no trial produced is a typo, not an inconclusive result.
     let unproduced = crate::produced::unproduced(exp, &stored);
-    for u in &unproduced {
+    for u in unproduced.iter().filter(|u| Some(*u) != ended.primary_missing.as_ref()) {
         eprintln!("error: {u}");
     }
     let (n_stored, clean) = (stored.len(), failed == 0 && unproduced.is_empty());
@@ -218,6 +236,11 @@ fn conclude(
     } else {
         false
     };
+    if let Some(missing) = &ended.primary_missing {
+        let error = primary_error(exp, missing, run_id, n_stored);
+        eprint!("{}", error.render_for_stderr(crate::color::stderr()));
+        return Ok(EXIT_BAD_INPUT);
+    }
     if summary.outcome == Outcome::Interrupted {
         eprintln!("resume with: measured run --resume {run_id}");
         return Ok(EXIT_INTERRUPTED);

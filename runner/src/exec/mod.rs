@@ -37,6 +37,12 @@ pub trait BlockJudge {
     /// Called once measured block `block` is complete, with the trials this process has run
     /// so far (warm-ups included, in order).
     fn after_block(&mut self, block: u32, ran: &[TrialRecord]) -> BlockJudgement;
+
+    /// Whether later looks still read the trials run: when not, the executor stops keeping a
+    /// copy of each (a long fixed run would otherwise hold every trial in memory).
+    fn wants_trials(&self) -> bool {
+        true
+    }
 }
 
 /// How a run ended.
@@ -126,7 +132,7 @@ pub fn execute(
         emit(reporters, &RunEvent::TrialFinished { run_id, trial: &record })?;
         // A measured block is complete when the next trial to run belongs to another one.
         let block_done = !trial.warmup && to_run.get(n + 1).is_none_or(|next| next.block != trial.block);
-        if judge.is_some() {
+        if judge.as_deref().is_some_and(|j| j.wants_trials()) {
             ran.push(record.clone());
         }
         if let (true, Some(j)) = (block_done, judge.as_deref_mut()) {

@@ -200,7 +200,6 @@ impl TrialRun<'_, '_> {
             trial: &self.info,
             stage: &def.name,
             manifest_dir: config.checkout_dir().unwrap_or(exp.dir()),
-            checkout_dir: config.checkout_dir(),
             peak_rss_child: None,
             content_hash: None,
         };
@@ -217,7 +216,7 @@ impl TrialRun<'_, '_> {
         };
         let start = Instant::now();
         let result = stage.run(&mut ctx, &inputs);
-        record.seconds = start.elapsed().as_secs_f64();
+        record.seconds = start.elapsed().as_secs_f64() / f64::from(stage.runs_per_trial().max(1));
         if let Some(monitor) = monitor {
             monitor.stop().record(&mut ctx.rec);
         }

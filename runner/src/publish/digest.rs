@@ -42,6 +42,10 @@ pub struct RunDigest {
     /// The machine in words.
     pub machine: String,
     pub primary: String,
+    /// Stopped, or no measured trial succeeded: shown with a `stopped` badge, never as the
+    /// experiment's latest verdict, and left out of its charts and steps.
+    #[serde(default)]
+    pub measured_nothing: bool,
     pub badges: Vec<Badge>,
     pub claims: Vec<ClaimBadge>,
     /// Warnings about a busy machine or a dropping clock during the measured trials; empty
@@ -239,6 +243,8 @@ pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: 
             },
         ));
     }
+    let measured_nothing =
+        run.status == crate::record::STOPPED || !run.configs.iter().flat_map(|c| &c.trials).any(|t| t.ok);
     let commit = run
         .environment
         .get("git_commit")
@@ -259,7 +265,11 @@ pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: 
         environment: environment.to_owned(),
         machine: machine(&run.environment),
         primary: run.compare.primary.clone(),
-        badges: badges(report),
+        measured_nothing,
+        badges: match measured_nothing {
+            true => vec![stopped_badge(run)],
+            false => badges(report),
+        },
         claims: report
             .claims
             .iter()
@@ -286,6 +296,25 @@ pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: 
             seed: settings.seed,
         },
         metrics,
+    }
+}
+
+/// The one badge of a run that measured nothing, with why in words.
+fn stopped_badge(run: &RunData) -> Badge {
+    let trials: Vec<_> = run.configs.iter().flat_map(|c| &c.trials).collect();
+    let failed = trials.iter().filter(|t| !t.ok).count();
+    let why = match run.notes.iter().find(|n| n.starts_with("It stopped")) {
+        Some(note) => crate::record::one_line(note),
+        None => format!("{failed} of {} measured trials failed", trials.len()),
+    };
+    Badge {
+        kind: "stopped".to_owned(),
+        label: if run.status == crate::record::STOPPED {
+            "stopped".to_owned()
+        } else {
+            "all failed".to_owned()
+        },
+        detail: why,
     }
 }
 

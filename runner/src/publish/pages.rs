@@ -53,17 +53,26 @@ pub(super) fn index_page(
         href: String,
         runs: usize,
         latest: RunLine<'a>,
+        /// Runs newer than `latest` that measured nothing (stopped): listed, not shown as
+        /// the experiment's verdicts.
+        stopped_since: Vec<RunLine<'a>>,
     }
     let rows: Vec<Row> = experiments
         .iter()
         .filter_map(|(name, runs)| {
-            let latest = runs.last()?;
+            // The newest run that measured something; a stopped run does not hide it.
+            let at = runs
+                .iter()
+                .rposition(|r| !r.measured_nothing)
+                .unwrap_or(runs.len().checked_sub(1)?);
+            let latest = runs[at];
             Some(Row {
                 name,
                 description: &latest.description,
                 href: format!("experiments/{}.html", slug(name)),
                 runs: runs.len(),
                 latest: run_line(latest, ""),
+                stopped_since: runs[at + 1..].iter().map(|r| run_line(r, "")).collect(),
             })
         })
         .collect();
@@ -119,7 +128,12 @@ struct ChartView {
 
 // Long because: it builds one page's template context (series, filters, charts) in the order the
 // page shows them.
-pub(super) fn experiment_page(name: &str, runs: &[&RunDigest], pages: &Pages) -> Result<String, PublishError> {
+pub(super) fn experiment_page(name: &str, all: &[&RunDigest], pages: &Pages) -> Result<String, PublishError> {
+    // A run that measured nothing (stopped) is listed, but has no point in any chart: it would
+    // be a gap, or a false step against the runs around it.
+    let measured: Vec<&RunDigest> = all.iter().copied().filter(|r| !r.measured_nothing).collect();
+    let runs = measured.as_slice();
+    let left_out = all.len() - runs.len();
     let mut envs: Vec<String> = Vec::new();
     let mut machines: Vec<String> = Vec::new();
     let mut branches: Vec<Option<String>> = Vec::new();
@@ -247,7 +261,7 @@ pub(super) fn experiment_page(name: &str, runs: &[&RunDigest], pages: &Pages) ->
         ));
     }
     let settings = runs.last().map(|r| r.settings);
-    let method = settings.map_or(String::new(), |s| {
+    let mut method = settings.map_or(String::new(), |s| {
         format!(
             "Each point is a run's median over its measured trials, with a 95% percentile-bootstrap CI ({} resamples). \
              Along a series, each point is compared with the previous one: Mann-Whitney U (two-sided; runs are \
@@ -261,14 +275,21 @@ pub(super) fn experiment_page(name: &str, runs: &[&RunDigest], pages: &Pages) ->
             format::trimmed(s.alpha * 100.0) + "%"
         )
     });
-    let run_lines: Vec<RunLine> = runs.iter().rev().map(|d| run_line(d, "../")).collect();
+    if left_out > 0 {
+        method.push_str(&format!(
+            " {} that stopped or failed every trial {} listed below but left out of the charts and steps.",
+            format::plural(left_out, "run"),
+            if left_out == 1 { "is" } else { "are" }
+        ));
+    }
+    let run_lines: Vec<RunLine> = all.iter().rev().map(|d| run_line(d, "../")).collect();
     Ok(pages.render(
         "site_experiment.html.j2",
         &minijinja::context! {
             root => "../",
             title => name,
             name => name,
-            description => runs.last().map(|r| r.description.as_str()).unwrap_or_default(),
+            description => all.last().map(|r| r.description.as_str()).unwrap_or_default(),
             envs => (0..envs.len()).map(env_label).collect::<Vec<_>>(),
             branches => (0..branches.len()).map(branch_name).collect::<Vec<_>>(),
             filter_css => minijinja::Value::from_safe_string(filter_css),

@@ -152,6 +152,7 @@ pub fn run_data(
         ));
     }
     notes.extend(revision_note(spec, trials));
+    notes.extend(short_command_notes(spec, trials));
     if row.status != "finished" {
         notes.push(format!(
             "The run is {}: {} of {} planned trials are stored.",
@@ -172,6 +173,12 @@ pub fn run_data(
                 "It stopped because the first trial of every config failed with the same error, which the \
                  other trials would only have repeated: {}",
                 crate::record::one_line(&error)
+            ));
+        } else if trials.iter().any(|t| t.ok) && !crate::produced::produced(&spec.compare.primary, trials) {
+            notes.push(format!(
+                "It stopped after its first block because no trial produced `{}`, the primary metric [compare] \
+                 names: a typo, or a metric the stage does not print.",
+                spec.compare.primary
             ));
         }
     }
@@ -261,6 +268,53 @@ pub fn stage_notes(trials: &[TrialRecord]) -> (Vec<StageNoteRow>, usize) {
 }
 
 /// Which commit each variant that names a git revision ran, as its trials recorded.
+/// A command stage whose median time per trial is below this is mostly process start-up and
+/// the clock's jitter: its report suggests `repeat`.
+pub const SHORT_STAGE_SECONDS: f64 = 0.005;
+
+/// For each command stage that runs once per trial and takes a median under
+/// [`SHORT_STAGE_SECONDS`]: the `repeat` that would time about 20 ms per trial.
+fn short_command_notes(spec: &StoredSpec, trials: &[TrialRecord]) -> Vec<String> {
+    let mut out = Vec::new();
+    for stage in spec.stages.iter().filter(|s| s.kind == "command" && !s.cache) {
+        let repeats = spec.configs.iter().any(|c| {
+            c.params
+                .get(&stage.name)
+                .and_then(|p| p.get("repeat"))
+                .and_then(serde_json::Value::as_u64)
+                .is_some_and(|n| n > 1)
+        });
+        let seconds: Vec<f64> = trials
+            .iter()
+            .filter(|t| !t.warmup)
+            .flat_map(|t| &t.stages)
+            .filter(|s| s.name == stage.name && s.status == StageStatus::Ok && !s.cache_hit)
+            .map(|s| s.seconds)
+            .collect();
+        if repeats || seconds.is_empty() {
+            continue;
+        }
+        let median = crate::stats::median(&seconds);
+        if !(median.is_finite() && median > 0.0 && median < SHORT_STAGE_SECONDS) {
+            continue;
+        }
+        let n = [10u32, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000]
+            .into_iter()
+            .find(|&n| f64::from(n) * median >= 0.02)
+            .unwrap_or(10_000);
+        out.push(format!(
+            "Stage `{}` took a median {:.2} ms per trial: in a program that short, process start-up and the \
+             clock's jitter are a large share of each time. `repeat = {n}` in [stages.{}] runs it {n} times per \
+             trial and records the mean per run (about {:.0} ms a trial).",
+            stage.name,
+            median * 1e3,
+            stage.name,
+            f64::from(n) * median * 1e3
+        ));
+    }
+    out
+}
+
 fn revision_note(spec: &StoredSpec, trials: &[TrialRecord]) -> Option<String> {
     let mut parts = Vec::new();
     for v in &spec.variants {

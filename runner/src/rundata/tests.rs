@@ -258,3 +258,47 @@ fn same_machines_no_warning_and_single_worker_no_notes() {
     let one = vec![trial(0, "a", "n1", 1, false), trial(1, "b", "n1", 1, false)];
     assert!(host_notes(&one, &envs).is_empty());
 }
+
+#[test]
+fn a_command_of_a_few_milliseconds_gets_a_repeat_to_try() {
+    let timed = |index: u32, seconds: f64| {
+        let mut t = trial(index, "work", "n1", 1, false);
+        t.config = "baseline".into();
+        t.stages.push(crate::record::StageRecord {
+            name: "work".into(),
+            kind: "command".into(),
+            position: 0,
+            status: StageStatus::Ok,
+            cache_hit: false,
+            seconds,
+            peak_rss_bytes: None,
+            error: None,
+            content_hash: None,
+            metrics: Vec::new(),
+            notes: Vec::new(),
+        });
+        t
+    };
+    let (row, spec) = stored_run(None);
+    let short: Vec<TrialRecord> = [0.0009, 0.0011, 0.0010]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| timed(i as u32, *s))
+        .collect();
+    let notes = run_data(&row, &spec, &short, None, "r.sqlite").notes;
+    let note = notes.iter().find(|n| n.contains("repeat =")).expect("a repeat to try");
+    insta::assert_snapshot!(note);
+    // Long enough already, or repeated already: nothing to suggest.
+    let long: Vec<TrialRecord> = [0.02, 0.03]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| timed(i as u32, *s))
+        .collect();
+    let notes = run_data(&row, &spec, &long, None, "r.sqlite").notes;
+    assert!(notes.iter().all(|n| !n.contains("repeat =")), "{notes:?}");
+    let text = "[experiment]\nname = \"db\"\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\nrepeat = 20\n";
+    let exp = crate::manifest::parse_str(std::path::Path::new("db.toml"), text, false).unwrap();
+    let repeated = StoredSpec::of(&exp, 1);
+    let notes = run_data(&row, &repeated, &short, None, "r.sqlite").notes;
+    assert!(notes.iter().all(|n| !n.contains("repeat =")), "{notes:?}");
+}

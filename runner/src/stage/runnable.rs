@@ -28,6 +28,12 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn gpu_monitor(&self) -> Option<f64> {
         None
     }
+
+    /// How many times one run of the stage does its work (a command's `repeat`): the executor
+    /// records the stage's time per run, the mean over them.
+    fn runs_per_trial(&self) -> u32 {
+        1
+    }
 }
 
 /// What a stage receives from the stages it needs.
@@ -55,13 +61,11 @@ pub struct StageCtx<'a> {
     pub data: &'a crate::market::DataSpec,
     pub trial: &'a TrialInfo,
     pub stage: &'a str,
-    /// The folder holding the manifest: relative paths in parameters (a command's `cwd`) are
-    /// relative to it, not to wherever measured was started.
+    /// The folder holding the manifest (for a variant naming a git revision, the manifest's
+    /// folder inside its checkout): relative paths in parameters (a command's `cwd`) are
+    /// relative to it, and a command without `cwd` runs there, not wherever measured was
+    /// started.
     pub manifest_dir: &'a Path,
-    /// For a variant naming a git revision: the manifest's folder inside its checkout (then also
-    /// `manifest_dir`). A command without `cwd` runs there, so that it runs the revision's code
-    /// rather than whatever is in the folder measured was started from.
-    pub checkout_dir: Option<&'a Path>,
     /// Peak RSS of a child process the stage ran (the executor also measures its own).
     pub peak_rss_child: Option<u64>,
     /// Content hash of the data the stage produced, so reports can show that configs saw

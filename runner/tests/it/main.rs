@@ -17,6 +17,7 @@ mod gitrev;
 mod history;
 mod import;
 mod manifests;
+mod mistakes;
 mod paths;
 mod plan;
 mod processes;

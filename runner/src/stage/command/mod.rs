@@ -10,6 +10,7 @@
 
 mod output;
 mod process;
+mod repeat;
 
 use output::{tail_lines, BadLines};
 use process::{kill_tree, stage_token, wait_with_rusage, watch, GuardedStage, Killed, PidWindow, TOKEN_VAR};
@@ -18,7 +19,7 @@ pub use output::{each_line, parse_metric_line, MetricLine, MAX_LINE};
 
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::kinds::CommandParams;
+use crate::kinds::{CommandParams, Rendered};
 use crate::params::ParamError;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -116,9 +117,11 @@ impl Stage for CommandStage {
             }
         };
         let mut out = String::new();
-        if let Some(cwd) = &r.cwd {
-            out.push_str(&format!("(in {}) ", quote(&shown_working_dir(manifest_dir, cwd))));
-        }
+        let dir = match &r.cwd {
+            Some(cwd) => shown_working_dir(manifest_dir, cwd),
+            None => shown_dir(manifest_dir).display().to_string(),
+        };
+        out.push_str(&format!("(in {}) ", quote(&dir)));
         for (k, v) in &r.env {
             out.push_str(&format!("{k}={} ", quote(v)));
         }
@@ -130,8 +133,10 @@ impl Stage for CommandStage {
         Some(out)
     }
 
-    // Long because: spawning, watching, reading output and reaping share the child and its guard,
-    // which must be released in this order on every path.
+    fn runs_per_trial(&self) -> u32 {
+        self.params.repeat.unwrap_or(1)
+    }
+
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         let (_, rendered) = self.params.render_all(ctx.trial, ctx.seed, ctx.stage);
         let r = rendered.map_err(StageError::Command)?;
@@ -141,10 +146,48 @@ impl Stage for CommandStage {
                 if let Some(why) = unusable_working_dir(&dir, cwd, ctx.manifest_dir) {
                     return Err(StageError::Command(why));
                 }
-                Some(dir)
+                dir
             }
-            None => ctx.checkout_dir.map(Path::to_path_buf),
+            // Without `cwd`, the manifest's folder (in a revision's checkout, the manifest's
+            // folder there): the run does not depend on where measured was started.
+            None => ctx.manifest_dir.to_path_buf(),
         };
+        let repeat = self.runs_per_trial();
+        let mut means = repeat::MeanMetrics::default();
+        let mut peak: Option<u64> = None;
+        for _ in 0..repeat {
+            let lines = self.run_once(ctx, &r, &dir)?;
+            peak = peak.max(ctx.peak_rss_child.take());
+            if repeat == 1 {
+                for m in lines {
+                    match m.step {
+                        Some(step) => ctx.rec.record_step(m.metric, step, m.value, &m.unit),
+                        None => ctx.rec.record(m.metric, m.value, &m.unit),
+                    }
+                }
+            } else {
+                means.add_run(lines);
+            }
+        }
+        ctx.peak_rss_child = peak;
+        if repeat > 1 {
+            means.record(&mut ctx.rec);
+            ctx.rec.note(format!(
+                "the program ran {repeat} times per trial (`repeat = {repeat}`): the stage's seconds and every metric \
+                 it printed are the mean per run"
+            ));
+        }
+        Ok(Artifact::None)
+    }
+}
+
+impl CommandStage {
+    // Long because: spawning, watching, reading output and reaping share the child and its guard,
+    // which must be released in this order on every path.
+    /// One run of the program in `dir`: the metric lines it printed, or why it failed.
+    fn run_once(&self, ctx: &mut StageCtx<'_>, r: &Rendered, dir: &Path) -> Result<Vec<MetricLine>, StageError> {
+        // The folder as a failure names it (canonical), worked out only on failure.
+        let folder = || shown_dir(dir).display().to_string();
         let mut cmd = if self.params.shell {
             let mut c = Command::new("sh");
             c.arg("-c").arg(&r.argv[0]);
@@ -181,12 +224,10 @@ impl Stage for CommandStage {
                 });
             }
         }
-        if let Some(dir) = &dir {
-            cmd.current_dir(dir);
-        }
+        cmd.current_dir(dir);
         let mut child = cmd
             .spawn()
-            .map_err(|e| StageError::Command(format!("cannot start `{}`: {e}", r.argv[0])))?;
+            .map_err(|e| StageError::Command(format!("cannot start `{}` in {}: {e}", r.argv[0], folder())))?;
         let pid = child.id() as libc::pid_t;
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
@@ -194,7 +235,8 @@ impl Stage for CommandStage {
         let deadline = self.params.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
         let cancel = ctx.cancel;
         let parse_metrics = self.params.metrics;
-        let rec = &mut ctx.rec;
+        let mut lines: Vec<MetricLine> = Vec::new();
+        let printed = &mut lines;
         // Scoped threads: the watchdog borrows the run's cancel flag and is joined before return.
         let (status, maxrss_kib, killed_for, tail, bad_lines) = std::thread::scope(|s| {
             let stderr_reader = s.spawn(move || tail_lines(stderr, STDERR_TAIL_LINES));
@@ -217,10 +259,9 @@ impl Stage for CommandStage {
                 }
                 match parse_metric_line(line) {
                     None => {}
-                    Some(Ok(m)) => match m.step {
-                        Some(step) => rec.record_step(m.metric, step, m.value, &m.unit),
-                        None => rec.record(m.metric, m.value, &m.unit),
-                    },
+                    // As many as a stage keeps; the recorder counts no more than it holds.
+                    Some(Ok(m)) if printed.len() < crate::metrics::MAX_METRICS => printed.push(m),
+                    Some(Ok(_)) => bad_lines.push(i + 1, "beyond the metrics one stage run keeps".to_owned()),
                     Some(Err(why)) => bad_lines.push(i + 1, why),
                 }
             });
@@ -263,15 +304,17 @@ impl Stage for CommandStage {
             None => {}
         }
         match status {
-            Ok(0) => Ok(Artifact::None),
+            Ok(0) => Ok(lines),
             Ok(code) => Err(StageError::Command(format!(
-                "`{}` exited with code {code}{}",
+                "`{}` exited with code {code} (in {}){}",
                 r.argv[0],
+                folder(),
                 stderr_suffix(&tail)
             ))),
             Err(sig) => Err(StageError::Command(format!(
-                "`{}` was killed by signal {sig}{}",
+                "`{}` was killed by signal {sig} (in {}){}",
                 r.argv[0],
+                folder(),
                 stderr_suffix(&tail)
             ))),
         }
