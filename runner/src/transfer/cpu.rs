@@ -10,7 +10,7 @@ use std::sync::mpsc;
 
 use super::error::TransferError;
 use super::measure::{cache_warm_note, host_buffer, len_of, prepare, record_mode, step_of, References};
-use super::timing::Sampler;
+use super::timing::{Sampler, Warmed};
 use crate::kinds::transfer::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use crate::metrics::Recorder;
 use crate::stats::median;
@@ -28,11 +28,10 @@ pub struct CopySamples {
 }
 
 pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Result<(), TransferError> {
-    let sampler = Sampler {
-        iterations: plan.iterations,
-        warmup: plan.warmup,
-    };
+    let sampler = Sampler::new(plan.iterations, plan.warmup);
+    let mut warmed = Warmed::default();
     let refs = References::measure(plan, rec, |size, mode| {
+        let sampler = warmed.sampler(sampler, size);
         Ok(median(&copy_samples(size, mode, sampler, false, cancel)?.seconds))
     })?;
     cache_warm_note(plan, rec);
@@ -41,7 +40,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
         let step = step_of(size);
         let mut all_locked = true;
         for mode in &plan.modes {
-            let samples = copy_samples(size, *mode, sampler, plan.prepare_next, cancel)?;
+            let samples = copy_samples(size, *mode, warmed.sampler(sampler, size), plan.prepare_next, cancel)?;
             all_locked &= samples.page_locked;
             record_mode(rec, mode, size, median(&samples.seconds), &refs);
         }
@@ -69,7 +68,7 @@ pub fn cpu_copy_samples(
             "must be at least 1",
         )));
     }
-    copy_samples(size, mode, Sampler { iterations, warmup }, false, cancel)
+    copy_samples(size, mode, Sampler::new(iterations, warmup), false, cancel)
 }
 
 fn copy_samples(

@@ -32,7 +32,7 @@ use crate::cuda_raw::{self, call, CudaFailure, DeviceBuf, Event, PinnedBuf, Stre
 
 use super::error::TransferError;
 use super::measure::{cache_warm_note, gbps, len_of, prepare, record_mode, step_of, References};
-use super::timing::Sampler;
+use super::timing::{Sampler, Warmed};
 use crate::kinds::transfer::{Allocation, CopyDirection, HostMemory, Mode, Plan, SyncMode};
 use crate::metrics::Recorder;
 use crate::stats::median;
@@ -51,10 +51,8 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
     // is still alive.
     let gpu = Gpu::open()?;
     let stream = Stream::new()?;
-    let sampler = Sampler {
-        iterations: plan.iterations,
-        warmup: plan.warmup,
-    };
+    let sampler = Sampler::new(plan.iterations, plan.warmup);
+    let mut warmed = Warmed::default();
 
     let largest = plan.sizes.iter().copied().max().unwrap_or(D2D_MIN_BYTES);
     let d2d = d2d_gbps(largest.max(D2D_MIN_BYTES), &stream, sampler, cancel)?;
@@ -67,7 +65,7 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
             len_of(size)?,
             mode,
             &stream,
-            sampler,
+            warmed.sampler(sampler, size),
             false,
             cancel,
         )?))
@@ -86,13 +84,20 @@ pub(crate) fn run(plan: &Plan, rec: &mut Recorder, cancel: &AtomicBool) -> Resul
     for &size in &plan.sizes {
         let len = len_of(size)?;
         for mode in &plan.modes {
-            let seconds = copy_samples(len, *mode, &stream, sampler, plan.prepare_next, cancel)?;
+            let seconds = copy_samples(
+                len,
+                *mode,
+                &stream,
+                warmed.sampler(sampler, size),
+                plan.prepare_next,
+                cancel,
+            )?;
             record_mode(rec, mode, size, median(&seconds), &refs);
             if size >= EVENT_CLOCK_BYTES
                 && mode.host_memory == HostMemory::Pinned
                 && mode.allocation == Allocation::Reuse
             {
-                let events = event_samples(len, mode.direction, &stream, sampler, cancel)?;
+                let events = event_samples(len, mode.direction, &stream, warmed.sampler(sampler, size), cancel)?;
                 rec.record_step(
                     format!("{}_event_seconds", mode.name()),
                     step_of(size),

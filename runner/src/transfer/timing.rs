@@ -31,11 +31,41 @@ pub const MIN_SAMPLES: u32 = 3;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sampler {
     pub iterations: u32,
-    /// Warm-up batches at least (the warm-up also lasts at least [`MIN_WARMUP`]).
+    /// Warm-up batches at least (the warm-up also lasts at least `min_warmup`).
     pub warmup: u32,
+    /// The least time the warm-up lasts: [`MIN_WARMUP`] for the first measurement of a size,
+    /// none for the later ones ([`Warmed`]).
+    pub min_warmup: Duration,
+}
+
+/// The sizes a stage run has spent its minimum warm-up on. The link and the copy path are
+/// warm after the first mode measured at a size; the other modes at that size only run their
+/// `warmup` batches (at least one, which sizes their samples from warm copies). A small copy
+/// then costs its stage milliseconds per mode, not [`MIN_WARMUP`] each.
+#[derive(Debug, Default)]
+pub(crate) struct Warmed(std::collections::HashSet<u64>);
+
+impl Warmed {
+    /// `sampler` for the next measurement at `size`.
+    pub fn sampler(&mut self, sampler: Sampler, size: u64) -> Sampler {
+        let first = self.0.insert(size);
+        Sampler {
+            min_warmup: if first { MIN_WARMUP } else { Duration::ZERO },
+            ..sampler
+        }
+    }
 }
 
 impl Sampler {
+    /// `iterations` samples after `warmup` batches and [`MIN_WARMUP`].
+    pub fn new(iterations: u32, warmup: u32) -> Sampler {
+        Sampler {
+            iterations,
+            warmup,
+            min_warmup: MIN_WARMUP,
+        }
+    }
+
     /// Samples of seconds per copy, timed by the host clock around `batch(k)`, which must
     /// perform `k` copies and return only once they have completed.
     pub fn wall(
@@ -66,7 +96,7 @@ impl Sampler {
         check_cancel(cancel)?;
         let mut k = copies_for(batch(1)?);
         let (mut batches, mut warm) = (0u32, 0.0);
-        while batches < self.warmup || warm < MIN_WARMUP.as_secs_f64() {
+        while batches < self.warmup.max(1) || warm < self.min_warmup.as_secs_f64() {
             check_cancel(cancel)?;
             let seconds = batch(k)?;
             warm += seconds;
@@ -121,10 +151,7 @@ mod tests {
 
     #[test]
     fn slow_copies_stop_sampling_after_two_seconds_but_not_before_three_samples() {
-        let sampler = Sampler {
-            iterations: 10,
-            warmup: 2,
-        };
+        let sampler = Sampler::new(10, 2);
         // 0.9 s per copy (a 256 MiB pinned allocation per copy on a slow machine): three
         // samples, then the 2 s budget is spent.
         let (samples, _) = run(sampler, 0.9, 0.9);
@@ -138,10 +165,7 @@ mod tests {
     fn samples_last_a_millisecond_sized_from_warm_copies_not_the_cold_first_one() {
         // A 50 ms first copy (page faults, lazy setup) and 2 us copies afterwards: sized from
         // the first copy alone a sample would be one copy, 2 us long.
-        let sampler = Sampler {
-            iterations: 5,
-            warmup: 0,
-        };
+        let sampler = Sampler::new(5, 0);
         let (samples, calls) = run(sampler, 0.05, 2e-6);
         let timed = &calls[calls.len() - 5..];
         for &(k, seconds) in timed {
@@ -154,9 +178,32 @@ mod tests {
     }
 
     #[test]
+    fn the_minimum_warm_up_is_spent_once_per_size() {
+        let mut warmed = Warmed::default();
+        let base = Sampler::new(2, 3);
+        let first = warmed.sampler(base, 4096);
+        let again = warmed.sampler(base, 4096);
+        let other = warmed.sampler(base, 1 << 20);
+        assert_eq!((first.min_warmup, other.min_warmup), (MIN_WARMUP, MIN_WARMUP));
+        assert_eq!(again.min_warmup, Duration::ZERO);
+        // Warm copies of 10 us: the first mode warms for 100 ms, the next for its 3 batches.
+        let (_, calls) = run(first, 1e-5, 1e-5);
+        let spent: f64 = calls[1..calls.len() - 2].iter().map(|c| c.1).sum();
+        assert!(spent >= MIN_WARMUP.as_secs_f64(), "{spent} s");
+        let (_, calls) = run(again, 1e-5, 1e-5);
+        let warm = &calls[1..calls.len() - 2];
+        assert_eq!(warm.len(), 3, "{warm:?}");
+        assert!(warm.iter().map(|c| c.1).sum::<f64>() < 0.01);
+        // With no batches asked for, one still sizes the samples from warm copies.
+        let (_, calls) = run(warmed.sampler(Sampler::new(2, 0), 4096), 0.05, 2e-6);
+        assert_eq!(calls.len(), 1 + 1 + 2, "{calls:?}");
+        assert!((500..=501).contains(&calls[2].0), "{calls:?}");
+    }
+
+    #[test]
     fn the_warm_up_lasts_100_ms_and_at_least_the_batches_asked_for() {
         for warmup in [0, 3, 400] {
-            let sampler = Sampler { iterations: 2, warmup };
+            let sampler = Sampler::new(2, warmup);
             let (_, calls) = run(sampler, 1e-3, 1e-5);
             // The sizing copy, the warm-up batches, the two samples.
             let warm = &calls[1..calls.len() - 2];
@@ -175,10 +222,7 @@ mod tests {
 
     #[test]
     fn slow_copies_take_one_per_sample_and_a_cancel_stops_the_warm_up() {
-        let sampler = Sampler {
-            iterations: 3,
-            warmup: 1,
-        };
+        let sampler = Sampler::new(3, 1);
         // 30 ms copies (256 MiB at about 9 GB/s): one per sample, four to warm up.
         let (samples, calls) = run(sampler, 0.03, 0.03);
         assert!(calls.iter().all(|c| c.0 == 1));
