@@ -7,40 +7,54 @@
 # odd rounds, polars in even ones), and the per-round timings stay under
 # target/bench/features-<time>/ (rounds.tsv; the generated bars are deleted at the end).
 #
-# Usage: bench/features_bench.sh [ROUNDS] [SYMBOLS] [DAYS]
+# Usage: bench/features_bench.sh [--smoke] [ROUNDS] [SYMBOLS] [DAYS]
+#   --smoke              1 round of 5 symbols x 600 days, the debug build, no roofline (its
+#                        768 MB of arrays), polars only when installed (see bench/lib.sh)
 #   NORMALIZE_BENCH_BIN  a prebuilt normalize_bench example (default: cargo build --release).
 set -euo pipefail
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
 # shellcheck source=bench/alternate.sh
 source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
-rounds=${1:-5}
-symbols=${2:-500}
-days=${3:-2500}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work="$root/target/bench/features-$(date -u +%Y%m%d-%H%M%S)"
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+defaults=(5 500 2500)
+[ "$smoke" = 1 ] && defaults=(1 5 600)
+rounds=${1:-${defaults[0]}}
+symbols=${2:-${defaults[1]}}
+days=${3:-${defaults[2]}}
+root=$bench_root
+work="$root/target/bench/features-$(date -u +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$work"
 trap 'rm -f "$work/bars.csv"' EXIT
-py=$("$root/bench/venv.sh")
-bin=${NORMALIZE_BENCH_BIN:-}
-if [ -z "$bin" ]; then
-  (cd "$root" && cargo build --release -q -p measured --example normalize_bench)
-  bin="$root/target/release/examples/normalize_bench"
-fi
+py=$(peer_python polars)
+[ -n "$py" ] || skipped "polars: not installed (bench/venv.sh installs it); measured's side runs alone"
+bin=${NORMALIZE_BENCH_BIN:-$(built examples/normalize_bench --example normalize_bench)}
+roofline=--roofline
+[ "$smoke" = 1 ] && roofline=
 
-echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+cpu_line
 echo "# uptime before: $(uptime)"
 "$bin" --synth --symbols "$symbols" --days "$days" --write "$work/bars.csv" \
-  --dump 20 "$work/rust_features.csv" --runs 1 >/dev/null
+  --dump "$((symbols < 20 ? symbols : 20))" "$work/rust_features.csv" --runs 1 >/dev/null
 # The value check: polars' columns against measured's raw features of the first 20 symbols.
-"$py" "$root/bench/normalize_polars.py" --csv "$work/bars.csv" --runs 1 --threads 1 \
-  --check "$work/rust_features.csv" | grep -v '^polars'
+if [ -n "$py" ]; then
+  "$py" "$root/bench/normalize_polars.py" --csv "$work/bars.csv" --runs 1 --threads 1 \
+    --check "$work/rust_features.csv" | grep -v '^polars'
+fi
 
 tsv="$work/rounds.tsv"
+: >"$tsv"
 echo "# per-round timings: $tsv"
 measured_side() {
-  "$bin" --csv "$work/bars.csv" --runs 1 --roofline |
+  "$bin" --csv "$work/bars.csv" --runs 1 $roofline |
     awk -F'\t' -v r="$1" '$1 == "measured" || $1 == "roofline" { print r "\t" $0 }' >>"$tsv"
 }
 polars_side() {
+  [ -n "$py" ] || return 0
   for threads in 1 2; do
     "$py" "$root/bench/normalize_polars.py" --csv "$work/bars.csv" --runs 1 --threads "$threads" |
       awk -F'\t' -v r="$1" '$1 == "polars" && $3 ~ /^run=/ { print r "\t" $0 }' >>"$tsv"
@@ -52,7 +66,7 @@ for round in $(seq "$rounds"); do
 done
 echo "# uptime after: $(uptime)"
 
-"$py" - "$tsv" <<'EOF'
+python3 - "$tsv" <<'EOF'
 import statistics, sys
 from collections import defaultdict
 
@@ -80,6 +94,9 @@ for name in sorted(rows):
 
 def ratio(label, num, den):
     per = [rows[num][r] / rows[den][r] for r in rows[den] if r in rows[num]]
+    if not per:
+        print(f"| {label} | (no peer figures) | |")
+        return
     print(f"| {label} | {statistics.median(per):.2f}x | {min(per):.2f}x-{max(per):.2f}x |")
 
 print("\n| per-round ratio (polars time / measured time) | median | range |")

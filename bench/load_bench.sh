@@ -13,19 +13,30 @@
 # per-round ratios. Every round's lines stay in target/bench/load-<time>/rounds.tsv (the
 # databases are removed at the end). See README-load.md.
 #
-# Usage: bench/load_bench.sh [SYMBOLS] [DAYS] [ROUNDS]
+# Usage: bench/load_bench.sh [--smoke] [SYMBOLS] [DAYS] [ROUNDS]
+#   --smoke                     5 symbols x 100 days, one round, the debug build; ConnectorX and
+#                               the sqlite3 shell only when installed (see bench/lib.sh)
 #   MEASURED_TEST_DATABASE_URL  admin URL of a Postgres server (a fresh database is created in
 #                               it and dropped afterwards); unset: a throwaway server is started
 #                               with scripts/pg-start.sh and stopped afterwards.
 #   LOAD_BENCH_BIN              a prebuilt load_bench example (default: cargo build --release).
 #   LOAD_BENCH_OUT              also keep every round's lines in this TSV file.
 set -euo pipefail
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
 # shellcheck source=bench/alternate.sh
 source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
-symbols=${1:-500}
-days=${2:-2500}
-rounds=${3:-5}
-root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+defaults=(500 2500 5)
+[ "$smoke" = 1 ] && defaults=(5 100 1)
+symbols=${1:-${defaults[0]}}
+days=${2:-${defaults[1]}}
+rounds=${3:-${defaults[2]}}
+root=$bench_root
 work=$(mktemp -d)
 keep="$root/target/bench/load-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$keep"
@@ -41,13 +52,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in sqlite3 bc; do
+needed=(bc psql)
+[ "$smoke" = 1 ] || needed+=(sqlite3)
+for tool in "${needed[@]}"; do
   command -v "$tool" >/dev/null || {
     echo "$tool is missing: apt-get install $tool" >&2
     exit 1
   }
 done
-py=$("$root/bench/venv.sh")
+sqlite_shell=sqlite3
+if ! command -v sqlite3 >/dev/null; then
+  sqlite_shell=""
+  skipped "the sqlite3 shell: not installed (apt-get install sqlite3); its scan is left out"
+fi
+py=$(peer_python connectorx polars)
+[ -n "$py" ] || skipped "ConnectorX: not installed (bench/venv.sh installs it); its side is left out"
 
 if [ -z "${MEASURED_TEST_DATABASE_URL:-}" ]; then
   eval "$("$root/scripts/pg-start.sh" "$work/pg")"
@@ -59,15 +78,11 @@ db_url="${admin_url%/*}/$db_name"
 psql "$admin_url" -qc "CREATE DATABASE $db_name"
 sqlite_file="$work/bench.sqlite"
 
-bin=${LOAD_BENCH_BIN:-}
-if [ -z "$bin" ]; then
-  (cd "$root" && cargo build --release -q -p measured --example load_bench)
-  bin="$root/target/release/examples/load_bench"
-fi
+bin=${LOAD_BENCH_BIN:-$(built examples/load_bench --example load_bench)}
 
-echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "# postgres: $(psql "$admin_url" -Atc 'SHOW server_version'); sqlite3: $(sqlite3 --version | cut -d' ' -f1)"
-echo "# peers: $("$py" -c 'import connectorx, polars; print("connectorx", connectorx.__version__, "polars", polars.__version__)')"
+cpu_line
+echo "# postgres: $(psql "$admin_url" -Atc 'SHOW server_version'); sqlite3: ${sqlite_shell:+$(sqlite3 --version | cut -d' ' -f1)}"
+[ -z "$py" ] || echo "# peers: $("$py" -c 'import connectorx, polars; print("connectorx", connectorx.__version__, "polars", polars.__version__)')"
 echo "# uptime before: $(uptime)"
 # Writes the market into both databases and loads it once per configuration (warm-up); every
 # strategy on both backends must load the very same bars (one content hash).
@@ -85,7 +100,8 @@ echo "# content hash of the loaded bars, every strategy and both backends: $hash
 # The one dataset version both databases hold: every peer reads it as `load` does (the
 # version leads the primary key, so a query without it would sort every row).
 version=$(psql "$db_url" -Atc "SELECT min(id) FROM dataset_versions HAVING count(*) = 1")
-sqlite_version=$(sqlite3 "$sqlite_file" "SELECT min(id) FROM dataset_versions HAVING count(*) = 1")
+sqlite_q() { python3 -c 'import sqlite3, sys; print("\n".join("|".join(map(str, r)) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))' "$@"; }
+sqlite_version=$(sqlite_q "$sqlite_file" "SELECT min(id) FROM dataset_versions HAVING count(*) = 1")
 [ -n "$version" ] && [ -n "$sqlite_version" ] || {
   echo "the benchmark databases must hold exactly one dataset version each" >&2
   exit 1
@@ -95,12 +111,12 @@ rows=$(psql "$db_url" -Atc "SELECT count(*) FROM daily_bars WHERE version = $ver
 columns="symbol, trade_date, open, high, low, close, volume, amount, adj_factor"
 pg_query="SELECT $columns FROM daily_bars WHERE version = $version AND symbol IN ($codes) AND trade_date >= DATE '0001-01-01' AND trade_date <= DATE '9999-12-31' ORDER BY symbol, trade_date"
 sqlite_query="SELECT count(*), sum(length(symbol)), sum(length(trade_date)), sum(open), sum(high), sum(low), sum(close), sum(volume), sum(amount), sum(adj_factor) FROM (SELECT $columns FROM daily_bars WHERE version = $sqlite_version AND symbol IN ($codes) AND trade_date >= '0001-01-01' AND trade_date <= '9999-12-31' ORDER BY symbol, trade_date)"
-[ "$(sqlite3 "$sqlite_file" "SELECT count(*) FROM daily_bars WHERE version = $sqlite_version")" = "$rows" ] || {
+[ "$(sqlite_q "$sqlite_file" "SELECT count(*) FROM daily_bars WHERE version = $sqlite_version")" = "$rows" ] || {
   echo "the SQLite file and Postgres hold different row counts" >&2
   exit 1
 }
 psql "$db_url" -qc "\\copy ($pg_query) TO '/dev/null' WITH (FORMAT binary)" # warm-up
-sqlite3 "$sqlite_file" "$sqlite_query" >/dev/null                           # warm-up
+[ -z "$sqlite_shell" ] || sqlite3 "$sqlite_file" "$sqlite_query" >/dev/null # warm-up
 
 rate() { echo "$rows / ($2 - $1)" | bc -l; }
 tsv="$keep/rounds.tsv"
@@ -113,6 +129,7 @@ measured_side() {
 }
 peers_side() {
   for connections in 1 2; do
+    [ -n "$py" ] || break
     "$py" "$root/bench/load_connectorx.py" --url "$db_url" --connections "$connections" --runs 1 |
       awk -F'\t' -v r="$1" '$1 == "connectorx" && $3 ~ /^run=/ {
         split($2, c, "="); split($6, x, "=");
@@ -122,6 +139,7 @@ peers_side() {
   psql "$db_url" -qc "\\copy ($pg_query) TO '/dev/null' WITH (FORMAT binary)"
   t1=$(date +%s.%N)
   printf '%s\tpsql\tpostgres\tcopy-binary\t1\t%.0f\n' "$1" "$(rate "$t0" "$t1")" >>"$tsv"
+  [ -n "$sqlite_shell" ] || return 0
   t0=$(date +%s.%N)
   sqlite3 "$sqlite_file" "$sqlite_query" >/dev/null
   t1=$(date +%s.%N)
@@ -134,7 +152,7 @@ done
 echo "# uptime after: $(uptime)"
 [ -n "${LOAD_BENCH_OUT:-}" ] && cp "$tsv" "$LOAD_BENCH_OUT"
 
-"$py" - "$tsv" "$rows" <<'EOF'
+python3 - "$tsv" "$rows" <<'EOF'
 import statistics, sys
 from collections import defaultdict
 

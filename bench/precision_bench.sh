@@ -5,23 +5,30 @@
 # medians and the median of the per-round ratios (f16 / f32 samples/s) with their range. The
 # MLP's figure comes from experiments/mixed-precision.toml. See docs/benchmarks.md.
 #
-# Usage: bench/precision_bench.sh [ROUNDS] [THREADS] [BATCHES]
+# Usage: bench/precision_bench.sh [--smoke] [ROUNDS] [THREADS] [BATCHES]
+#   --smoke        one round of one batch at rnn_bench's tiny shape (--tiny), the debug build
 #   RNN_BENCH_BIN  a prebuilt rnn_bench example (default: cargo build --release).
 set -euo pipefail
-rounds=${1:-5}
-threads=${2:-2}
-batches=${3:-8}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${RNN_BENCH_BIN:-}
-if [ -z "$bin" ]; then
-  (cd "$root" && cargo build --release -q -p measured --example rnn_bench)
-  bin="$root/target/release/examples/rnn_bench"
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
 fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+defaults=(5 2 8)
+[ "$smoke" = 1 ] && defaults=(1 2 1)
+rounds=${1:-${defaults[0]}}
+threads=${2:-${defaults[1]}}
+batches=${3:-${defaults[2]}}
+tiny=()
+[ "$smoke" = 1 ] && tiny=(--tiny)
+bin=${RNN_BENCH_BIN:-$(built examples/rnn_bench --example rnn_bench)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tsv="$work/runs.tsv"
 
-echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+cpu_line
 echo "# uptime before: $(uptime)"
 for round in $(seq "$rounds"); do
   for kind in lstm gru; do
@@ -29,7 +36,7 @@ for round in $(seq "$rounds"); do
     [ $((round % 2)) -eq 0 ] && sides=(f16 f32)
     for precision in "${sides[@]}"; do
       out=$("$bin" --kind "$kind" --mode train --reps 1 --threads "$threads" --batches "$batches" \
-        --precision "$precision")
+        --precision "$precision" "${tiny[@]}")
       rate=$(sed -E 's/.*median ([0-9.]+) samples.*/\1/' <<<"$out")
       printf '%s\t%s\t%s\t%s\n' "$round" "$kind" "$precision" "$rate" | tee -a "$tsv"
     done

@@ -2,17 +2,37 @@
 # Publish benchmark: stores 10,000 synthetic runs (10 experiments x 1,000 commits) in a SQLite
 # file, times `measured publish` on it (first publish, nothing new, one new run), then opens an
 # experiment page with 1,000 points per chart in headless Chromium and reads how long it took to
-# become interactive. Usage: bench/publish_bench.sh [RUNS] [ROUNDS]
+# become interactive.
+# Usage: bench/publish_bench.sh [--smoke] [RUNS] [ROUNDS]
+#   --smoke  20 runs, one round, the debug build; the page in Chromium only when chromium and
+#            chromedriver are installed (see bench/lib.sh)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-runs=${1:-10000}
-rounds=${2:-3}
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$bench_root"
+defaults=(10000 3)
+[ "$smoke" = 1 ] && defaults=(20 1)
+runs=${1:-${defaults[0]}}
+rounds=${2:-${defaults[1]}}
 dir=$(mktemp -d /tmp/measured-publish-bench.XXXXXX)
-cargo build --release --locked --bin measured --example publish_bench
+trap 'rm -rf "$dir"' EXIT
+bin=$(built measured --bin measured)
+bench=$(built examples/publish_bench --example publish_bench)
+profile=(--release)
+[ "$smoke" = 1 ] && profile=()
+cpu_line
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-target/release/examples/publish_bench --bin target/release/measured --dir "$dir" --runs "$runs" --experiments 10 --rounds "$rounds"
-MEASURED_BENCH_PAGE="$dir/site-0/experiments/bench-00.html" MEASURED_BENCH_POINTS=$((runs / 10)) \
-  cargo test --locked --test it -- --ignored --exact publish::bench_a_thousand_point_page_in_chromium --nocapture 2>&1 \
-  | grep -E "points per series|test result"
+"$bench" --bin "$bin" --dir "$dir" --runs "$runs" --experiments 10 --rounds "$rounds"
+if [ "$smoke" = 1 ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+  skipped "the page in headless Chromium: chromium or chromedriver is not installed"
+else
+  MEASURED_BENCH_PAGE="$dir/site-0/experiments/bench-00.html" MEASURED_BENCH_POINTS=$((runs / 10)) \
+    cargo test "${profile[@]}" --locked --test it -- --ignored --exact publish::bench_a_thousand_point_page_in_chromium --nocapture 2>&1 \
+    | grep -E "points per series|test result"
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-rm -rf "$dir"

@@ -4,16 +4,25 @@
 # Prints, per round: trials per second in total (end to end, process start to last exit, and
 # steady state from the stored trial timestamps) and the queue's overhead per trial (claiming,
 # completing and heartbeating, summed over workers) next to the time spent running and storing.
-# Usage: bash bench/queue_bench.sh [VARIANTS=4] [REPETITIONS=250] [WORKERS=8] [ROUNDS=3]
+# Usage: bash bench/queue_bench.sh [--smoke] [VARIANTS=4] [REPETITIONS=250] [WORKERS=8] [ROUNDS=3]
+#   --smoke  2 variants x 5 repetitions, 2 workers, one round, the debug build (see bench/lib.sh)
 # Uses MEASURED_TEST_DATABASE_URL when set (an admin URL), else starts a throwaway server.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-variants=${1:-4}
-reps=${2:-250}
-workers=${3:-8}
-rounds=${4:-3}
-cargo build --release -q
-bin=$PWD/target/release/measured
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$bench_root"
+defaults=(4 250 8 3)
+[ "$smoke" = 1 ] && defaults=(2 5 2 1)
+variants=${1:-${defaults[0]}}
+reps=${2:-${defaults[1]}}
+workers=${3:-${defaults[2]}}
+rounds=${4:-${defaults[3]}}
+bin=$(built measured --bin measured)
 work=$(mktemp -d)
 # The throwaway server runs as the postgres user when this runs as root: it must reach $work/pg.
 chmod 755 "$work"
@@ -36,7 +45,7 @@ admin=$MEASURED_TEST_DATABASE_URL
   for v in $(seq 1 "$variants"); do printf '[variants.v%d]\n' "$v"; done
 } >"$work/bench.toml"
 trials=$((variants * reps))
-echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//')"
+cpu_line
 echo "setup: $workers workers, $variants variants x $reps repetitions = $trials trials in $reps units of $variants"
 for round in $(seq 1 "$rounds"); do
   db="qbench_$$_$round"

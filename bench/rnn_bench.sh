@@ -5,32 +5,43 @@
 # per configuration the medians, the median of the per-round ratios (measured / PyTorch) and
 # their range. See docs/benchmarks.md.
 #
-# Usage: bench/rnn_bench.sh [ROUNDS] [THREADS] [BATCHES]
+# Usage: bench/rnn_bench.sh [--smoke] [ROUNDS] [THREADS] [BATCHES]
+#   --smoke        one round of one batch at rnn_bench's tiny shape (--tiny), the debug build;
+#                  PyTorch only when installed, never downloaded (see bench/lib.sh)
 #   RNN_BENCH_BIN  a prebuilt rnn_bench example (default: cargo build --release).
 #   TORCH_PYTHON   a Python with torch (default: the benchmark venv, `bench/venv.sh torch`,
 #                  which installs the pinned PyTorch the first time).
 # Every run's samples/s stays under target/bench/rnn-<time>/runs.tsv.
 set -euo pipefail
-rounds=${1:-5}
-threads=${2:-2}
-batches=${3:-8}
-root=$(cd "$(dirname "$0")/.." && pwd)
-py=${TORCH_PYTHON:-$("$root/bench/venv.sh" torch)}
-"$py" -c 'import torch' 2>/dev/null || {
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+defaults=(5 2 8)
+[ "$smoke" = 1 ] && defaults=(1 2 1)
+rounds=${1:-${defaults[0]}}
+threads=${2:-${defaults[1]}}
+batches=${3:-${defaults[2]}}
+root=$bench_root
+tiny=()
+[ "$smoke" = 1 ] && tiny=(--tiny)
+py=${TORCH_PYTHON:-$(peer_python torch)}
+if [ -z "$py" ]; then
+  skipped "PyTorch: not installed (bench/venv.sh torch installs it); measured's side runs alone"
+elif ! "$py" -c 'import torch' 2>/dev/null; then
   echo "no torch in $py: unset TORCH_PYTHON to use bench/venv.sh torch" >&2
   exit 1
-}
-bin=${RNN_BENCH_BIN:-}
-if [ -z "$bin" ]; then
-  (cd "$root" && cargo build --release -q -p measured --example rnn_bench)
-  bin="$root/target/release/examples/rnn_bench"
 fi
-work="$root/target/bench/rnn-$(date -u +%Y%m%d-%H%M%S)"
+bin=${RNN_BENCH_BIN:-$(built examples/rnn_bench --example rnn_bench)}
+work="$root/target/bench/rnn-$(date -u +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$work"
 tsv="$work/runs.tsv"
 echo "# every run: $tsv"
 
-echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+cpu_line
 echo "# uptime before: $(uptime)"
 for round in $(seq "$rounds"); do
   for kind in lstm gru; do
@@ -40,10 +51,12 @@ for round in $(seq "$rounds"); do
       [ $((round % 2)) -eq 0 ] && sides=(torch measured)
       for side in "${sides[@]}"; do
         if [ "$side" = measured ]; then
-          out=$("$bin" --kind "$kind" --mode "$mode" --reps 1 --threads "$threads" --batches "$batches")
-        else
+          out=$("$bin" --kind "$kind" --mode "$mode" --reps 1 --threads "$threads" --batches "$batches" "${tiny[@]}")
+        elif [ -n "$py" ]; then
           out=$("$py" "$root/bench/torch_rnn.py" --kind "$kind" --mode "$mode" --reps 1 \
-            --threads "$threads" --batches "$batches")
+            --threads "$threads" --batches "$batches" "${tiny[@]}")
+        else
+          continue
         fi
         rate=$(sed -E 's/.*median ([0-9.]+) samples.*/\1/' <<<"$out")
         printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$kind" "$mode" "$side" "$rate" | tee -a "$tsv"
@@ -68,6 +81,9 @@ for kind in ("lstm", "gru"):
     for mode in ("train", "infer"):
         m, t = runs[(kind, mode, "measured")], runs[(kind, mode, "torch")]
         ratios = [m[r] / t[r] for r in sorted(m) if r in t]
+        if not ratios:
+            print(f"| {kind.upper()} | {mode} | {statistics.median(m.values()):.0f} | (no PyTorch) | |")
+            continue
         print(
             f"| {kind.upper()} | {mode} | {statistics.median(m.values()):.0f} | "
             f"{statistics.median(t.values()):.0f} | **{statistics.median(ratios):.2f}x** "

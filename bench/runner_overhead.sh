@@ -4,37 +4,57 @@
 # same session, in alternating rounds (measured first in odd rounds, hyperfine in even ones).
 # Prints every round, the medians, the per-trial overhead, and the median and range of the
 # per-round ratios; each round's files stay under target/bench/runner-overhead-<time>/.
-# Usage: bash bench/runner_overhead.sh   (builds the release binary first, and hyperfine when it
-#        is missing; MEASURED_BIN=path measures another build, ROUNDS=n sets the rounds, 7 by
-#        default)
+# Usage: bash bench/runner_overhead.sh [--smoke]   (builds the release binary first, and
+#        hyperfine when it is missing; MEASURED_BIN=path measures another build, ROUNDS=n sets
+#        the rounds, 7 by default; --smoke: 20 trials, one round, the debug build, hyperfine
+#        only when installed, see bench/lib.sh)
 set -euo pipefail
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
 # shellcheck source=bench/alternate.sh
 source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
-cd "$(dirname "$0")/.."
-cargo build --release -q
-# The peer, from its registry when it is not installed: hyperfine 1.20.0 into target/bench-tools.
-if ! command -v hyperfine >/dev/null; then
-  [ -x target/bench-tools/bin/hyperfine ] ||
-    cargo install -q --locked --root target/bench-tools hyperfine@1.20.0
-  export PATH="$PWD/target/bench-tools/bin:$PATH"
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$bench_root"
+trials=200
+rounds=${ROUNDS:-7}
+if [ "$smoke" = 1 ]; then
+  trials=20
+  rounds=1
 fi
-bin=${MEASURED_BIN:-target/release/measured}
-work="$PWD/target/bench/runner-overhead-$(date -u +%Y%m%d-%H%M%S)"
+bin=${MEASURED_BIN:-$(built measured --bin measured)}
+# The peer, from its registry when it is not installed: hyperfine 1.20.0 into target/bench-tools.
+peer=1
+if ! command -v hyperfine >/dev/null; then
+  if [ -x target/bench-tools/bin/hyperfine ]; then
+    export PATH="$PWD/target/bench-tools/bin:$PATH"
+  elif [ "$smoke" = 1 ]; then
+    peer=0
+    skipped "hyperfine: not installed (this script installs it from crates.io outside smoke mode)"
+  else
+    cargo install -q --locked --root target/bench-tools hyperfine@1.20.0
+    export PATH="$PWD/target/bench-tools/bin:$PATH"
+  fi
+fi
+work="$PWD/target/bench/runner-overhead-$(date -u +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$work"
 echo "per-round files: $work"
-cat >"$work/overhead.toml" <<'TOML'
+cat >"$work/overhead.toml" <<TOML
 [experiment]
 name = "runner-overhead"
 [schedule]
 warmup = 0
-repetitions = 200
+repetitions = $trials
 seed = 1
 [stages.noop]
 kind = "command"
 argv = ["true"]
 TOML
+cpu_line
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-rounds=${ROUNDS:-7}
 : >"$work/rounds.txt"
 # Alternate the two sides round by round so both see the same background load; quote medians.
 measured_side() {
@@ -43,7 +63,12 @@ measured_side() {
   end=$(date +%s.%N)
 }
 hyperfine_side() {
-  hyperfine --runs 200 --warmup 3 -N --export-json "$work/h$1.json" true >/dev/null 2>&1
+  if [ "$peer" = 1 ]; then
+    hyperfine --runs "$trials" --warmup 3 -N --export-json "$work/h$1.json" true >/dev/null 2>&1
+  else
+    # No peer in this smoke run: nothing to divide by, and the ratios below are left out.
+    echo '{"results": [{"times": []}]}' >"$work/h$1.json"
+  fi
 }
 for round in $(seq 1 "$rounds"); do
   alternate "$round" measured_side hyperfine_side
@@ -59,20 +84,24 @@ span = (ts(last) - ts(first)).total_seconds()
 print(m, h, span)
 PY
 done
-python3 - "$work/rounds.txt" <<'PY'
+python3 - "$work/rounds.txt" "$trials" <<'PY'
 import statistics, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
+trials = int(sys.argv[2])
 for i, (m, h, s) in enumerate(rows, 1):
     print(f"round {i}: measured {m:.3f} s end to end, {s:.3f} s from first to last trial; hyperfine {h:.3f} s")
+if any(r[1] == 0 for r in rows):
+    print("no hyperfine figures: the ratios are left out")
+    sys.exit(0)
 med = lambda k: statistics.median(k(r) for r in rows)
 m, h, s = med(lambda r: r[0]), med(lambda r: r[1]), med(lambda r: r[2])
 # Ratios per round (both sides saw that round's load), then their median and range.
 steady = [r[2] / r[1] for r in rows]
 whole = [r[0] / r[1] for r in rows]
-print(f"median of {len(rows)} rounds: hyperfine 200 runs {h:.3f} s; measured 200 trials {s:.3f} s steady state "
-      f"(overhead {med(lambda r: (r[2] - r[1]) / 200 * 1e3):.3f} ms/trial), "
+print(f"median of {len(rows)} rounds: hyperfine {trials} runs {h:.3f} s; measured {trials} trials {s:.3f} s steady state "
+      f"(overhead {med(lambda r: (r[2] - r[1]) / trials * 1e3):.3f} ms/trial), "
       f"{m:.3f} s end to end incl. start-up, migrations and summary "
-      f"(overhead {med(lambda r: (r[0] - r[1]) / 200 * 1e3):.3f} ms/trial)")
+      f"(overhead {med(lambda r: (r[0] - r[1]) / trials * 1e3):.3f} ms/trial)")
 print(f"per-round ratio measured / hyperfine: steady state median {statistics.median(steady):.2f}x "
       f"({min(steady):.2f}x-{max(steady):.2f}x), end to end median {statistics.median(whole):.2f}x "
       f"({min(whole):.2f}x-{max(whole):.2f}x)")

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Peer of `measured data synth` into SQLite: the plain standard-library way to bulk insert.
 
-Reads every row of `symbols` and `daily_bars` from SOURCE (a stock database written by
-`measured data synth`), then writes them into a fresh DEST file with the project's schema
-(migrations/sqlite/0002_stock.sql): one transaction, `executemany`, the secondary indexes
-created after the insert, rows in the order SOURCE stores them (sorted by symbol and date).
-Only the insert + index + commit + close is timed; the seconds go to stdout.
+Reads every row of the stock tables (`dataset_versions`, `symbols`, `daily_bars`) from SOURCE,
+a stock database `measured data synth` wrote, and writes them into a fresh DEST file with the
+very schema SOURCE has (its own CREATE statements, read from its sqlite_master, so the peer
+follows every migration): one transaction, `executemany`, the secondary indexes created after
+the insert, rows in the order SOURCE stores them. Only the insert + index + commit + close is
+timed; the seconds go to stdout.
 
 With --wal, DEST is set up the way measured opens its databases (journal_mode=WAL,
 synchronous=NORMAL) instead of SQLite's defaults (rollback journal, synchronous=FULL); the WAL
@@ -15,27 +16,43 @@ Usage: sqlite_bulk_insert.py [--wal] SOURCE DEST
 """
 
 import os
-import re
 import sqlite3
 import sys
 import time
 
-SCHEMA = os.path.join(os.path.dirname(__file__), "..", "migrations", "sqlite", "0002_stock.sql")
-BAR_COLUMNS = "symbol, trade_date, open, high, low, close, volume, amount, adj_factor"
-SYMBOL_COLUMNS = "code, name, exchange, currency, listed, delisted, sector, source"
+# The tables `data synth` fills, in the order their rows must go in (a version before the
+# symbols and bars that name it).
+TABLES = ("dataset_versions", "symbols", "daily_bars")
+
+
+def schema(src):
+    """The CREATE TABLE statements of TABLES and the CREATE INDEX statements on them, as
+    SOURCE has them (indexes SQLite makes for keys have no SQL and come with their table)."""
+    tables, indexes = [], []
+    for table in TABLES:
+        row = src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        if row is None:
+            sys.exit(f"{SOURCE_NAME}: no table `{table}`: not a stock database written by `measured data synth`")
+        tables.append(row[0])
+        indexes += [
+            sql
+            for (sql,) in src.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", (table,)
+            )
+        ]
+    return tables, indexes
 
 
 def main(source, dest, wal):
-    with open(SCHEMA) as f:
-        sql = "\n".join(l for l in f.read().splitlines() if not l.lstrip().startswith("--"))
-    statements = [s.strip() for s in sql.split(";") if s.strip()]
-    # The indexes are built after the rows are in.
-    tables = [s for s in statements if re.match(r"CREATE TABLE", s)]
-    indexes = [s for s in statements if re.match(r"CREATE INDEX", s)]
-
-    src = sqlite3.connect(source)
-    symbols = src.execute(f"SELECT {SYMBOL_COLUMNS} FROM symbols").fetchall()
-    bars = src.execute(f"SELECT {BAR_COLUMNS} FROM daily_bars").fetchall()
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    tables, indexes = schema(src)
+    rows = {}
+    columns = {}
+    for table in TABLES:
+        columns[table] = [c[1] for c in src.execute(f'PRAGMA table_info("{table}")')]
+        names = ", ".join(f'"{c}"' for c in columns[table])
+        # A plain scan: the primary key's order for WITHOUT ROWID tables, as measured writes them.
+        rows[table] = src.execute(f'SELECT {names} FROM "{table}"').fetchall()
     src.close()
 
     for suffix in ("", "-journal", "-wal", "-shm"):
@@ -45,20 +62,26 @@ def main(source, dest, wal):
     if wal:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-    for s in tables:
-        db.execute(s)
+    for sql in tables:
+        db.execute(sql)
 
     started = time.perf_counter()
     db.execute("BEGIN")
-    db.executemany(f"INSERT INTO symbols ({SYMBOL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", symbols)
-    db.executemany(f"INSERT INTO daily_bars ({BAR_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", bars)
-    for s in indexes:
-        db.execute(s)
+    for table in TABLES:
+        names = ", ".join(f'"{c}"' for c in columns[table])
+        marks = ", ".join("?" for _ in columns[table])
+        db.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', rows[table])
+    for sql in indexes:
+        db.execute(sql)
     db.execute("COMMIT")
     db.close()
     seconds = time.perf_counter() - started
     print(f"{seconds:.3f}")
-    print(f"# {len(bars)} rows, {len(symbols)} symbols, sqlite {sqlite3.sqlite_version}", file=sys.stderr)
+    print(
+        f"# {len(rows['daily_bars'])} rows, {len(rows['symbols'])} symbols, "
+        f"{len(rows['dataset_versions'])} dataset version(s), sqlite {sqlite3.sqlite_version}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":
@@ -68,4 +91,5 @@ if __name__ == "__main__":
         args = args[1:]
     if len(args) != 2:
         sys.exit(__doc__)
+    SOURCE_NAME = args[0]
     main(args[0], args[1], wal)

@@ -1,38 +1,61 @@
 #!/usr/bin/env bash
 # SQLite bulk write: `measured data synth` into a fresh SQLite file against the standard-library
-# Python script `sqlite_bulk_insert.py` writing the very same rows into a fresh file (one
-# transaction, executemany, indexes after the insert), alternating round by round. Each round
-# also times the script on a file set up as measured's are (WAL, synchronous=NORMAL).
+# Python script `sqlite_bulk_insert.py` writing the very same rows into a fresh file with the
+# same schema (one transaction, executemany, indexes after the insert). Each round also times
+# the script on a file set up as measured's are (WAL, synchronous=NORMAL). The two sides
+# alternate which runs first, round by round (measured first in odd rounds).
 #
-# Usage: bench/sqlite_bulk_insert.sh [SYMBOLS=500] [DAYS=2500] [ROUNDS=5]
+# Usage: bench/sqlite_bulk_insert.sh [--smoke] [SYMBOLS=500] [DAYS=2500] [ROUNDS=5]
+#   --smoke       5 symbols x 60 days, one round, the debug build (see bench/lib.sh)
 #   MEASURED_BIN  a prebuilt binary (default: cargo build --release, then target/release/measured)
 #   BENCH_DIR     where the SQLite files go (default: a temporary folder, removed afterwards)
 #
 # measured's figure is the wall time of the whole `data synth` process (start-up, migrations,
 # generation, write, index, commit, close); the script's is its insert + index + commit + close.
 set -euo pipefail
-symbols=${1:-500}
-days=${2:-2500}
-rounds=${3:-5}
-root=$(cd "$(dirname "$0")/.." && pwd)
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
+# shellcheck source=bench/alternate.sh
+source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+defaults=(500 2500 5)
+[ "$smoke" = 1 ] && defaults=(5 60 1)
+symbols=${1:-${defaults[0]}}
+days=${2:-${defaults[1]}}
+rounds=${3:-${defaults[2]}}
 work=${BENCH_DIR:-$(mktemp -d)}
 mkdir -p "$work"
 # The files are over 100 MB each: none is kept.
 cleanup() {
-  rm -f "$work"/m.sqlite* "$work"/p.sqlite* "$work"/source.sqlite*
+  rm -f "$work"/m.sqlite* "$work"/p.sqlite* "$work"/source.sqlite* "$work"/peer.err
   if [ -z "${BENCH_DIR:-}" ]; then rmdir "$work"; fi
 }
 trap cleanup EXIT
 
-bin=${MEASURED_BIN:-}
-if [ -z "$bin" ]; then
-  (cd "$root" && cargo build --release -q -p measured --bin measured)
-  bin="${CARGO_TARGET_DIR:-$root/target}/release/measured"
-fi
+for tool in python3 bc; do
+  command -v "$tool" >/dev/null || {
+    echo "$tool is missing: apt-get install $tool" >&2
+    exit 1
+  }
+done
+bin=${MEASURED_BIN:-$(built measured --bin measured)}
 synth() { "$bin" --quiet --stock-database "sqlite:$1" data synth --symbols "$symbols" --days "$days" >/dev/null; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# The peer's seconds on stdout; its errors are shown, and stop the benchmark.
+peer() {
+  if ! python3 "$bench_root/bench/sqlite_bulk_insert.py" "$@" "$work/source.sqlite" "$work/p.sqlite" 2>"$work/peer.err"; then
+    echo "sqlite_bulk_insert.py $* failed:" >&2
+    cat "$work/peer.err" >&2
+    exit 1
+  fi
+  rm -f "$work"/p.sqlite*
+}
 
-echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+cpu_line
 echo "# python $(python3 -c 'import sqlite3, sys; print(sys.version.split()[0], "with sqlite", sqlite3.sqlite_version)')"
 echo "# loadavg before: $(cat /proc/loadavg)"
 # The rows the script re-inserts: one synth run's output, written once up front.
@@ -43,22 +66,28 @@ echo "# rows: $rows"
 m_times=()
 p_times=()
 w_times=()
-for round in $(seq 1 "$rounds"); do
+measured_side() {
   rm -f "$work"/m.sqlite*
+  local t0 t1
   t0=$(date +%s.%N)
   synth "$work/m.sqlite"
   t1=$(date +%s.%N)
-  m=$(echo "$t1 - $t0" | bc -l)
   rm -f "$work"/m.sqlite*
-  p=$(python3 "$root/bench/sqlite_bulk_insert.py" "$work/source.sqlite" "$work/p.sqlite" 2>/dev/null)
-  rm -f "$work"/p.sqlite*
-  w=$(python3 "$root/bench/sqlite_bulk_insert.py" --wal "$work/source.sqlite" "$work/p.sqlite" 2>/dev/null)
-  rm -f "$work"/p.sqlite*
-  m_times+=("$m")
+  m_times+=("$(echo "$t1 - $t0" | bc -l)")
+}
+python_side() {
+  local p w
+  p=$(peer) || exit 1
+  w=$(peer --wal) || exit 1
   p_times+=("$p")
   w_times+=("$w")
-  printf 'round %d: measured %.3f s, python %.3f s, python (WAL) %.3f s  (load %s)\n' \
-    "$round" "$m" "$p" "$w" "$(cut -d' ' -f1 /proc/loadavg)"
+}
+for round in $(seq 1 "$rounds"); do
+  alternate "$round" measured_side python_side
+  first=measured
+  [ $((round % 2)) -eq 0 ] && first=python
+  printf 'round %d (%s first): measured %.3f s, python %.3f s, python (WAL) %.3f s  (load %s)\n' \
+    "$round" "$first" "${m_times[-1]}" "${p_times[-1]}" "${w_times[-1]}" "$(cut -d' ' -f1 /proc/loadavg)"
 done
 
 m_med=$(median "${m_times[@]}")
@@ -67,6 +96,10 @@ w_med=$(median "${w_times[@]}")
 rate() { printf '%.0f' "$(echo "$rows / $1" | bc -l)"; }
 printf 'median: measured %.3f s (%s rows/s), python %.3f s (%s rows/s), python (WAL) %.3f s (%s rows/s)\n' \
   "$m_med" "$(rate "$m_med")" "$p_med" "$(rate "$p_med")" "$w_med" "$(rate "$w_med")"
-printf 'ratio python / measured: %.2fx (python (WAL) / measured: %.2fx)\n' \
+ratios=()
+for i in "${!m_times[@]}"; do ratios+=("$(echo "${p_times[$i]} / ${m_times[$i]}" | bc -l)"); done
+printf 'per-round ratio python / measured: median %.2fx (%.2fx-%.2fx); of medians %.2fx (python (WAL) / measured: %.2fx)\n' \
+  "$(median "${ratios[@]}")" "$(printf '%s\n' "${ratios[@]}" | sort -g | head -1)" \
+  "$(printf '%s\n' "${ratios[@]}" | sort -g | tail -1)" \
   "$(echo "$p_med / $m_med" | bc -l)" "$(echo "$w_med / $m_med" | bc -l)"
 echo "# loadavg after: $(cat /proc/loadavg)"

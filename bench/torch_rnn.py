@@ -12,7 +12,8 @@ Windows of 60 days x 105 features one row apart over one synthetic symbol; `nn.L
 
 Prints the median samples/s over `--reps` runs after one warm-up run.
 Usage: python bench/torch_rnn.py [--kind lstm|gru] [--mode train|infer] [--reps N] [--threads N]
-       [--batches N] [--dtype f32|bf16]
+       [--batches N] [--dtype f32|bf16] [--tiny]
+(`--tiny`: rnn_bench's tiny shape, 8 days x 6 features, hidden 8, batch 16, for smoke runs)
 """
 
 import argparse
@@ -96,9 +97,12 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--tiny", action="store_true", help="rnn_bench --tiny's shape, for smoke runs")
     args = ap.parse_args()
-    global DEVICE
+    global DEVICE, SEQ_LEN, FEATURES, HIDDEN, LAYERS, BATCH
     DEVICE = args.device
+    if args.tiny:
+        SEQ_LEN, FEATURES, HIDDEN, LAYERS, BATCH = 8, 6, 8, 2, 16
     torch.set_num_threads(args.threads)
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     x, y = windows(BATCH * args.batches, 7)

@@ -11,8 +11,9 @@
 # to `cargo test`.
 # Lint gates: `cargo fmt --check`, and clippy with `-D warnings` (the workspace denies
 # `undocumented_unsafe_blocks`) on the CPU build after the tests and on the CUDA build after
-# the smoke, each in the target folder the build before it filled. Every step runs; the script
-# fails when any of them failed.
+# the smoke, each in the target folder the build before it filled. After the CPU lints,
+# bench/smoke.sh runs every benchmark script in smoke mode. Every step runs; the script fails
+# when any of them failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fmt_status=0
@@ -37,6 +38,10 @@ cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 cargo clippy --workspace --all-targets --locked -- -D warnings
 clippy_status=$?
+# Every benchmark script in smoke mode (tiny sizes, one round, the debug build just tested,
+# the Postgres above, only the peers already installed), so none breaks unnoticed.
+bash bench/smoke.sh
+bench_status=$?
 # The CUDA build: compiled here (no GPU needed) and smoke-tested as one binary for CPU and GPU
 # machines (scripts/cuda-smoke.sh says what it checks).
 bash scripts/cuda-smoke.sh
@@ -55,7 +60,7 @@ if [ "$cuda_status" -ne 0 ]; then
 else
   echo "cuda smoke: ok"
 fi
-for gate in "fmt:$fmt_status" "clippy:$clippy_status" "clippy --features cuda:$cuda_clippy_status"; do
+for gate in "fmt:$fmt_status" "clippy:$clippy_status" "bench smoke:$bench_status" "clippy --features cuda:$cuda_clippy_status"; do
   if [ "${gate##*:}" -ne 0 ]; then
     echo "${gate%:*}: FAILED (exit ${gate##*:})"
     [ "$status" -ne 0 ] || status=${gate##*:}

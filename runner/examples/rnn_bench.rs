@@ -4,7 +4,9 @@
 //! two in alternating rounds.
 //!
 //! Run: `cargo run --release --example rnn_bench -- [--kind lstm|gru] [--mode train|infer]
-//! [--reps N] [--threads N] [--batches N] [--precision f32|f16] [--device cpu|cuda]`
+//! [--reps N] [--threads N] [--batches N] [--precision f32|f16] [--device cpu|cuda] [--tiny]`
+//! (`--tiny`: windows of 8 days x 6 features, hidden 8, batch 16, for the benchmark scripts'
+//! smoke mode: it checks that the benchmark runs, its figure means nothing)
 //! (`--device cuda` needs the `cuda` build; compare with `bench/torch_rnn.py --device cuda`)
 //!
 //! - train: `tensor::train` for one epoch of `--batches` batches (shuffled gather, forward,
@@ -23,19 +25,39 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-const SEQ_LEN: usize = 60;
-const FEATURES: usize = 105;
-const HIDDEN: usize = 128;
-const LAYERS: usize = 2;
-const BATCH: usize = 256;
+/// The stock trainer's shape, and the tiny one of `--tiny`.
+#[derive(Clone, Copy)]
+struct Shape {
+    seq_len: usize,
+    features: usize,
+    hidden: usize,
+    layers: usize,
+    batch: usize,
+}
+
+const FULL: Shape = Shape {
+    seq_len: 60,
+    features: 105,
+    hidden: 128,
+    layers: 2,
+    batch: 256,
+};
+
+const TINY: Shape = Shape {
+    seq_len: 8,
+    features: 6,
+    hidden: 8,
+    layers: 2,
+    batch: 16,
+};
 
 /// `n_train` and `n_valid` windows one row apart over one synthetic symbol.
-fn synthetic_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> {
+fn synthetic_windows(shape: Shape, n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut split = |n: usize| {
-        let rows = n + SEQ_LEN - 1;
+        let rows = n + shape.seq_len - 1;
         WindowSet {
-            features: (0..rows * FEATURES).map(|_| rng.gen_range(-1.0..1.0)).collect(),
+            features: (0..rows * shape.features).map(|_| rng.gen_range(-1.0..1.0)).collect(),
             starts: (0..n as u32).collect(),
             targets: (0..n).map(|_| rng.gen_range(-0.05..0.05)).collect(),
             symbol_idx: vec![0; n],
@@ -46,10 +68,10 @@ fn synthetic_windows(n_train: usize, n_valid: usize, seed: u64) -> Arc<Windows> 
     let train = split(n_train);
     let valid = split(n_valid);
     Arc::new(Windows {
-        seq_len: SEQ_LEN,
-        n_features: FEATURES,
+        seq_len: shape.seq_len,
+        n_features: shape.features,
         horizons: 1,
-        feature_names: (0..FEATURES).map(|i| format!("f{i}")).collect(),
+        feature_names: (0..shape.features).map(|i| format!("f{i}")).collect(),
         symbols: vec!["SYN".into()],
         train,
         valid,
@@ -61,6 +83,7 @@ fn main() {
     let (mut kind, mut mode, mut reps, mut threads, mut batches) = (ModelKind::Lstm, "train".to_owned(), 5, 2, 8);
     let mut precision = Precision::F32;
     let mut device = DeviceKind::Cpu;
+    let mut shape = FULL;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("a value after {arg}"));
@@ -84,6 +107,7 @@ fn main() {
                     other => panic!("--device cpu|cuda, got {other}"),
                 }
             }
+            "--tiny" => shape = TINY,
             other => panic!("unknown argument {other}"),
         }
     }
@@ -92,13 +116,17 @@ fn main() {
         .build_global()
         .expect("configuring the thread pool");
     // Inference times a model trained for one step: its speed does not depend on the weights.
-    let n_train = if mode == "train" { BATCH * batches } else { BATCH };
-    let windows = synthetic_windows(n_train, BATCH * batches, 7);
+    let n_train = if mode == "train" {
+        shape.batch * batches
+    } else {
+        shape.batch
+    };
+    let windows = synthetic_windows(shape, n_train, shape.batch * batches, 7);
     let params = TrainParams {
         model: kind,
-        hidden: Some(vec![HIDDEN]),
-        layers: Some(LAYERS),
-        batch_size: BATCH,
+        hidden: Some(vec![shape.hidden]),
+        layers: Some(shape.layers),
+        batch_size: shape.batch,
         precision,
         device,
         max_memory: Some(measured::transfer::SizeSpec::Text("64GiB".into())),
@@ -127,7 +155,7 @@ fn main() {
         validate(
             &model,
             &ValidateParams {
-                batch_size: BATCH,
+                batch_size: shape.batch,
                 device,
                 ..ValidateParams::default()
             },

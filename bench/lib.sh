@@ -1,0 +1,65 @@
+# Sourced by the benchmark scripts (after `alternate.sh`): what they share.
+#
+# Smoke mode: a script given `--smoke` as its first argument runs at tiny sizes for one
+# round, with the debug build that `cargo test` leaves in target/debug (built when missing),
+# and with only the peers already installed: a peer that is missing (polars, ConnectorX,
+# PyTorch, hyperfine, the sqlite3 shell, a GPU) is skipped with a line saying so, never
+# downloaded. It checks that the script still runs against this checkout (its flags, the
+# schema, the output it parses); its figures mean nothing. bench/smoke.sh runs every script
+# that way, and scripts/test.sh (CI) runs bench/smoke.sh.
+bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+smoke=${smoke:-0}
+
+# The path of a binary of this checkout, built first: `measured` or `examples/<name>`, from the
+# release profile, or the dev profile in smoke mode. The rest are cargo's target flags.
+built() {
+  local name=$1
+  shift
+  local profile=release flags=(--release)
+  if [ "$smoke" = 1 ]; then
+    profile=debug
+    flags=()
+  fi
+  (cd "$bench_root" && cargo build -q --locked "${flags[@]}" -p measured "$@") >&2
+  echo "${CARGO_TARGET_DIR:-$bench_root/target}/$profile/$name"
+}
+
+# One line naming the CPU every figure of the run comes from: its model name as the kernel
+# reports it, family/model/stepping (a VM may report only "AMD EPYC"), whether it has
+# AVX-512, and the cores this process may use.
+cpu_line() {
+  local info=/proc/cpuinfo field
+  field() { grep -m1 "^$1[[:space:]]*:" "$info" | cut -d: -f2- | xargs; }
+  local avx=no
+  grep -m1 '^flags' "$info" | grep -qw avx512f && avx=yes
+  echo "# cpu: $(field 'model name') (family $(field 'cpu family'), model $(field 'model'), stepping $(field 'stepping'); AVX-512 $avx), $(nproc) cores"
+}
+
+# A Python that imports every module named, without installing anything: the benchmark venv
+# (.venv-bench) or the system's python3; empty when neither has them.
+python_with() {
+  local py
+  for py in "$bench_root/.venv-bench/bin/python" python3; do
+    if command -v "$py" >/dev/null 2>&1 && "$py" -c "import ${*// /, }" 2>/dev/null; then
+      echo "$py"
+      return
+    fi
+  done
+}
+
+# The Python that runs the peers needing these modules: the benchmark venv (installed by
+# bench/venv.sh when missing); in smoke mode only one that has them already, else empty.
+peer_python() {
+  if [ "$smoke" = 1 ]; then
+    python_with "$@"
+  elif [ "$*" = torch ] || [[ " $* " == *" torch "* ]]; then
+    "$bench_root/bench/venv.sh" torch
+  else
+    "$bench_root/bench/venv.sh"
+  fi
+}
+
+# Says that a peer is skipped in smoke mode, and why.
+skipped() {
+  echo "# smoke: skipped $1" >&2
+}
