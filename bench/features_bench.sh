@@ -12,20 +12,12 @@
 #                        768 MB of arrays), polars only when installed (see bench/lib.sh)
 #   NORMALIZE_BENCH_BIN  a prebuilt normalize_bench example (default: cargo build --release).
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
-# shellcheck source=bench/alternate.sh
-source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-defaults=(5 500 2500)
-[ "$smoke" = 1 ] && defaults=(1 5 600)
-rounds=${1:-${defaults[0]}}
-symbols=${2:-${defaults[1]}}
-days=${3:-${defaults[2]}}
+read -r rounds symbols days <<<"$(sizes "5 500 2500" "1 5 600")"
+rounds=${1:-$rounds}
+symbols=${2:-$symbols}
+days=${3:-$days}
 root=$bench_root
 work="$root/target/bench/features-$(date -u +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$work"

@@ -1,4 +1,4 @@
-# Sourced by the benchmark scripts (after `alternate.sh`): what they share.
+# Sourced by the benchmark scripts, first thing after `set -euo pipefail`: what they share.
 #
 # Smoke mode: a script given `--smoke` as its first argument runs at tiny sizes for one
 # round, with the debug build that `cargo test` leaves in target/debug (built when missing),
@@ -8,7 +8,20 @@
 # schema, the output it parses); its figures mean nothing. bench/smoke.sh runs every script
 # that way, and scripts/test.sh (CI) runs bench/smoke.sh.
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/alternate.sh
+source "$bench_root/bench/alternate.sh"
+# Sourced without arguments, this file sees the script's own: `--smoke` is taken off them here.
 smoke=${smoke:-0}
+if [ "${1:-}" = "--smoke" ]; then
+  smoke=1
+  shift
+fi
+
+# The default arguments of a script: `full` normally, `tiny` in smoke mode (each a string of
+# words, read into the script's variables with `read -r`).
+sizes() {
+  if [ "$smoke" = 1 ]; then echo "$2"; else echo "$1"; fi
+}
 
 # The path of a binary of this checkout, built first: `measured` or `examples/<name>`, from the
 # release profile, or the dev profile in smoke mode. The rest are cargo's target flags.

@@ -22,20 +22,12 @@
 #   LOAD_BENCH_BIN              a prebuilt load_bench example (default: cargo build --release).
 #   LOAD_BENCH_OUT              also keep every round's lines in this TSV file.
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
-# shellcheck source=bench/alternate.sh
-source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-defaults=(500 2500 5)
-[ "$smoke" = 1 ] && defaults=(5 100 1)
-symbols=${1:-${defaults[0]}}
-days=${2:-${defaults[1]}}
-rounds=${3:-${defaults[2]}}
+read -r symbols days rounds <<<"$(sizes "500 2500 5" "5 100 1")"
+symbols=${1:-$symbols}
+days=${2:-$days}
+rounds=${3:-$rounds}
 root=$bench_root
 work=$(mktemp -d)
 keep="$root/target/bench/load-$(date -u +%Y%m%d-%H%M%S)"

@@ -9,20 +9,13 @@
 #   --smoke        one round of one batch at rnn_bench's tiny shape (--tiny), the debug build
 #   RNN_BENCH_BIN  a prebuilt rnn_bench example (default: cargo build --release).
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-defaults=(5 2 8)
-[ "$smoke" = 1 ] && defaults=(1 2 1)
-rounds=${1:-${defaults[0]}}
-threads=${2:-${defaults[1]}}
-batches=${3:-${defaults[2]}}
-tiny=()
-[ "$smoke" = 1 ] && tiny=(--tiny)
+read -r rounds threads batches <<<"$(sizes "5 2 8" "1 2 1")"
+rounds=${1:-$rounds}
+threads=${2:-$threads}
+batches=${3:-$batches}
+read -ra tiny <<<"$(sizes "" "--tiny")"
 bin=${RNN_BENCH_BIN:-$(built examples/rnn_bench --example rnn_bench)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -4,21 +4,15 @@
 # experiment page with 1,000 points per chart in headless Chromium and reads how long it took to
 # become interactive.
 # Usage: bench/publish_bench.sh [--smoke] [RUNS] [ROUNDS]
-#   --smoke  20 runs, one round, the debug build; the page in Chromium only when chromium and
-#            chromedriver are installed (see bench/lib.sh)
+#   --smoke  10 runs (one per experiment), one round, the debug build; the page in Chromium
+#            only when chromium and chromedriver are installed (see bench/lib.sh)
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$bench_root"
-defaults=(10000 3)
-[ "$smoke" = 1 ] && defaults=(20 1)
-runs=${1:-${defaults[0]}}
-rounds=${2:-${defaults[1]}}
+read -r runs rounds <<<"$(sizes "10000 3" "10 1")"
+runs=${1:-$runs}
+rounds=${2:-$rounds}
 dir=$(mktemp -d /tmp/measured-publish-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 bin=$(built measured --bin measured)

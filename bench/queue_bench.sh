@@ -8,20 +8,14 @@
 #   --smoke  2 variants x 5 repetitions, 2 workers, one round, the debug build (see bench/lib.sh)
 # Uses MEASURED_TEST_DATABASE_URL when set (an admin URL), else starts a throwaway server.
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$bench_root"
-defaults=(4 250 8 3)
-[ "$smoke" = 1 ] && defaults=(2 5 2 1)
-variants=${1:-${defaults[0]}}
-reps=${2:-${defaults[1]}}
-workers=${3:-${defaults[2]}}
-rounds=${4:-${defaults[3]}}
+read -r variants reps workers rounds <<<"$(sizes "4 250 8 3" "2 5 2 1")"
+variants=${1:-$variants}
+reps=${2:-$reps}
+workers=${3:-$workers}
+rounds=${4:-$rounds}
 bin=$(built measured --bin measured)
 work=$(mktemp -d)
 # The throwaway server runs as the postgres user when this runs as root: it must reach $work/pg.

@@ -13,21 +13,14 @@
 #                  which installs the pinned PyTorch the first time).
 # Every run's samples/s stays under target/bench/rnn-<time>/runs.tsv.
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-defaults=(5 2 8)
-[ "$smoke" = 1 ] && defaults=(1 2 1)
-rounds=${1:-${defaults[0]}}
-threads=${2:-${defaults[1]}}
-batches=${3:-${defaults[2]}}
+read -r rounds threads batches <<<"$(sizes "5 2 8" "1 2 1")"
+rounds=${1:-$rounds}
+threads=${2:-$threads}
+batches=${3:-$batches}
 root=$bench_root
-tiny=()
-[ "$smoke" = 1 ] && tiny=(--tiny)
+read -ra tiny <<<"$(sizes "" "--tiny")"
 py=${TORCH_PYTHON:-$(peer_python torch)}
 if [ -z "$py" ]; then
   skipped "PyTorch: not installed (bench/venv.sh torch installs it); measured's side runs alone"

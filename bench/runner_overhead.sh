@@ -9,13 +9,6 @@
 #        the rounds, 7 by default; --smoke: 20 trials, one round, the debug build, hyperfine
 #        only when installed, see bench/lib.sh)
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
-# shellcheck source=bench/alternate.sh
-source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$bench_root"

@@ -13,20 +13,12 @@
 # measured's figure is the wall time of the whole `data synth` process (start-up, migrations,
 # generation, write, index, commit, close); the script's is its insert + index + commit + close.
 set -euo pipefail
-smoke=0
-if [ "${1:-}" = "--smoke" ]; then
-  smoke=1
-  shift
-fi
-# shellcheck source=bench/alternate.sh
-source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-defaults=(500 2500 5)
-[ "$smoke" = 1 ] && defaults=(5 60 1)
-symbols=${1:-${defaults[0]}}
-days=${2:-${defaults[1]}}
-rounds=${3:-${defaults[2]}}
+read -r symbols days rounds <<<"$(sizes "500 2500 5" "5 60 1")"
+symbols=${1:-$symbols}
+days=${2:-$days}
+rounds=${3:-$rounds}
 work=${BENCH_DIR:-$(mktemp -d)}
 mkdir -p "$work"
 # The files are over 100 MB each: none is kept.

@@ -99,14 +99,7 @@ impl Stage for CommandStage {
     }
 
     fn preview(&self, config: &str, variant: &str, manifest_dir: &Path) -> Option<String> {
-        let sample = crate::kinds::TrialInfo {
-            run_id: "RUN".into(),
-            trial_index: 0,
-            config: config.into(),
-            variant: variant.into(),
-            repetition: 0,
-            warmup: false,
-        };
+        let sample = crate::kinds::sample_trial(config, variant);
         let (_, rendered) = self.params.render_all(&sample, 0, "STAGE");
         let r = rendered.ok()?;
         let quote = |a: &str| {

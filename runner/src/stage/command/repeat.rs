@@ -11,8 +11,14 @@ use std::collections::HashMap;
 /// step gives three series of runs, each averaged on its own).
 #[derive(Debug, Default)]
 pub(super) struct MeanMetrics {
-    sums: IndexMap<(String, Option<i64>, usize), (f64, u32, String)>,
+    sums: IndexMap<Key, Sum>,
 }
+
+/// A metric's name, its step, and its place among the run's lines of that name and step.
+type Key = (String, Option<i64>, usize);
+
+/// The values summed, how many, and the unit.
+type Sum = (f64, u32, String);
 
 impl MeanMetrics {
     /// Adds the lines one run printed, in the order it printed them.
