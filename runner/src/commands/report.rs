@@ -51,7 +51,7 @@ pub fn compare(
     g: &Globals,
     before: &str,
     after: &str,
-    allow_different_data: bool,
+    options: crate::report::CompareOptions,
     results_dir: &Path,
     fail_on_regression: bool,
     format: Option<OutputFormat>,
@@ -76,14 +76,22 @@ pub fn compare(
     }
     let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
     let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
+    // The experiment's other runs show how much a run's level moves from run to run.
+    let mut others = experiment_runs(g, &rt, &db, &row_a.experiment, false, HISTORY_RUNS)?.runs;
+    others.retain(|r| r.run_id != row_a.id && r.run_id != row_b.id);
     rt.block_on(db.close());
     let a = run_a.data(env_a.as_ref(), &g.database);
     let b = run_b.data(env_b.as_ref(), &g.database);
-    let model = match crate::report::compare_runs(&a, &b, allow_different_data) {
+    let model = match crate::report::compare_runs(&a, &b, options, &others) {
         Ok(m) => m,
         Err(e @ crate::report::ReportError::DataMismatch { .. }) => {
             return Err(CommandError::BadInput(format!(
                 "{e}\n(hint: pass --allow-different-data to compare anyway)"
+            )))
+        }
+        Err(e @ crate::report::ReportError::ConfigChanged { .. }) => {
+            return Err(CommandError::BadInput(format!(
+                "{e}\n(hint: run both in one run to compare them, or pass --allow-config-change to compare anyway)"
             )))
         }
         Err(e) => return Err(CommandError::BadInput(e.to_string())),
@@ -133,34 +141,17 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
         ))
     };
     let db = open_existing(&rt, &g.database)?.ok_or_else(none_stored)?;
-    let mut rows = rt.block_on(store::list_runs(&db, Some(&o.experiment), o.limit))?;
-    rows.reverse();
-    let smoke = rows.iter().filter(|r| r.smoke).count();
-    rows.retain(|r| o.include_smoke || !r.smoke);
-    if rows.is_empty() {
-        rt.block_on(db.close());
+    let loaded = experiment_runs(g, &rt, &db, &o.experiment, o.include_smoke, o.limit);
+    rt.block_on(db.close());
+    let ExperimentRuns {
+        runs,
+        notes,
+        latest,
+        smoke,
+    } = loaded?;
+    if runs.is_empty() {
         return Err(none_stored());
     }
-    let mut runs = Vec::with_capacity(rows.len());
-    let mut notes = Vec::new();
-    let mut latest = None;
-    // Runs of one machine share a fingerprint: read each once.
-    let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
-    for row in rows {
-        let trials = rt.block_on(store::load_trials(&db, &row.id))?;
-        if !envs.contains_key(&row.environment_hash) {
-            let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
-            envs.insert(row.environment_hash.clone(), env);
-        }
-        let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
-        let stored = stored_run(row, trials)?;
-        notes.extend(stored.notes.iter().cloned());
-        let mut data = stored.data(env, &g.database);
-        data.notes.clear();
-        runs.push(data);
-        latest = Some(stored.spec.compare);
-    }
-    rt.block_on(db.close());
     let latest = latest.ok_or_else(none_stored)?;
     let metric = o.metric.clone().unwrap_or_else(|| latest.primary.clone());
     let direction = (metric == latest.primary).then_some(latest.direction).flatten();
@@ -179,6 +170,59 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
     print!("{md}");
     eprintln!("history: {}", md_path.display());
     Ok(EXIT_OK)
+}
+
+/// Earlier runs `compare` reads to estimate the run-to-run variation.
+const HISTORY_RUNS: u32 = 200;
+
+/// The stored runs of one experiment, oldest first, as report data.
+struct ExperimentRuns {
+    runs: Vec<crate::report::RunData>,
+    /// What reading them noted (runs stored by older versions, say).
+    notes: Vec<String>,
+    /// The newest run's `[compare]` settings.
+    latest: Option<crate::store::spec::CompareSpec>,
+    /// Smoke runs left out.
+    smoke: usize,
+}
+
+/// Reads the newest `limit` stored runs of `experiment`, oldest first; smoke runs only with
+/// `include_smoke`.
+fn experiment_runs(
+    g: &Globals,
+    rt: &tokio::runtime::Runtime,
+    db: &db::Db,
+    experiment: &str,
+    include_smoke: bool,
+    limit: u32,
+) -> Result<ExperimentRuns, CommandError> {
+    let mut rows = rt.block_on(store::list_runs(db, Some(experiment), limit))?;
+    rows.reverse();
+    let smoke = rows.iter().filter(|r| r.smoke).count();
+    rows.retain(|r| include_smoke || !r.smoke);
+    let mut out = ExperimentRuns {
+        runs: Vec::with_capacity(rows.len()),
+        notes: Vec::new(),
+        latest: None,
+        smoke,
+    };
+    // Runs of one machine share a fingerprint: read each once.
+    let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
+    for row in rows {
+        let trials = rt.block_on(store::load_trials(db, &row.id))?;
+        if !envs.contains_key(&row.environment_hash) {
+            let env = rt.block_on(store::environment(db, &row.environment_hash))?;
+            envs.insert(row.environment_hash.clone(), env);
+        }
+        let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
+        let stored = stored_run(row, trials)?;
+        out.notes.extend(stored.notes.iter().cloned());
+        let mut data = stored.data(env, &g.database);
+        data.notes.clear();
+        out.runs.push(data);
+        out.latest = Some(stored.spec.compare);
+    }
+    Ok(out)
 }
 
 /// The error for a metric no stored run recorded, with the metrics they did record.
