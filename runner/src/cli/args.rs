@@ -147,6 +147,15 @@ pub enum Command {
         /// Compare even when the runs loaded different data.
         #[arg(long)]
         allow_different_data: bool,
+        /// Compare even when a config ran with other parameters in the two runs (another input
+        /// file, argument or size): the result then measures the change of config too.
+        #[arg(long)]
+        allow_config_change: bool,
+        /// The run-to-run variation of a whole run's level (one standard deviation, in percent)
+        /// to judge levels against where no earlier runs of the experiment on this machine
+        /// measure it.
+        #[arg(long, value_name = "PERCENT", default_value_t = 5.0, value_parser = run_spread)]
+        run_spread: f64,
         /// Output goes to `<dir>/<experiment>/compare-<before>-vs-<after>/compare.md` (default:
         /// results/ under the git root of the current directory, else the current directory).
         #[arg(long)]
@@ -418,5 +427,19 @@ impl RevArgs {
             w.extend(["--build".to_owned(), b.clone()]);
         }
         w
+    }
+}
+
+/// `--run-spread`: a percentage above 0 and at most 100.
+fn run_spread(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("`{text}` is not a percentage (write e.g. 5 for ±5%)"))?;
+    if v > 0.0 && v <= 100.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{text}`: a run-to-run variation is above 0% and at most 100%"))
     }
 }

@@ -26,6 +26,13 @@ pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
                     plural(exp.configs.len(), "config"),
                     plural(exp.stages.len(), "stage"),
                 );
+                if let Some(plan) = exp.schedule.sequential {
+                    let (line, warning) = looks_lines(plan, exp.compare.alpha);
+                    println!("  {line}");
+                    if let Some(w) = warning {
+                        eprintln!("warning: {w}");
+                    }
+                }
             }
             Err(e) => {
                 eprint!("{}", e.render_for_stderr(crate::color::stderr()));
@@ -34,6 +41,50 @@ pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
         }
     }
     code
+}
+
+/// What a sequential plan's looks may use: one line naming each planned look's share of alpha
+/// (or that it cannot decide) and the first look that can, and a warning, with the fix, when
+/// the plan's first looks can never decide.
+pub(crate) fn looks_lines(plan: crate::stats::SequentialPlan, alpha: f64) -> (String, Option<String>) {
+    let levels = plan.planned_levels(alpha, crate::stats::INTERVAL_ERROR);
+    let each: Vec<String> = levels
+        .iter()
+        .map(|l| {
+            if l.alpha > 0.0 {
+                format!("{} (alpha {})", l.blocks, crate::report::format::sig(l.alpha, 2))
+            } else {
+                format!("{} (cannot reject)", l.blocks)
+            }
+        })
+        .collect();
+    let first = levels.iter().find(|l| l.alpha > 0.0);
+    let line = format!(
+        "looks after {} blocks; {}",
+        each.join(", "),
+        match first {
+            Some(l) => format!("the first that can decide is after {} blocks", l.blocks),
+            None => "none can decide".to_owned(),
+        }
+    );
+    let warning = match (levels.first(), first) {
+        (Some(head), Some(first)) if head.alpha == 0.0 => Some(format!(
+            "the look after {} blocks can never decide: its share of alpha, {}, is below {}, the smallest p-value \
+             {} blocks can give; such looks spend nothing, and the first look that can decide is after {} blocks \
+             (hint: start with `min = {}` to look first where a decision is possible)",
+            head.blocks,
+            crate::report::format::sig(
+                crate::stats::spent(alpha, f64::from(head.blocks) / f64::from(plan.max)),
+                2
+            ),
+            crate::report::format::sig(head.floor, 2),
+            head.blocks,
+            first.blocks,
+            first.blocks
+        )),
+        _ => None,
+    };
+    (line, warning)
 }
 
 /// `measured plan`: prints configs, stage order, and every trial in time order.

@@ -51,7 +51,7 @@ pub fn compare(
     g: &Globals,
     before: &str,
     after: &str,
-    allow_different_data: bool,
+    options: crate::report::CompareOptions,
     results_dir: &Path,
     fail_on_regression: bool,
     format: Option<OutputFormat>,
@@ -89,14 +89,22 @@ hint: `measured show {}` says why; \
     }
     let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
     let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
+    // The experiment's other runs show how much a run's level moves from run to run.
+    let mut others = experiment_runs(g, &rt, &db, &row_a.experiment, false, HISTORY_RUNS)?.runs;
+    others.retain(|r| r.run_id != row_a.id && r.run_id != row_b.id);
     rt.block_on(db.close());
     let a = run_a.data(env_a.as_ref(), &g.database);
     let b = run_b.data(env_b.as_ref(), &g.database);
-    let model = match crate::report::compare_runs(&a, &b, allow_different_data) {
+    let model = match crate::report::compare_runs(&a, &b, options, &others) {
         Ok(m) => m,
         Err(e @ crate::report::ReportError::DataMismatch { .. }) => {
             return Err(CommandError::BadInput(format!(
                 "{e}\n(hint: pass --allow-different-data to compare anyway)"
+            )))
+        }
+        Err(e @ crate::report::ReportError::ConfigChanged { .. }) => {
+            return Err(CommandError::BadInput(format!(
+                "{e}\n(hint: run both in one run to compare them, or pass --allow-config-change to compare anyway)"
             )))
         }
         Err(e) => return Err(CommandError::BadInput(e.to_string())),
@@ -146,22 +154,15 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
         ))
     };
     let db = open_existing(&rt, &g.database)?.ok_or_else(none_stored)?;
-    let mut rows = rt.block_on(store::list_runs(&db, Some(&o.experiment), o.limit))?;
-    rows.reverse();
-    let smoke = rows.iter().filter(|r| r.smoke).count();
-    rows.retain(|r| o.include_smoke || !r.smoke);
-    if rows.is_empty() {
-        rt.block_on(db.close());
-        return Err(none_stored());
-    }
-    let read = history_runs(&rt, &db, rows, &g.database);
+    let loaded = experiment_runs(g, &rt, &db, &o.experiment, o.include_smoke, o.limit);
     rt.block_on(db.close());
-    let HistoryRuns {
+    let ExperimentRuns {
         runs,
         notes,
         latest,
+        smoke,
         left_out,
-    } = read?;
+    } = loaded?;
     let latest = latest.ok_or_else(|| match left_out.is_empty() {
         true => none_stored(),
         false => CommandError::BadInput(format!(
@@ -197,28 +198,42 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
     Ok(EXIT_OK)
 }
 
-/// The stored runs a history follows, oldest first, with what their reading noted.
-struct HistoryRuns {
+/// Earlier runs `compare` reads to estimate the run-to-run variation.
+const HISTORY_RUNS: u32 = 200;
+
+/// The stored runs of one experiment, oldest first, as report data.
+struct ExperimentRuns {
     runs: Vec<crate::report::RunData>,
+    /// What reading them noted (runs stored by older versions, say).
     notes: Vec<String>,
-    /// The `[compare]` of the newest run read.
+    /// The newest run's `[compare]` settings.
     latest: Option<crate::store::spec::CompareSpec>,
-    /// Runs that measured nothing (stopped, or every trial failed), left out.
+    /// Smoke runs left out.
+    smoke: usize,
+    /// Runs that measured nothing (stopped, or every trial failed), left out: as a point
+    /// such a run would only be a gap or a false step.
     left_out: Vec<String>,
 }
 
-/// Reads the runs of `rows` for a history; a run that measured nothing is left out: as a point
-/// it would only be a gap or a false step.
-fn history_runs(
+/// Reads the newest `limit` stored runs of `experiment`, oldest first; smoke runs only with
+/// `include_smoke`.
+fn experiment_runs(
+    g: &Globals,
     rt: &tokio::runtime::Runtime,
-    db: &crate::db::Db,
-    rows: Vec<store::RunRow>,
-    database: &str,
-) -> Result<HistoryRuns, CommandError> {
-    let mut read = HistoryRuns {
+    db: &db::Db,
+    experiment: &str,
+    include_smoke: bool,
+    limit: u32,
+) -> Result<ExperimentRuns, CommandError> {
+    let mut rows = rt.block_on(store::list_runs(db, Some(experiment), limit))?;
+    rows.reverse();
+    let smoke = rows.iter().filter(|r| r.smoke).count();
+    rows.retain(|r| include_smoke || !r.smoke);
+    let mut out = ExperimentRuns {
         runs: Vec::with_capacity(rows.len()),
         notes: Vec::new(),
         latest: None,
+        smoke,
         left_out: Vec::new(),
     };
     // Runs of one machine share a fingerprint: read each once.
@@ -226,7 +241,7 @@ fn history_runs(
     for row in rows {
         let trials = rt.block_on(store::load_trials(db, &row.id))?;
         if crate::record::measured_nothing(&row.status, &trials) {
-            read.left_out.push(row.id.clone());
+            out.left_out.push(row.id.clone());
             continue;
         }
         if !envs.contains_key(&row.environment_hash) {
@@ -235,13 +250,13 @@ fn history_runs(
         }
         let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
         let stored = stored_run(row, trials)?;
-        read.notes.extend(stored.notes.iter().cloned());
-        let mut data = stored.data(env, database);
+        out.notes.extend(stored.notes.iter().cloned());
+        let mut data = stored.data(env, &g.database);
         data.notes.clear();
-        read.runs.push(data);
-        read.latest = Some(stored.spec.compare);
+        out.runs.push(data);
+        out.latest = Some(stored.spec.compare);
     }
-    Ok(read)
+    Ok(out)
 }
 
 /// The error for a metric no stored run recorded, with the metrics they did record.

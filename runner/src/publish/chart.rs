@@ -144,14 +144,17 @@ pub fn metric_svg(chart: &MetricChart, label: &str, run_href: &dyn Fn(&str) -> S
             let Some(&(_, x)) = at.iter().find(|(tick, _)| *tick == step.x) else {
                 continue;
             };
-            let text = format!(
-                "{} {} ({}), {} → {}",
-                step.verdict,
-                format::factor(step.ratio),
-                format::factor_interval(step.ratio_ci),
-                step.from_commit,
-                step.to_commit
-            );
+            let text = match step.speedup {
+                Some(sp) => format!(
+                    "{} {} ({}), {} → {}",
+                    step.verdict,
+                    format::factor(sp),
+                    format::factor_interval(step.speedup_ci),
+                    step.from_commit,
+                    step.to_commit
+                ),
+                None => format!("{}, {} → {}", step.verdict, step.from_commit, step.to_commit),
+            };
             let _ = write!(
                 layer,
                 r#"<g class="step" data-commit="{to}" data-from-commit="{from}" data-run="{run}"><line x1="{x}" y1="{top}" x2="{x}" y2="{bottom}" stroke="{colour}" stroke-width="2" stroke-dasharray="6 4"/><path d="M{x0},{top} l6,-10 h-12 z" fill="{colour}"/><title>{t}</title></g>"#,

@@ -1,6 +1,6 @@
 //! One run reduced to what the site shows about it (run data + its report -> **digest**):
 //! its verdicts as badges, its claims, the machine's noise state, and per metric and config
-//! the median with its 95% CI and the samples the step tests need.
+//! the median with its 95% CI, which the step tests read.
 //!
 //! A digest is written beside the site (`data/runs/<slug>.json`) under a key that changes
 //! whenever the run, the site format or the binary does, so a re-publish reads it back instead
@@ -15,7 +15,7 @@ use crate::stats::{bootstrap_median_ci, median, CompareSettings, Direction, Guar
 /// Metrics one run contributes to the site, at most: the primary metric first, then stage
 /// times and scalar metrics in order of first appearance.
 pub const MAX_METRICS: usize = 64;
-/// Samples kept per config and metric for the step tests (the first ones, in trial order).
+/// Samples summarized per config and metric, at most (the first ones, in trial order).
 pub const MAX_SAMPLES: usize = 2_000;
 
 /// A run as the site sees it.
@@ -41,6 +41,11 @@ pub struct RunDigest {
     pub environment: String,
     /// The machine in words.
     pub machine: String,
+    /// The machine as a series key: host, CPU, cores, OS and GPU (not the versions in
+    /// `environment`, which change with every build).
+    pub machine_key: String,
+    /// Each config's parameters, as a hash: where it changes, a series breaks.
+    pub config_params: Vec<(String, String)>,
     pub primary: String,
     /// Stopped, or no measured trial succeeded: shown with a `stopped` badge, never as the
     /// experiment's latest verdict, and left out of its charts and steps.
@@ -118,7 +123,6 @@ pub struct ConfigPoint {
     pub n: usize,
     pub median: Option<f64>,
     pub ci: Option<(f64, f64)>,
-    pub samples: Vec<f64>,
 }
 
 /// The machine fingerprint in words.
@@ -209,7 +213,6 @@ pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: 
                         n: values.len(),
                         median: m,
                         ci,
-                        samples: values,
                     }
                 })
                 .collect();
@@ -264,6 +267,18 @@ pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: 
         branch: run.environment.get("git_branch").cloned(),
         environment: environment.to_owned(),
         machine: machine(&run.environment),
+        machine_key: crate::report::machine_key(run),
+        config_params: run
+            .configs
+            .iter()
+            .map(|c| {
+                let text = serde_json::to_string(&c.params).unwrap_or_default();
+                (
+                    c.name.clone(),
+                    crate::digest::hex_sha256(text.as_bytes())[..16].to_owned(),
+                )
+            })
+            .collect(),
         primary: run.compare.primary.clone(),
         measured_nothing,
         badges: match measured_nothing {
@@ -341,8 +356,11 @@ fn badges(report: &Report) -> Vec<Badge> {
         })
         .collect();
     for g in &report.guards {
+        let quality = g.against == crate::report::QUALITY_AGAINST;
         let (kind, label) = match g.result.verdict {
             GuardVerdict::Pass => continue,
+            // The report's words for a model that is not shown better than predicting zero.
+            GuardVerdict::Fail if quality => ("guard-failed", "not shown better than zero"),
             GuardVerdict::Fail => ("guard-failed", "guard failed"),
             GuardVerdict::Inconclusive => ("guard-inconclusive", "guard inconclusive"),
         };

@@ -41,7 +41,7 @@ use pages::{experiment_page, index_page};
 use series::MetricChart;
 
 /// Version of the digest and page layout: bumping it re-renders every run.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// Marks a folder as a site `publish` wrote, so that it never deletes files elsewhere.
 const MARKER: &str = "data/site.json";
 /// Runs loaded from the database at once (their report inputs are held in memory together).

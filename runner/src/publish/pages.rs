@@ -138,8 +138,8 @@ pub(super) fn experiment_page(name: &str, all: &[&RunDigest], pages: &Pages) -> 
     let mut machines: Vec<String> = Vec::new();
     let mut branches: Vec<Option<String>> = Vec::new();
     for r in runs {
-        if !envs.contains(&r.environment) {
-            envs.push(r.environment.clone());
+        if !envs.contains(&r.machine_key) {
+            envs.push(r.machine_key.clone());
             machines.push(r.machine.clone());
         }
         if !branches.contains(&r.branch) {
@@ -160,7 +160,16 @@ pub(super) fn experiment_page(name: &str, all: &[&RunDigest], pages: &Pages) -> 
         .map(|m| series::metric_chart(m, runs, &envs, &branches))
         .collect();
     let branch_name = |i: usize| branches[i].clone().unwrap_or_else(|| "unknown branch".to_owned());
-    let env_label = |i: usize| format!("{} ({})", machines[i], envs[i].chars().take(8).collect::<String>());
+    let env_label = |i: usize| {
+        format!(
+            "{} ({})",
+            machines[i],
+            crate::digest::hex_sha256(envs[i].as_bytes())
+                .chars()
+                .take(8)
+                .collect::<String>()
+        )
+    };
     let views: Vec<ChartView> = charts
         .iter()
         .map(|c| {
@@ -179,7 +188,7 @@ pub(super) fn experiment_page(name: &str, all: &[&RunDigest], pages: &Pages) -> 
                 message,
             })?;
             let caption = format!(
-                "{} over {} runs: {} series (one per config, machine and branch), median with its 95% CI; {} marked of {} consecutive pairs tested.",
+                "{} over {} runs: {} series (one per config, machine and branch), median with its 95% CI; {} marked, {} steps tested.",
                 c.metric,
                 c.ticks.len(),
                 c.series.len(),
@@ -215,9 +224,9 @@ pub(super) fn experiment_page(name: &str, all: &[&RunDigest], pages: &Pages) -> 
                     .map(|st| StepLine {
                         series: label(st.series),
                         verdict: st.verdict.clone(),
-                        ratio: format::factor(st.ratio),
-                        ci: format::factor_interval(st.ratio_ci),
-                        p: format::p_value(st.p),
+                        ratio: st.speedup.map_or_else(|| "—".to_owned(), format::factor),
+                        ci: format::factor_interval(st.speedup_ci),
+                        p: st.p.map_or_else(|| "—".to_owned(), format::p_value),
                         from: st.from_commit.clone(),
                         to: st.to_commit.clone(),
                         to_href: c
@@ -264,15 +273,18 @@ pub(super) fn experiment_page(name: &str, all: &[&RunDigest], pages: &Pages) -> 
     let mut method = settings.map_or(String::new(), |s| {
         format!(
             "Each point is a run's median over its measured trials, with a 95% percentile-bootstrap CI ({} resamples). \
-             Along a series, each point is compared with the previous one: Mann-Whitney U (two-sided; runs are \
-             independent samples) and the ratio of medians with its bootstrap CI. A step is marked when p < {} and the \
-             CI lies outside the ±{}% noise band. Steps are tested one by one, not adjusted across the history, so a long \
-             history has about {} of its tested pairs marked by chance. Runs from different machines or branches are \
-             never joined into one line.",
+             Along a series, each step compares the runs before it with the runs from it on (up to {} each, never \
+             across a changed config): a two-sample t-test on the logs of the runs' medians, whose variance is the \
+             run-to-run variation those runs show. A step is marked when p < {} and the 95% interval of the change \
+             lies outside the ±{}% noise band, the most significant of neighbouring candidates. Steps are tested one \
+             by one, not adjusted across the history: under identical code each is marked with probability at most \
+             {}. A config that ran with other parameters is marked as a config change, not as a step. Runs from \
+             different machines or branches are never joined into one line; speedups above 1 are better.",
             format::thousands(s.resamples),
+            crate::stats::STEP_WINDOW,
             s.alpha,
             format::trimmed(s.band * 100.0),
-            format::trimmed(s.alpha * 100.0) + "%"
+            s.alpha
         )
     });
     if left_out > 0 {

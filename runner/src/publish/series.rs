@@ -1,16 +1,17 @@
 //! An experiment's metrics over its runs (run digests -> **series** -> charts and tables).
 //!
-//! A series is one config on one machine and one branch: runs from different machines (their
-//! fingerprint hash, like a testbed) or branches are never joined into one line. Along a series,
-//! each point is tested against the previous one, as `measured history` does: Mann-Whitney U
-//! (two-sided; runs are independent samples), then, when that is significant, the ratio of
-//! medians with its bootstrap CI; a step is marked when the verdict is a change beyond the
-//! noise band. Steps are not adjusted across the history (the method text says so and why).
+//! A series is one config on one machine (host, CPU, cores, OS, GPU) and one branch: runs from
+//! different machines or branches are never joined into one line. Along a series, steps are
+//! found as `measured history` finds them (`stats::runs`): each step's runs before against its
+//! runs from it on, judged against the run-to-run variation they show, the most significant of
+//! neighbouring candidates marked; a config that ran with other parameters breaks the series
+//! there and is marked as a config change. Steps are not adjusted across the history (the method
+//! text says so and gives the false-flag rate).
 
 use serde::Serialize;
 
 use super::digest::RunDigest;
-use crate::stats::{compare, mann_whitney_u, Direction, Verdict};
+use crate::stats::{steps, Direction, StepCall};
 
 /// Where a run sits on the x axis of an experiment's charts, oldest first.
 #[derive(Debug, Clone, Serialize)]
@@ -31,8 +32,9 @@ pub struct Point {
     pub n: usize,
     pub median: f64,
     pub ci: Option<(f64, f64)>,
+    /// The config's parameters in this run, as a hash: a change breaks the series.
     #[serde(skip)]
-    pub samples: Vec<f64>,
+    pub params: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -55,11 +57,12 @@ pub struct Step {
     pub to_run: String,
     pub from_commit: String,
     pub to_commit: String,
-    /// later / earlier, ratio of medians.
-    pub ratio: f64,
-    pub ratio_ci: Option<(f64, f64)>,
-    pub p: f64,
-    /// `improved` or `regressed`.
+    /// The change into the later point, oriented so that above 1 is better, with its 95%
+    /// interval from the run-to-run variation; `None` at a config change.
+    pub speedup: Option<f64>,
+    pub speedup_ci: Option<(f64, f64)>,
+    pub p: Option<f64>,
+    /// `improved`, `regressed` or `config changed`.
     pub verdict: String,
 }
 
@@ -72,7 +75,7 @@ pub struct MetricChart {
     pub ticks: Vec<Tick>,
     pub series: Vec<Series>,
     pub steps: Vec<Step>,
-    /// Consecutive-point pairs tested.
+    /// Steps with runs enough around them to be tested.
     pub tested: usize,
     pub alpha: f64,
     pub band: f64,
@@ -109,7 +112,7 @@ pub fn metric_chart(metric: &str, runs: &[&RunDigest], envs: &[String], branches
         });
         unit.clone_from(&m.unit);
         direction.get_or_insert(m.direction);
-        let env = envs.iter().position(|e| *e == run.environment).unwrap_or_default();
+        let env = envs.iter().position(|e| *e == run.machine_key).unwrap_or_default();
         let branch = branches.iter().position(|b| *b == run.branch).unwrap_or_default();
         for c in &m.configs {
             let Some(median) = c.median else { continue };
@@ -121,7 +124,12 @@ pub fn metric_chart(metric: &str, runs: &[&RunDigest], envs: &[String], branches
                 n: c.n,
                 median,
                 ci: c.ci,
-                samples: c.samples.clone(),
+                params: run
+                    .config_params
+                    .iter()
+                    .find(|(name, _)| *name == c.config)
+                    .map(|(_, h)| h.clone())
+                    .unwrap_or_default(),
             };
             match series
                 .iter_mut()
@@ -139,48 +147,74 @@ pub fn metric_chart(metric: &str, runs: &[&RunDigest], envs: &[String], branches
     }
     let direction = direction.unwrap_or_else(|| Direction::from_unit(&unit));
     let settings: crate::stats::CompareSettings = runs.last().map(|r| r.settings.into()).unwrap_or_default();
-    let mut steps = Vec::new();
-    let mut tested = 0;
-    for (si, s) in series.iter().enumerate() {
-        for pair in s.points.windows(2) {
-            let (before, after) = (&pair[0], &pair[1]);
-            if before.samples.is_empty() || after.samples.is_empty() {
-                continue;
-            }
-            tested += 1;
-            // The verdict needs p < alpha: the bootstrap is only paid for where it can be met.
-            if mann_whitney_u(&after.samples, &before.samples).1 >= settings.alpha {
-                continue;
-            }
-            let c = compare(&before.samples, &after.samples, direction, &settings);
-            let verdict = match c.verdict {
-                Verdict::Faster => "improved",
-                Verdict::Slower => "regressed",
-                Verdict::NoChange | Verdict::Inconclusive => continue,
-            };
-            steps.push(Step {
-                series: si,
-                x: after.x,
-                from_run: before.run.clone(),
-                to_run: after.run.clone(),
-                from_commit: before.commit.clone(),
-                to_commit: after.commit.clone(),
-                ratio: c.ratio,
-                ratio_ci: c.ratio_ci,
-                p: c.p_value,
-                verdict: verdict.to_owned(),
-            });
-        }
-    }
+    let (marked, tested) = series_steps(&series, direction, &settings);
     MetricChart {
         metric: metric.to_owned(),
         unit,
         direction,
         ticks,
         series,
-        steps,
+        steps: marked,
         tested,
         alpha: settings.alpha,
         band: settings.band,
     }
+}
+
+/// The marked steps of every series (flagged steps and config changes), and how many steps had
+/// runs enough around them to be tested.
+fn series_steps(
+    series: &[Series],
+    direction: Direction,
+    settings: &crate::stats::CompareSettings,
+) -> (Vec<Step>, usize) {
+    let oriented = |r: f64| match direction {
+        Direction::LowerIsBetter => 1.0 / r,
+        Direction::HigherIsBetter => r,
+    };
+    let mut marked = Vec::new();
+    let mut tested = 0;
+    for (si, s) in series.iter().enumerate() {
+        let levels: Vec<f64> = s.points.iter().map(|p| p.median.max(f64::MIN_POSITIVE).ln()).collect();
+        let breaks: Vec<bool> = s
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| i > 0 && p.params != s.points[i - 1].params)
+            .collect();
+        for (k, call) in steps(&levels, &breaks, settings.alpha, settings.band)
+            .into_iter()
+            .enumerate()
+        {
+            let (before, after) = (&s.points[k], &s.points[k + 1]);
+            tested += usize::from(matches!(call, StepCall::Flagged(_) | StepCall::Steady(_)));
+            let (speedup, speedup_ci, p, verdict) = match call {
+                StepCall::Flagged(t) => {
+                    let (a, b) = (oriented(t.ratio_ci.0), oriented(t.ratio_ci.1));
+                    let sp = oriented(t.ratio);
+                    (
+                        Some(sp),
+                        Some((a.min(b), a.max(b))),
+                        Some(t.p),
+                        if sp > 1.0 { "improved" } else { "regressed" },
+                    )
+                }
+                StepCall::Break => (None, None, None, "config changed"),
+                StepCall::Steady(_) | StepCall::Untested => continue,
+            };
+            marked.push(Step {
+                series: si,
+                x: after.x,
+                from_run: before.run.clone(),
+                to_run: after.run.clone(),
+                from_commit: before.commit.clone(),
+                to_commit: after.commit.clone(),
+                speedup,
+                speedup_ci,
+                p,
+                verdict: verdict.to_owned(),
+            });
+        }
+    }
+    (marked, tested)
 }

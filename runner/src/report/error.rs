@@ -30,4 +30,13 @@ pub enum ReportError {
     },
     #[error("the runs have no config in common (before: {}; after: {})", before.join(", "), after.join(", "))]
     NoCommonConfigs { before: Vec<String>, after: Vec<String> },
+    #[error(
+        "configs ran with other parameters in the two runs ({}); a speedup across changed configs measures the \
+         change of config, not of the code",
+        changes.join("; ")
+    )]
+    ConfigChanged {
+        /// `config: stage.key: before -> after`, one per changed parameter.
+        changes: Vec<String>,
+    },
 }

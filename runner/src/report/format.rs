@@ -112,9 +112,10 @@ pub(crate) fn factor(v: f64) -> String {
     if !v.is_finite() {
         return "—".to_owned();
     }
-    if v >= 100.0 {
+    // The decimals follow the magnitude the value rounds to: 9.9996 reads 10.0x, not 10.00x.
+    if v >= 99.95 {
         format!("{v:.0}x")
-    } else if v >= 10.0 {
+    } else if v >= 9.995 {
         format!("{v:.1}x")
     } else {
         format!("{v:.2}x")

@@ -22,9 +22,10 @@ mod render;
 #[cfg(test)]
 mod tests;
 
-pub use build::{build_history, build_report, compare_runs, questions};
-pub(crate) use build::{commit_label, direction_of, metric_samples, settings_of};
+pub use build::{build_history, build_report, compare_runs, questions, CompareOptions};
+pub(crate) use build::{commit_label, direction_of, machine_key, metric_samples, settings_of};
 pub use error::ReportError;
+pub(crate) use model::QUALITY_AGAINST;
 pub use model::{
     ConfigData, History, Interval, Question, Report, RunData, RunDesign, StageData, StageNoteRow, TrialData,
 };

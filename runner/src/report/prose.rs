@@ -22,7 +22,22 @@ pub(crate) fn verdict_words(unit: &str) -> (&'static str, &'static str) {
 pub(crate) fn n_clause(c: &Comparison) -> String {
     match c.design {
         Design::Paired => format!("n={} blocks", c.n_baseline),
-        Design::Independent => format!("n={} vs {}", c.n_baseline, c.n_candidate),
+        Design::Independent | Design::Runs => format!("n={} vs {}", c.n_baseline, c.n_candidate),
+    }
+}
+
+/// What the printing of the values hides, when it limits the comparison: `values printed at 1
+/// ms, 10% of the median: effects below ~10% cannot be seen` (empty otherwise).
+pub(crate) fn resolution_clause(c: &Comparison, unit: &str) -> String {
+    match c.resolution {
+        Some(r) if r.limits(c.band) => {
+            let pct = format::sig(r.relative * 100.0, 2);
+            format!(
+                "; values printed at {}, {pct}% of the median: effects below ~{pct}% cannot be seen (print more digits)",
+                format::value(r.step(), unit)
+            )
+        }
+        _ => String::new(),
     }
 }
 
@@ -41,6 +56,7 @@ fn units_needed(c: &Comparison) -> &'static str {
     match c.design {
         Design::Paired => "blocks",
         Design::Independent => "repetitions per side",
+        Design::Runs => "runs",
     }
 }
 
@@ -50,10 +66,12 @@ pub(crate) fn comparison_sentence(cand: &str, base: &str, metric: &str, unit: &s
     let p = format::p_clause(c.p_for_verdict());
     let adjusted = if c.p_adjusted.is_some() { " BH-adjusted" } else { "" };
     let label = ci_label(c);
+    let note = c.note.as_deref().map(|n| format!("; {n}")).unwrap_or_default();
     let stats = format!(
-        "{label} {}, {p}{adjusted}, {}",
+        "{label} {}, {p}{adjusted}, {}{}{note}",
         format::factor_interval(c.speedup_ci),
-        n_clause(c)
+        n_clause(c),
+        resolution_clause(c, unit)
     );
     match c.verdict {
         Verdict::Faster => format!(
@@ -63,10 +81,11 @@ pub(crate) fn comparison_sentence(cand: &str, base: &str, metric: &str, unit: &s
         Verdict::Slower => {
             let inverted = c.speedup_ci.map(|(lo, hi)| (1.0 / hi, 1.0 / lo));
             format!(
-                "{cand} is {} {worse} than {base} on {metric} ({label} {}, {p}{adjusted}, {})",
+                "{cand} is {} {worse} than {base} on {metric} ({label} {}, {p}{adjusted}, {}{}{note})",
                 format::factor(1.0 / c.speedup),
                 format::factor_interval(inverted),
-                n_clause(c)
+                n_clause(c),
+                resolution_clause(c, unit)
             )
         }
         Verdict::NoChange => format!(
@@ -268,13 +287,16 @@ pub(crate) fn summary(r: &Report, style: Style) -> Vec<String> {
             style.code(&r.baseline)
         ));
     }
-    for q in r.quality.iter().filter(|q| q.worse_than_zero) {
+    for q in r.quality.iter().filter(|q| !q.shown_better) {
         lines.push(format!(
-            "Model quality of {}: validation MSE {} x that of predicting zero (median over {} seeds), no better \
-             than predicting zero: {}.",
+            "Model quality of {}: validation MSE {} x that of predicting zero (median over {} seeds{}), not shown \
+             better than predicting zero: {}.",
             style.code(&q.config),
             q.mse_vs_zero.map_or_else(|| "—".to_owned(), |v| format::sig(v, 4)),
             q.n,
+            q.mse_vs_zero_ci
+                .map(|(lo, hi)| format!("; interval of the mean {}–{}", format::sig(lo, 4), format::sig(hi, 4)))
+                .unwrap_or_default(),
             if r.quality_under_test {
                 style.strong("guard failed")
             } else {
@@ -398,6 +420,12 @@ pub(crate) fn method_sentence(m: &Method) -> String {
                  paired because {}",
                 t.reason
             ),
+            RankTestKind::RunLevelT => format!(
+                "a test of one run's log median against the other's{count}, whose variance is the variation of a \
+                 whole run's level from run to run (measured by earlier runs on this machine, or assumed where there \
+                 are none: each verdict says which), with a {level}% interval; across runs because {}",
+                t.reason
+            ),
         });
     }
     let tests = if parts.is_empty() {
@@ -408,8 +436,19 @@ pub(crate) fn method_sentence(m: &Method) -> String {
         first
     };
     let sequential = m.sequential.as_ref().map(sequential_clause).unwrap_or_default();
+    let family = if m.questions > 1 {
+        format!(
+            " Each of the {} questions (comparisons and judged claims) is controlled on its own: its verdict is wrong \
+             at most {}% of the time, so any of them at most {}% (the union bound).",
+            m.questions,
+            format::trimmed(m.question_error * 100.0),
+            format::trimmed(m.family_error * 100.0)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{tests}; alpha {}{adjust}; noise band ±{}%.{sequential}",
+        "{tests}; alpha {}{adjust}; noise band ±{}%.{sequential}{family}",
         m.alpha,
         format::trimmed(m.band * 100.0)
     )

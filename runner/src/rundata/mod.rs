@@ -55,8 +55,9 @@ pub fn run_data(
         .collect();
     // Each block of an interleaved schedule runs every config once, back to back, in shuffled
     // order: configs are compared within blocks, which cancels drift between blocks. Trials
-    // spread over hosts are served in whole blocks, so they pair the same way.
-    let paired = spec.schedule.order == Order::Interleaved || hosts.len() > 1;
+    // spread over hosts are served in whole blocks, so they pair the same way. A sequential
+    // order runs config 0 first in every block, on one host or many: its blocks are no pairs.
+    let paired = spec.schedule.order == Order::Interleaved;
     let design = RunDesign {
         paired,
         blocks: complete_blocks(trials, spec.configs.len()),
@@ -138,9 +139,15 @@ pub fn run_data(
                 .to_owned(),
         );
     }
-    if hosts.len() > 1 {
+    if hosts.len() > 1 && paired {
         notes.push(format!(
             "Trials ran on {} different hosts; comparisons are paired within blocks.",
+            hosts.len()
+        ));
+    } else if hosts.len() > 1 {
+        notes.push(format!(
+            "Trials ran on {} different hosts in sequential order (config 0 first in every block), so their \
+             blocks are no pairs: comparisons are unpaired.",
             hosts.len()
         ));
     } else if paired && spec.version < PAIRED_SINCE {
@@ -158,6 +165,15 @@ pub fn run_data(
             "The run is {}: {} of {} planned trials are stored.",
             row.status, row.stored_trials, row.planned_trials
         ));
+    }
+    if row.status == "running" {
+        // A look the run did not plan: its levels are spent from the last planned look, so the
+        // run's own decisions stay valid, but this report's verdicts are not among them.
+        notes.push(
+            "Interim report of a run still running: its verdicts are not decisions. The run decides at its own \
+             looks; report it again when it has finished."
+                .to_owned(),
+        );
     }
     let machine = machine_load(trials);
     notes.extend(machine.warnings());

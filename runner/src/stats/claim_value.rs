@@ -3,9 +3,7 @@
 //! follow (`stats::claim`).
 
 use super::claim::POINT_CLAIM_TOLERANCE;
-use super::claim::{
-    claim_reps_needed, parse_number, widened, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict,
-};
+use super::claim::{claim_reps_needed, parse_number, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict};
 
 /// A value's unit as a claim writes it, with what it is in the metric's unit: `ms` is 1e-3 of
 /// a metric in `s`; `%` is a metric in `%`; no unit is the metric's own.
@@ -141,7 +139,8 @@ pub fn assess_value(claim: &Claim, median: f64, median_ci: Option<(f64, f64)>, n
             None,
         ),
         Some((lo, hi)) => {
-            let (wlo, whi) = widened(claimed, band);
+            // A value has no "no effect" to keep clear of: the band widens both edges.
+            let (wlo, whi) = (claimed.0 * (1.0 - band), claimed.1 * (1.0 + band));
             let band = format!("±{}%", super::compare::percent_level(band));
             if lo >= wlo && hi <= whi {
                 (

@@ -4,8 +4,9 @@ use serde::Serialize;
 
 use super::bootstrap::{percentile_interval, ratio_of_medians_replicates};
 use super::dist::normal_isf;
-use super::paired::{min_values_for_interval, WalshAverages};
-use super::rank::{mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
+use super::paired::{bounded, min_values_for_interval};
+use super::rank::{mann_whitney_u, min_attainable_p};
+use super::resolution::{log_ratio_bounds, resolution, Resolution};
 use super::sequential::Look;
 use super::summary::median;
 use super::{CompareSettings, Direction, Verdict};
@@ -26,6 +27,9 @@ pub enum Design {
     /// Blocks that ran both sides back to back (signed-rank on the per-block log ratios,
     /// Hodges-Lehmann estimate with the interval that inverts the test).
     Paired,
+    /// One config's level in two runs, judged against the run-to-run variation of earlier runs
+    /// of its series (a t-test of one run against one, `stats::runs`).
+    Runs,
 }
 
 /// Result of comparing a candidate against a baseline on one metric.
@@ -62,6 +66,12 @@ pub struct Comparison {
     pub detectable: Option<f64>,
     /// Why the verdict is what it is, when that is not evident from the numbers.
     pub reason: Option<String>,
+    /// How finely the values were printed, when they were not measured to the last digit; the
+    /// interval then includes what the rounding may hide (`stats::resolution`).
+    pub resolution: Option<Resolution>,
+    /// What a reader must know beside the verdict and its numbers (that the interval leaves
+    /// out the variation from run to run, say); shown in the verdict's sentence.
+    pub note: Option<String>,
     /// Significance level the verdict used: the run's alpha, or a sequential look's share.
     pub alpha: f64,
     pub band: f64,
@@ -101,7 +111,12 @@ impl Comparison {
             Some(ci) => ci,
             None => return,
         };
-        self.detectable = detectable(lo, hi, self.confidence, self.alpha, self.band);
+        let limited = self.resolution.is_some_and(|r| r.limits(self.band));
+        self.detectable = if limited {
+            None
+        } else {
+            detectable(lo, hi, self.confidence, self.alpha, self.band)
+        };
         let p = self.p_for_verdict();
         let (low_edge, high_edge) = (1.0 - self.band, 1.0 + self.band);
         let below = hi < low_edge;
@@ -115,12 +130,25 @@ impl Comparison {
             } else {
                 Verdict::Slower
             }
-        } else if lo >= low_edge && hi <= high_edge {
+        } else if lo >= low_edge && hi <= high_edge && hi > lo {
             Verdict::NoChange
+        } else if hi <= lo {
+            // Values that did not vary at all say nothing about an effect smaller than their
+            // resolution; a zero-width interval is never "no change".
+            self.reason = Some("the interval has no width: the values did not vary".to_owned());
+            Verdict::Inconclusive
+        } else if self.resolution.is_some_and(|r| r.coarse(self.band)) {
+            // More blocks cannot narrow the interval below what the printing hides.
+            self.reason = Some("the values' resolution is coarser than the noise band".to_owned());
+            Verdict::Inconclusive
         } else {
             let paired = self.design == Design::Paired;
             let n = self.n_baseline.min(self.n_candidate);
-            self.reps_needed = reps_needed(self.ratio, (lo, hi), p, n, paired, self);
+            self.reps_needed = match self.design {
+                // More trials would not narrow an interval made of the spread between runs.
+                Design::Runs => None,
+                _ => reps_needed(self.ratio, (lo, hi), p, n, paired, self),
+            };
             self.reason = Some(if below || above {
                 format!(
                     "interval is outside the noise band but p = {p:.3} is not below alpha = {}",
@@ -237,6 +265,8 @@ fn skeleton(design: Direction, settings: &CompareSettings, kind: Design) -> Comp
         reps_needed: None,
         detectable: None,
         reason: None,
+        resolution: None,
+        note: None,
         confidence: 1.0 - INTERVAL_ERROR,
         look: None,
         alpha: settings.alpha,
@@ -244,9 +274,93 @@ fn skeleton(design: Direction, settings: &CompareSettings, kind: Design) -> Comp
     }
 }
 
+/// The most often a single comparison or claim gives a wrong verdict: `alpha` for "faster" or
+/// "slower" with no true effect, and one side of a 95% interval's error (2.5%) for any verdict
+/// that reads the interval ("no change", "supported", "refuted", a direction beyond the band).
+pub fn question_error(alpha: f64) -> f64 {
+    alpha.max(INTERVAL_ERROR / 2.0)
+}
+
+/// The most often any of `questions` comparisons and claims gives a wrong verdict: the sum of
+/// their own levels (the union bound), at most 1. Each question is controlled on its own;
+/// reports state this figure for the family.
+pub fn family_error(questions: usize, alpha: f64) -> f64 {
+    (questions as f64 * question_error(alpha)).min(1.0)
+}
+
+/// The default run-to-run spread `measured compare` assumes where no earlier runs measure it:
+/// 5% (one standard deviation of a whole run's level), above the 3% seen across reboots and
+/// neighbours on shared machines.
+pub const ASSUMED_RUN_SPREAD: f64 = 0.05;
+
+/// One config's level in two runs. `trials` is the comparison of their trials as independent
+/// samples (before as the baseline), kept for its medians. The level is judged against
+/// `spread`, the run-to-run variation of a whole run's level (`stats::runs`): a test of one
+/// run's log median against the other's, its interval the change with that spread. A shift of
+/// a whole run's level is then no code change unless it is larger than the runs' own variation.
+/// The verdict's note says where the spread came from.
+pub fn compare_run_levels(trials: Comparison, spread: &super::RunSpread) -> Comparison {
+    let mut c = trials;
+    let Some(t) = spread.judge(c.baseline_median.ln(), c.candidate_median.ln()) else {
+        return c;
+    };
+    if !(c.baseline_median > 0.0 && c.candidate_median > 0.0) {
+        return c;
+    }
+    c.design = Design::Runs;
+    c.ratio = t.ratio;
+    c.ratio_ci = Some(t.ratio_ci);
+    c.p_value = t.p;
+    c.p_adjusted = None;
+    c.confidence = 1.0 - INTERVAL_ERROR;
+    c.look = None;
+    c.resolution = None;
+    (c.speedup, c.speedup_ci) = oriented(c.ratio, c.ratio_ci, c.direction);
+    c.decide();
+    c.detectable = None;
+    let pct = |v: f64| format!("{:.1}%", v * 100.0);
+    c.note = Some(match spread.source {
+        super::SpreadSource::Series => format!(
+            "judged against the run-to-run variation of {} earlier runs of this config on this machine (±{})",
+            spread.runs,
+            pct(spread.sd)
+        ),
+        super::SpreadSource::Machine => format!(
+            "judged against the run-to-run variation of {} earlier runs of other configs on this machine (±{})",
+            spread.runs,
+            pct(spread.sd)
+        ),
+        super::SpreadSource::Assumed => format!(
+            "judged against an assumed run-to-run variation of ±{}: no earlier runs on this machine measured it \
+             (--run-spread sets it; a run of both revisions with --rev pairs them instead)",
+            pct(spread.sd)
+        ),
+    });
+    c
+}
+
 /// Compares independent samples: ratio of medians with a percentile-bootstrap 95% interval and
-/// the Mann-Whitney U p-value. Degenerate input gives an inconclusive verdict with a reason.
+/// the Mann-Whitney U p-value, each side's resolution read off its values. Degenerate input
+/// gives an inconclusive verdict with a reason.
 pub fn compare(baseline: &[f64], candidate: &[f64], direction: Direction, settings: &CompareSettings) -> Comparison {
+    compare_at(
+        baseline,
+        candidate,
+        (resolution(baseline), resolution(candidate)),
+        direction,
+        settings,
+    )
+}
+
+/// [`compare`] with each side's resolution given: `steps` as printed (`stats::resolution`), 0
+/// for values that are exact or continuous (counts and sizes are exact whole numbers).
+pub fn compare_at(
+    baseline: &[f64],
+    candidate: &[f64],
+    steps: (f64, f64),
+    direction: Direction,
+    settings: &CompareSettings,
+) -> Comparison {
     let mut c = skeleton(direction, settings, Design::Independent);
     c.n_baseline = baseline.len();
     c.n_candidate = candidate.len();
@@ -264,10 +378,26 @@ pub fn compare(baseline: &[f64], candidate: &[f64], direction: Direction, settin
     c.ratio = c.candidate_median / c.baseline_median;
     (c.speedup, _) = oriented(c.ratio, None, direction);
     c.p_value = mann_whitney_u(candidate, baseline).1;
+    c.resolution = Resolution::of(steps.0, steps.1, c.baseline_median, c.candidate_median);
     let reps = ratio_of_medians_replicates(baseline, candidate, settings.resamples, settings.seed);
     match percentile_interval(reps, 0.95) {
         Some(ci) => {
-            c.ratio_ci = Some(ci);
+            c.ratio_ci = match c.resolution {
+                // Each median is known to within half its side's step: the ratio's interval
+                // widens by the ratios those bounds allow.
+                Some(r) => {
+                    let (hb, hc) = (r.baseline / 2.0, r.candidate / 2.0);
+                    let (mb, mc) = (c.baseline_median, c.candidate_median);
+                    if mb - hb <= 0.0 || mc - hc <= 0.0 {
+                        return degenerate(c, "the medians are within half a printed step of zero");
+                    }
+                    Some((
+                        ci.0 * (mc - hc) / mc * mb / (mb + hb),
+                        ci.1 * (mc + hc) / mc * mb / (mb - hb),
+                    ))
+                }
+                None => Some(ci),
+            };
             (c.speedup, c.speedup_ci) = oriented(c.ratio, c.ratio_ci, direction);
             c.decide();
             c
@@ -276,21 +406,29 @@ pub fn compare(baseline: &[f64], candidate: &[f64], direction: Direction, settin
     }
 }
 
-/// Compares a block design: `pairs` holds `(baseline, candidate)` per block. The ratio is the
-/// exponential of the Hodges-Lehmann estimate of the per-block log ratios, its interval the
-/// Walsh averages that invert the signed-rank test, and p the signed-rank test's (see
-/// `stats::paired`). With `settings.sequential`, the test and interval use the levels of
-/// that look (see `stats::sequential`).
+/// Compares a block design: `pairs` holds `(baseline, candidate)` per block, one value of each
+/// per block, whose resolution is read off the pairs themselves. See [`compare_paired_at`].
 pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &CompareSettings) -> Comparison {
+    let base: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let cand: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    compare_paired_at(pairs, (resolution(&base), resolution(&cand)), direction, settings)
+}
+
+/// Compares a block design: `pairs` holds `(baseline, candidate)` per block (a block's mean
+/// where it ran a config more than once), and `steps` the resolution of each side's values as
+/// printed (`stats::resolution`; 0 for continuous values). The ratio is the exponential of the
+/// Hodges-Lehmann estimate of the per-block log ratios, its interval the Walsh averages that
+/// invert the signed-rank test, widened by what the printing may hide, and p that test's (see
+/// `stats::paired`). With `settings.sequential`, the test and interval use the levels of that
+/// look (see `stats::sequential`).
+pub fn compare_paired_at(
+    pairs: &[(f64, f64)],
+    steps: (f64, f64),
+    direction: Direction,
+    settings: &CompareSettings,
+) -> Comparison {
     let mut c = skeleton(direction, settings, Design::Paired);
     let mut error = INTERVAL_ERROR;
-    if let Some(seq) = settings.sequential {
-        let look = seq.plan.look(seq.blocks, settings.alpha, INTERVAL_ERROR);
-        c.alpha = look.alpha;
-        error = look.error;
-        c.confidence = 1.0 - error;
-        c.look = Some(look);
-    }
     c.n_baseline = pairs.len();
     c.n_candidate = pairs.len();
     if pairs.iter().any(|(a, b)| !a.is_finite() || !b.is_finite()) {
@@ -300,6 +438,24 @@ pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &Com
     let cand: Vec<f64> = pairs.iter().map(|p| p.1).collect();
     c.baseline_median = median(&base);
     c.candidate_median = median(&cand);
+    if let Some(seq) = settings.sequential {
+        let look = seq.plan.look(seq.blocks, settings.alpha, INTERVAL_ERROR);
+        c.alpha = look.alpha;
+        error = look.error;
+        c.confidence = 1.0 - error;
+        c.look = Some(look);
+        if error <= 0.0 {
+            let first = seq.plan.first_deciding_look(settings.alpha, INTERVAL_ERROR);
+            let reason = match first {
+                Some(f) => format!(
+                    "a look after {} blocks cannot decide (it spends none of alpha); the first that can is after {f}",
+                    seq.blocks
+                ),
+                None => format!("no look of this plan can decide (after {} blocks)", seq.blocks),
+            };
+            return degenerate(c, &reason);
+        }
+    }
     if pairs.len() < 2 {
         return degenerate(c, "needs at least 2 blocks");
     }
@@ -307,11 +463,19 @@ pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &Com
         return degenerate(c, "per-block ratios need positive values");
     }
     let logs: Vec<f64> = pairs.iter().map(|(a, b)| (b / a).ln()).collect();
-    let mut walsh = WalshAverages::of(&logs);
-    c.ratio = walsh.median().exp();
-    c.p_value = wilcoxon_signed_rank(&logs).1;
+    c.resolution = Resolution::of(steps.0, steps.1, c.baseline_median, c.candidate_median);
+    let (lower, upper) = match c.resolution {
+        Some(_) => match log_ratio_bounds(pairs, steps) {
+            Some(bounds) => bounds,
+            None => return degenerate(c, "a value is within half a printed step of zero"),
+        },
+        None => (logs.clone(), logs.clone()),
+    };
+    let b = bounded(&logs, &lower, &upper, error);
+    c.ratio = b.estimate.exp();
+    c.p_value = b.p;
     (c.speedup, _) = oriented(c.ratio, None, direction);
-    match walsh.interval(error) {
+    match b.interval {
         Some((lo, hi)) => {
             c.ratio_ci = Some((lo.exp(), hi.exp()));
             (c.speedup, c.speedup_ci) = oriented(c.ratio, c.ratio_ci, direction);
@@ -330,92 +494,5 @@ pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, settings: &Com
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn settings() -> CompareSettings {
-        CompareSettings {
-            resamples: 2_000,
-            ..CompareSettings::default()
-        }
-    }
-
-    #[test]
-    fn clear_speedup_is_faster() {
-        let base = [10.0, 10.1, 9.9, 10.2, 10.05, 9.95, 10.0, 10.1];
-        let cand: Vec<f64> = base.iter().map(|v| v * 0.7).collect();
-        let c = compare(&base, &cand, Direction::LowerIsBetter, &settings());
-        assert_eq!(c.verdict, Verdict::Faster, "{c:?}");
-        assert!((c.speedup - 1.0 / 0.7).abs() < 1e-9);
-        let (lo, hi) = c.speedup_ci.unwrap();
-        assert!(lo <= c.speedup && c.speedup <= hi);
-        // Same data as a throughput metric: lower is worse.
-        let t = compare(&base, &cand, Direction::HigherIsBetter, &settings());
-        assert_eq!(t.verdict, Verdict::Slower);
-    }
-
-    #[test]
-    fn identical_samples_are_no_change() {
-        let v = [3.0; 6];
-        let c = compare(&v, &v, Direction::LowerIsBetter, &settings());
-        assert_eq!(c.verdict, Verdict::NoChange);
-        assert_eq!(c.ratio_ci, Some((1.0, 1.0)));
-        assert_eq!(c.p_value, 1.0);
-    }
-
-    #[test]
-    fn degenerate_inputs_are_inconclusive_with_reason() {
-        let s = settings();
-        for (a, b) in [
-            (vec![1.0], vec![1.0, 2.0]),
-            (vec![], vec![]),
-            (vec![0.0, 0.0, 0.0], vec![1.0, 1.0, 1.0]),
-            (vec![1.0, f64::NAN], vec![1.0, 2.0]),
-        ] {
-            let c = compare(&a, &b, Direction::LowerIsBetter, &s);
-            assert_eq!(c.verdict, Verdict::Inconclusive);
-            assert!(c.reason.is_some() && c.ratio_ci.is_none());
-        }
-        let p = compare_paired(&[(1.0, 2.0)], Direction::LowerIsBetter, &s);
-        assert_eq!(p.verdict, Verdict::Inconclusive);
-        let z = compare_paired(&[(1.0, 0.0), (1.0, 1.0)], Direction::LowerIsBetter, &s);
-        assert!(z.reason.unwrap().contains("positive"));
-    }
-
-    #[test]
-    fn small_noisy_sample_asks_for_more_reps() {
-        let base = [10.0, 11.5, 9.0, 10.8];
-        let cand = [9.6, 10.9, 8.9, 10.2];
-        let c = compare(&base, &cand, Direction::LowerIsBetter, &settings());
-        assert_eq!(c.verdict, Verdict::Inconclusive);
-        assert!(c.reps_needed.unwrap() > 4, "{c:?}");
-    }
-
-    #[test]
-    fn paired_blocks_remove_block_noise() {
-        // Block-to-block drift of ±30% hides a 10% effect from an unpaired test, but every
-        // block shows the candidate 10% faster.
-        let drift = [1.0, 1.3, 0.7, 1.2, 0.8, 1.25, 0.75, 1.1, 0.9, 1.15, 0.85, 1.05];
-        let noise = [
-            1.0, 1.004, 0.997, 1.002, 0.999, 1.003, 0.996, 1.001, 1.0, 0.998, 1.002, 0.999,
-        ];
-        let pairs: Vec<(f64, f64)> = drift.iter().zip(noise).map(|(d, e)| (10.0 * d, 9.0 * d * e)).collect();
-        let c = compare_paired(&pairs, Direction::LowerIsBetter, &settings());
-        assert_eq!(c.verdict, Verdict::Faster, "{c:?}");
-        assert!((c.ratio - 0.9).abs() < 0.01);
-        let (b, a): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
-        let unpaired = compare(&b, &a, Direction::LowerIsBetter, &settings());
-        assert_eq!(unpaired.verdict, Verdict::Inconclusive);
-    }
-
-    #[test]
-    fn adjusted_p_can_demote_a_verdict() {
-        let base = [10.0, 10.1, 9.9, 10.2, 10.05, 9.95];
-        let cand = [9.0, 9.1, 8.9, 9.2, 9.05, 8.95];
-        let c = compare(&base, &cand, Direction::LowerIsBetter, &settings());
-        assert_eq!(c.verdict, Verdict::Faster);
-        let adj = c.with_adjusted_p(0.05);
-        assert_eq!(adj.verdict, Verdict::Inconclusive);
-        assert!(adj.reps_needed.is_some());
-    }
-}
+#[path = "tests/compare.rs"]
+mod tests;

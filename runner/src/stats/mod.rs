@@ -27,44 +27,61 @@
 //! `sigma^2 = n1 n2 / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1)))` and continuity correction
 //! `z = (max(U1, U2) - n1 n2 / 2 - 0.5) / sigma`, `p = 2 * (1 - Phi(z))`, capped at 1.
 //!
-//! **Paired design** ([`compare_paired`]): per block `r_i = ln(candidate_i / baseline_i)`. The
-//! ratio is `exp(HL(r))`, the Hodges-Lehmann estimate (median of the Walsh averages
-//! `(r_i + r_j) / 2`, `i <= j`); its interval holds the Walsh averages between the `k`-th
-//! smallest and the `k`-th largest, `k` the signed-rank null distribution's `P(W+ <= k - 1) <=
-//! error / 2` (exact to 50 blocks, normal beyond). The p-value is the Wilcoxon signed-rank test
-//! on `r` (zero differences dropped): exact when n <= 50 with no ties and no zeros, else the
-//! normal approximation with tie correction and no continuity correction. Because each block's
-//! configs run in shuffled order, `r_i` is symmetric about the true effect under any drift,
-//! which is all these need (`stats::paired` explains why not a bootstrap of the mean).
+//! **Paired design** ([`compare_paired`], [`compare_paired_at`]): per block `r_i =
+//! ln(candidate_i / baseline_i)`. The ratio is `exp(HL(r))`, the Hodges-Lehmann estimate
+//! (median of the Walsh averages `(r_i + r_j) / 2`, `i <= j`); its interval holds the Walsh
+//! averages between the `k`-th smallest and the `k`-th largest, `k` the largest count with
+//! `F(k - 1) <= error / 2`, `F` the null CDF of the signed-rank statistic `W+` (exact to 50
+//! blocks, normal beyond). The p-value is read off the same averages (`W+` counts the positive
+//! ones): `2 min(F(m - A), F(m - B))`, `A` and `B` the averages above and below zero, so test and
+//! interval invert each other exactly, with ties and zeros too (those count on neither side).
+//! Because each block's configs run in shuffled order, `r_i` is symmetric about the true
+//! effect under any drift, which is all these need (`stats::paired` explains why not a
+//! bootstrap of the mean).
+//!
+//! **Printed values** ([`resolution`]): values printed at a step `q` (whole milliseconds, say)
+//! are read as `v ± q/2`; each end of an interval is computed from the bound on its side, so
+//! coverage holds whatever the rounding hid (`stats::resolution`, `stats::paired`).
 //!
 //! **Sequential runs** ([`SequentialPlan`]): paired comparisons at a look use that look's share
-//! of alpha for the test and of the 5% for the interval (Pocock-type alpha spending, summed by
-//! the union bound; `stats::sequential`).
+//! of alpha for the test and of the 5% for the interval (Pocock-type alpha spending over the
+//! looks, summed by the union bound); a look that cannot reject, or cannot give an interval,
+//! spends nothing (`stats::sequential`).
+//!
+//! **Across runs** ([`steps`], [`compare_run_levels`], [`ratio_of_ratios`]): one value per run
+//! (a config's median, on a log scale), judged against the run-to-run variation the runs
+//! themselves show; a whole run's shift is not a code change (`stats::runs`).
 //!
 //! **Stability** ([`stability`]): the baseline's level change (median of the last third of its
-//! trials over the first third's, with a bootstrap interval) and its trial-to-trial CV from
-//! successive differences (`stats::drift`).
+//! trials over the first third's, with an interval that allows for autocorrelated noise) and its
+//! trial-to-trial CV from successive differences (`stats::drift`).
 //!
 //! **Verdict** with the noise band `[1 - band, 1 + band]` on the ratio:
 //! better/worse when `p < alpha` and the whole ratio interval lies outside the band on one side;
-//! `NoChange` when the interval lies inside the band; otherwise `Inconclusive`. For an
-//! inconclusive result, `reps_needed` assumes the interval's half-width in log space shrinks
-//! with `1 / sqrt(n)`: with half-width `h` at `n` repetitions and gap `g` between the log point
+//! `NoChange` when the interval lies inside the band and has some width (a zero-width interval
+//! says nothing below the values' resolution); otherwise `Inconclusive`. For an inconclusive
+//! result, `reps_needed` assumes the interval's half-width in log space shrinks with
+//! `1 / sqrt(n)`: with half-width `h` at `n` repetitions and gap `g` between the log point
 //! estimate and the nearest band edge, `n' = ceil(n * (h / g)^2)`. It is also raised to the
-//! smallest n at which the rank test can reach `p < alpha` at all.
+//! smallest n at which the rank test can reach `p < alpha` at all. None is given when the
+//! values' resolution is coarser than the band, since more blocks cannot help.
 //!
 //! **Multiple comparisons** ([`benjamini_hochberg`]): step-up adjusted p-values
-//! `p_(i) * m / i`, made monotone from the largest rank down and capped at 1.
+//! `p_(i) * m / i`, made monotone from the largest rank down and capped at 1. Each question
+//! (comparison or claim) is controlled on its own, at [`question_error`]; a report states the
+//! union bound over its questions ([`family_error`]).
 //!
 //! **Guard** ([`guard`]): two one-sided tests via the `(1 - 2 alpha)` Welch interval of the
 //! difference of means `candidate - baseline`; pass when it lies within `±tolerance`, fail when
 //! it lies entirely outside, else inconclusive. A relative tolerance is taken relative to
 //! `|mean(baseline)|`.
 //!
-//! **Claim** ([`Claim::parse`], [`evaluate`]): a claimed speedup interval is *supported* when the
-//! measured speedup interval overlaps it, *refuted* when it lies entirely outside it, and
-//! *untestable* when the measured interval also contains 1 (no effect) while the claim excludes
-//! it, or the comparison itself is degenerate.
+//! **Claim** ([`Claim::parse`], [`evaluate`]): a claimed speedup range is widened by the noise
+//! band only at its edges away from 1 (never across it). *Supported* when the measured interval
+//! lies inside the widened range, holds no 1 (for a claim of an effect) and is not "no change";
+//! *refuted* when it lies wholly outside it; *inconclusive* when it straddles an edge or holds
+//! 1; *untestable* when nothing could be measured, the claim is no finite speedup, or its whole
+//! range lies inside the noise band.
 //!
 //! **Scaling** ([`serial_fraction`], [`cost_exponent`]): Amdahl's serial fraction by weighted
 //! least squares of `T = T1 (f + (1 - f)/p)` and the exponent `b` of `T ∝ size^b` by least squares
@@ -81,6 +98,8 @@ mod drift;
 mod guard;
 mod paired;
 mod rank;
+mod resolution;
+mod runs;
 mod scaling;
 mod sequential;
 mod summary;
@@ -92,15 +111,20 @@ pub use bootstrap::{bootstrap_median_ci, quantile_sorted};
 pub use claim::MIN_CLAIM_REPETITIONS;
 pub use claim::{assess, evaluate, Claim, ClaimEvaluation, ClaimParseError, ClaimUnit, ClaimVerdict};
 pub use claim_value::assess_value;
-pub use compare::{compare, compare_paired, percent_level, Comparison, Design, DETECTABLE_POWER, INTERVAL_ERROR};
+pub use compare::{
+    compare, compare_at, compare_paired, compare_paired_at, compare_run_levels, family_error, percent_level,
+    question_error, Comparison, Design, ASSUMED_RUN_SPREAD, DETECTABLE_POWER, INTERVAL_ERROR,
+};
 pub use conditions::{params_unmet, thread_counts, unmet, ClaimConditions, PARALLELISM_PARAMS};
 pub(crate) use dist::student_t_quantile;
 pub use drift::{stability, Stability, JITTER_CV, MIN_DRIFT_TRIALS, MIN_STABILITY_TRIALS};
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
 pub use paired::{hodges_lehmann, min_values_for_interval, walsh_interval};
 pub use rank::{benjamini_hochberg, mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
+pub use resolution::{resolution, Resolution};
+pub use runs::{level_test, moved, ratio_of_ratios, steps, LevelTest, RunSpread, SpreadSource, StepCall, STEP_WINDOW};
 pub use scaling::{amdahl_fit, cost_exponent, power_fit, serial_fraction, speedup, AmdahlFit, Estimate, PowerFit};
-pub use sequential::{spent, Look, SequentialPlan, LOOK_GROWTH};
+pub use sequential::{spent, Look, LookLevel, SequentialPlan, LOOK_GROWTH};
 pub use summary::{median, Summary};
 
 use serde::{Deserialize, Serialize};

@@ -10,9 +10,27 @@
 //! construction) are exact for every symmetric distribution: coverage is at least nominal at
 //! any number of blocks, with no normality and no resampling. A drift step that lands inside
 //! a block gives that block one large ratio; the mean follows it, the Walsh median does not.
+//!
+//! **Test and interval from one count.** The signed-rank statistic `W+` is the number of
+//! positive Walsh averages, so the test is read off the same averages as the interval: the
+//! two-sided p-value is `2 min(F(m - A), F(m - B))`, `A` and `B` the averages above and below
+//! zero, `m` their number and `F` the null CDF of `W+` for continuous data (exact to 50 blocks,
+//! the normal approximation beyond). Zero lies outside the `1 - e` interval exactly when
+//! `p <= e`: the test and the interval invert each other, with ties and zeros too, which count
+//! on neither side (a conservative choice).
+//!
+//! **Printed values** ([`bounded`]). A stage that prints coarse figures (whole milliseconds of
+//! a 10 ms stage) makes most log ratios exactly 0: their distribution is no longer symmetric
+//! about the effect, and no test on the rounded values alone is valid. Each printed value is
+//! then read as an interval `v ± q/2` (`q` the resolution, `stats::resolution`), which bounds
+//! each block's true log ratio between a lower and an upper value. The interval's lower end is
+//! taken from the lower bounds and its upper end from the upper bounds, and the test likewise:
+//! the order statistics of Walsh averages only grow with each value, so the bounded interval
+//! holds the interval of the unrounded values, and its coverage is at least nominal whatever
+//! the printing hid. With continuous values the bounds coincide and nothing changes.
 
 use super::dist::normal_isf;
-use super::rank::{signed_rank_cdf, EXACT_MAX};
+use super::rank::{signed_rank_cdf, signed_rank_null_cdf, EXACT_MAX};
 
 /// Number of Walsh averages of `n` values.
 fn walsh_count(n: usize) -> u64 {
@@ -27,6 +45,23 @@ fn count_at_most(sorted: &[f64], v: f64) -> u64 {
     let mut count = 0u64;
     for i in 0..n {
         while end > i && (sorted[i] + sorted[end - 1]) / 2.0 > v {
+            end -= 1;
+        }
+        if end <= i {
+            break;
+        }
+        count += (end - i) as u64;
+    }
+    count
+}
+
+/// Walsh averages of `sorted` (ascending) strictly below `v`.
+fn count_below(sorted: &[f64], v: f64) -> u64 {
+    let n = sorted.len();
+    let mut end = n;
+    let mut count = 0u64;
+    for i in 0..n {
+        while end > i && (sorted[i] + sorted[end - 1]) / 2.0 >= v {
             end -= 1;
         }
         if end <= i {
@@ -97,6 +132,16 @@ impl WalshAverages {
         kth_searched(&self.sorted, k)
     }
 
+    /// Averages strictly above zero.
+    fn above_zero(&self) -> u64 {
+        self.count() - count_at_most(&self.sorted, 0.0)
+    }
+
+    /// Averages strictly below zero.
+    fn below_zero(&self) -> u64 {
+        count_below(&self.sorted, 0.0)
+    }
+
     /// The median of the averages: the Hodges-Lehmann estimate. NaN for no values.
     pub(crate) fn median(&mut self) -> f64 {
         let m = self.count();
@@ -152,18 +197,21 @@ pub fn hodges_lehmann(d: &[f64]) -> f64 {
 }
 
 /// How many Walsh averages each tail of the interval leaves out at two-sided error `error`:
-/// the largest `k` with `P(W+ <= k - 1) <= error / 2` under the null. Zero means no bounded
-/// interval reaches that level with `n` values.
+/// the largest `k` with `F(k - 1) <= error / 2`, `F` the null CDF of `W+`
+/// ([`signed_rank_null_cdf`]). Zero means no bounded interval reaches that level with `n`
+/// values.
 pub(crate) fn tail_count(n: usize, error: f64) -> u64 {
     if n == 0 || error.is_nan() || error <= 0.0 {
         return 0;
     }
     let half = error / 2.0;
     if n <= EXACT_MAX {
-        // The CDF at w is P(W+ <= w); the count of w with CDF <= half is that k.
+        // The count of w with F(w) <= half is that k.
         let cdf = signed_rank_cdf(n);
         return cdf.iter().take_while(|&&p| p <= half * (1.0 + 1e-12)).count() as u64;
     }
+    // F(w) = Phi((w + 1 - mean) / sd) beyond the exact range, so F(k - 1) <= half exactly when
+    // k <= mean - z sd.
     let nf = n as f64;
     let mean = nf * (nf + 1.0) / 4.0;
     let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
@@ -172,6 +220,34 @@ pub(crate) fn tail_count(n: usize, error: f64) -> u64 {
         0
     } else {
         k as u64
+    }
+}
+
+/// The paired analysis of per-block log ratios known to lie between `lower` and `upper` (equal
+/// for values measured to the last digit): the Hodges-Lehmann estimate of `estimate_from`, the
+/// `1 - error` interval from the bounds, and the two-sided signed-rank p-value that inverts it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Bounded {
+    pub estimate: f64,
+    pub interval: Option<(f64, f64)>,
+    pub p: f64,
+}
+
+/// See [`Bounded`] and the module docs. The slices have one value per block, in any order.
+pub(crate) fn bounded(estimate_from: &[f64], lower: &[f64], upper: &[f64], error: f64) -> Bounded {
+    let n = lower.len();
+    let mut lo = WalshAverages::of(lower);
+    let mut hi = WalshAverages::of(upper);
+    let m = walsh_count(n);
+    // P(W+ >= A) = F(m - A) by the null's symmetry; one side for each direction.
+    let up = signed_rank_null_cdf(n, m - lo.above_zero());
+    let down = signed_rank_null_cdf(n, m - hi.below_zero());
+    let k = tail_count(n, error);
+    let interval = (k > 0).then(|| (lo.kth(k), hi.kth(m + 1 - k)));
+    Bounded {
+        estimate: WalshAverages::of(estimate_from).median(),
+        interval,
+        p: (2.0 * up.min(down)).min(1.0),
     }
 }
 
@@ -261,6 +337,59 @@ mod tests {
         let n = EXACT_MAX as f64;
         let approx = (n * (n + 1.0) / 4.0 - 1.959_964 * (n * (n + 1.0) * (2.0 * n + 1.0) / 24.0).sqrt()).floor();
         assert!((exact - approx).abs() <= 2.0, "{exact} vs {approx}");
+    }
+
+    /// The test and the interval invert each other: zero is outside the `1 - e` interval exactly
+    /// when `p <= e`, at every level, with ties and zeros among the values too.
+    #[test]
+    fn the_p_value_is_the_level_at_which_the_interval_leaves_zero() {
+        let sets: [&[f64]; 4] = [
+            &[0.3, -0.1, 0.05, 0.2, 0.4, 0.1, 0.15, 0.25],
+            &[0.0, 0.0, -0.05, 0.0, 0.1, 0.1, 0.2, 0.0, 0.1, 0.3],
+            &[0.02, 0.03, 0.01, 0.04, 0.05, 0.02, 0.03, 0.06, 0.01, 0.02, 0.03, 0.04],
+            &[-0.2, -0.1, -0.3, 0.05, -0.15, -0.25, -0.1, -0.05, -0.2],
+        ];
+        for d in sets {
+            let p = bounded(d, d, d, 0.05).p;
+            for e in [0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5] {
+                let (lo, hi) = match bounded(d, d, d, e).interval {
+                    Some(i) => i,
+                    None => continue,
+                };
+                let excludes = lo > 0.0 || hi < 0.0;
+                assert_eq!(excludes, p <= e * (1.0 + 1e-12), "{d:?} at {e}: [{lo}, {hi}], p = {p}");
+            }
+        }
+    }
+
+    /// Without ties the p-value is the signed-rank test's own: scipy 1.17's
+    /// `wilcoxon([0.3, -0.12, 0.05, 0.2, -0.4, 0.1, 0.15, 0.01, 0.33, 0.27])` gives W = 14,
+    /// p = 0.193359375 (exact). Where two values tie in size with opposite signs, their Walsh
+    /// average is exactly zero and counts on neither side: more conservative than scipy's
+    /// average ranks.
+    #[test]
+    fn without_ties_the_p_value_is_the_signed_rank_tests() {
+        let d = [0.3, -0.12, 0.05, 0.2, -0.4, 0.1, 0.15, 0.01, 0.33, 0.27];
+        let ours = bounded(&d, &d, &d, 0.05).p;
+        assert!((ours - 0.193_359_375).abs() < 1e-12, "{ours}");
+        assert!((super::super::rank::wilcoxon_signed_rank(&d).1 - ours).abs() < 1e-12);
+        let tied = [0.3, -0.1, 0.05, 0.2, -0.4, 0.1, 0.15, 0.01, 0.33, 0.27];
+        assert!(bounded(&tied, &tied, &tied, 0.05).p >= super::super::rank::wilcoxon_signed_rank(&tied).1);
+    }
+
+    /// Bounds widen each end by what the rounding could hide, never narrow it.
+    #[test]
+    fn bounds_widen_the_interval() {
+        let d = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -0.105];
+        let plain = bounded(&d, &d, &d, 0.05);
+        // The 4th smallest and largest of 36 averages: 0 at the top, as if the values were exact.
+        assert_eq!(plain.interval, Some((-0.0525, 0.0)));
+        let lower: Vec<f64> = d.iter().map(|v| v - 0.1).collect();
+        let upper: Vec<f64> = d.iter().map(|v| v + 0.1).collect();
+        let b = bounded(&d, &lower, &upper, 0.05);
+        let (lo, hi) = b.interval.unwrap();
+        assert!(lo <= -0.1 && hi >= 0.1, "{lo} {hi}");
+        assert!(b.p > 0.05 && b.estimate == 0.0);
     }
 
     #[test]

@@ -132,6 +132,20 @@ pub(super) fn signed_rank_cdf(n: usize) -> std::sync::Arc<Vec<f64>> {
     cdf
 }
 
+/// The null CDF of `W+` for `n` continuous differences, `F(w) = P(W+ <= w)`: exact up to
+/// [`EXACT_MAX`], beyond it `Phi((w + 1 - mean) / sd)`, the form whose quantiles the paired
+/// interval's tail count uses (`stats::paired`), so that test and interval invert each other.
+pub(crate) fn signed_rank_null_cdf(n: usize, w: u64) -> f64 {
+    if n <= EXACT_MAX {
+        let cdf = signed_rank_cdf(n);
+        return cdf[(w as usize).min(cdf.len() - 1)];
+    }
+    let nf = n as f64;
+    let mean = nf * (nf + 1.0) / 4.0;
+    let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
+    normal_sf((mean - w as f64 - 1.0) / sd)
+}
+
 /// Two-sided Wilcoxon signed-rank test of the differences `d` against 0. Returns
 /// `(W, p)` with `W = min(W+, W-)`. Zero differences are dropped (`zero_method="wilcox"`).
 /// Up to 50 non-zero differences the p-value is exact: from the tabled null distribution

@@ -17,11 +17,23 @@
 //! made of the earlier looks. That is a little conservative and needs no numerical
 //! integration; the simulations in `stats/tests` measure it. A look the plan did not name (a
 //! time budget that ran out between looks, an interrupted run) spends from the last planned
-//! look before it, so it is covered the same way. Pocock-type rather than O'Brien-Fleming-type
+//! look before it, so it is covered the same way.
+//!
+//! **Looks that cannot decide spend nothing.** The signed-rank test's smallest p-value after
+//! `n` blocks is `2 / 2^n`; a look whose share of alpha is below it can never reject, and one
+//! whose share of the interval's error is too small for `n` blocks gives no interval. Such a
+//! look spends none of its share: the next look that can use it gets everything the function
+//! allows by then. Whether a look can decide depends only on the plan, never on the data, so
+//! the union bound still holds. With `repetitions = { min = 8, max = 200 }` and alpha 0.01, the
+//! look at 8 blocks would have 0.00066 against a floor of 0.0078; it spends nothing, and the
+//! look at 12 tests at 0.00098 (floor 0.00049). `check` names the first look that can decide. Pocock-type rather than O'Brien-Fleming-type
 //! spending because the signed-rank test's smallest p-value (`2 / 2^n`) needs a usable level
 //! at the early looks for a clear effect to stop a run early.
 
 use serde::{Deserialize, Serialize};
+
+use super::paired::tail_count;
+use super::rank::min_attainable_p;
 
 /// How much the block count grows from one planned look to the next.
 pub const LOOK_GROWTH: f64 = 1.5;
@@ -46,10 +58,31 @@ pub struct Look {
     /// Whether `blocks` is one of them (a budget or an interruption can end a run between
     /// looks).
     pub planned_look: bool,
-    /// Nominal significance level of the test at this look.
+    /// Nominal significance level of the test at this look: 0 when this look cannot reject
+    /// (its share is below the test's smallest p-value), which then spends nothing.
     pub alpha: f64,
-    /// Nominal two-sided error of the interval at this look.
+    /// Nominal two-sided error of the interval at this look: 0 when its share is too small for
+    /// an interval over this many blocks, which then spends nothing.
     pub error: f64,
+}
+
+/// What one planned look may use, for `check` and `plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LookLevel {
+    pub blocks: u32,
+    /// The share of alpha the test uses here; 0 when the look cannot reject.
+    pub alpha: f64,
+    /// The test's smallest possible p-value after `blocks` blocks.
+    pub floor: f64,
+    /// The share of the interval's error used here; 0 when no interval can be had.
+    pub error: f64,
+}
+
+impl LookLevel {
+    /// Whether this look can reach any verdict: a rejection, or an interval to judge.
+    pub fn can_decide(&self) -> bool {
+        self.alpha > 0.0 || self.error > 0.0
+    }
 }
 
 /// The spending function: how much of `total` may be spent by information fraction `t`.
@@ -75,6 +108,51 @@ impl SequentialPlan {
         self.looks().contains(&blocks)
     }
 
+    /// The levels of the looks after `taken` blocks (ascending), each look spending what the
+    /// function allows by then less what earlier looks spent, or nothing when it cannot use it
+    /// (see the module docs).
+    fn levels(&self, taken: &[u32], alpha: f64, error: f64) -> Vec<LookLevel> {
+        let max = f64::from(self.max.max(1));
+        let (mut spent_alpha, mut spent_error) = (0.0, 0.0);
+        taken
+            .iter()
+            .map(|&blocks| {
+                let t = f64::from(blocks) / max;
+                let floor = min_attainable_p(blocks as usize, true);
+                let mut level = LookLevel {
+                    blocks,
+                    alpha: spent(alpha, t) - spent_alpha,
+                    floor,
+                    error: spent(error, t) - spent_error,
+                };
+                if floor < level.alpha {
+                    spent_alpha += level.alpha;
+                } else {
+                    level.alpha = 0.0;
+                }
+                if tail_count(blocks as usize, level.error) > 0 {
+                    spent_error += level.error;
+                } else {
+                    level.error = 0.0;
+                }
+                level
+            })
+            .collect()
+    }
+
+    /// The level of every planned look, for `check` and `plan`.
+    pub fn planned_levels(&self, alpha: f64, error: f64) -> Vec<LookLevel> {
+        self.levels(&self.looks(), alpha, error)
+    }
+
+    /// The first planned look that can reject at its share of `alpha`; `None` when none can.
+    pub fn first_deciding_look(&self, alpha: f64, error: f64) -> Option<u32> {
+        self.planned_levels(alpha, error)
+            .iter()
+            .find(|l| l.alpha > 0.0)
+            .map(|l| l.blocks)
+    }
+
     /// The look after `blocks` blocks, with the levels it may use of the test's `alpha` and
     /// of the interval's `error` (0.05 for a 95% interval).
     pub fn look(&self, blocks: u32, alpha: f64, error: f64) -> Look {
@@ -84,15 +162,18 @@ impl SequentialPlan {
         if !planned_look {
             taken.push(blocks);
         }
-        let max = f64::from(self.max.max(1));
-        let t = f64::from(blocks) / max;
-        let before = taken.len().checked_sub(2).map_or(0.0, |i| f64::from(taken[i]) / max);
+        let this = self.levels(&taken, alpha, error).pop().unwrap_or(LookLevel {
+            blocks,
+            alpha: 0.0,
+            floor: 1.0,
+            error: 0.0,
+        });
         Look {
             blocks,
             planned: looks.len(),
             planned_look,
-            alpha: spent(alpha, t) - spent(alpha, before),
-            error: spent(error, t) - spent(error, before),
+            alpha: this.alpha,
+            error: this.error,
             taken,
         }
     }
@@ -117,14 +198,40 @@ mod tests {
         let (mut alpha, mut error) = (0.0, 0.0);
         for blocks in p.looks() {
             let look = p.look(blocks, 0.01, 0.05);
-            assert!(look.planned_look && look.alpha > 0.0);
+            assert!(look.planned_look);
             alpha += look.alpha;
             error += look.error;
         }
         assert!((alpha - 0.01).abs() < 1e-15 && (error - 0.05).abs() < 1e-15);
-        // The first look spends the Pocock-type share of its information fraction.
-        let first = p.look(8, 0.01, 0.05);
-        assert!((first.alpha - 0.01 * (1.0 + (std::f64::consts::E - 1.0) * 0.02).ln()).abs() < 1e-15);
+        // The look at 8 blocks cannot reject (its share, 0.00034, is below 2 / 2^8); the look at
+        // 12 is the first to spend, and spends everything the function allows by then
+        // (0.00050, above 2 / 2^12 = 0.00049).
+        assert_eq!(p.look(8, 0.01, 0.05).alpha, 0.0);
+        assert_eq!(p.first_deciding_look(0.01, 0.05), Some(12));
+        let first = p.look(12, 0.01, 0.05);
+        assert!((first.alpha - spent(0.01, 12.0 / 400.0)).abs() < 1e-15, "{first:?}");
+    }
+
+    /// The plan of the manifest reference: the look at 8 blocks would have 0.00066 of alpha
+    /// against a floor of 2 / 2^8 = 0.0078; it spends nothing, and the look at 12 gets the
+    /// function's whole 0.00098 (floor 0.00049), so it is the first that can decide.
+    #[test]
+    fn a_look_that_cannot_reject_spends_nothing() {
+        let p = SequentialPlan { min: 8, max: 200 };
+        let levels = p.planned_levels(0.01, 0.05);
+        assert_eq!(levels[0].blocks, 8);
+        assert_eq!(levels[0].alpha, 0.0);
+        assert!((levels[0].floor - 2.0 / 256.0).abs() < 1e-15);
+        // No 95%-share interval at 8 blocks either: 0.0033 of error is below 2 / 2^8.
+        assert_eq!(levels[0].error, 0.0);
+        assert!(!levels[0].can_decide());
+        assert!((levels[1].alpha - spent(0.01, 0.06)).abs() < 1e-15, "{:?}", levels[1]);
+        assert!(levels[1].alpha > levels[1].floor);
+        assert_eq!(p.first_deciding_look(0.01, 0.05), Some(12));
+        let total: f64 = levels.iter().map(|l| l.alpha).sum();
+        assert!((total - 0.01).abs() < 1e-15);
+        // A plan whose every look is below the floor spends nothing at all.
+        assert_eq!(SequentialPlan { min: 2, max: 5 }.first_deciding_look(0.01, 0.05), None);
     }
 
     #[test]

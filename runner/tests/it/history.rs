@@ -49,13 +49,16 @@ fn git(dir: &Path, args: &[&str]) {
     );
 }
 
-/// Three runs at latency 0.100, 0.100 and 0.120, each on a commit of its own: one step, into
-/// the third run.
-fn three_runs(dir: &Path, db: &dyn Fn(&mut std::process::Command) -> &mut std::process::Command, name: &str) {
+/// Run levels: four around 0.100 (each run's level moves by up to 1%, as real runs' do), then
+/// three around 0.120: one step, into the fifth run.
+const LEVELS: [&str; 7] = ["0.100", "0.101", "0.099", "0.1005", "0.120", "0.1212", "0.1188"];
+
+/// A run per level of [`LEVELS`], each on a commit of its own.
+fn runs(dir: &Path, db: &dyn Fn(&mut std::process::Command) -> &mut std::process::Command, name: &str) {
     let m = bench(dir, name);
     git(dir, &["init", "-q"]);
     std::fs::write(dir.join(".gitignore"), "*.sqlite*\n*.journal.jsonl\n").unwrap();
-    for (i, level) in ["0.100", "0.100", "0.120"].iter().enumerate() {
+    for (i, level) in LEVELS.iter().enumerate() {
         std::fs::write(dir.join("level.txt"), level).unwrap();
         git(dir, &["add", "-A"]);
         git(dir, &["commit", "-q", "--allow-empty", "-m", &format!("level {i}")]);
@@ -72,30 +75,27 @@ fn check_history(out: &std::process::Output, dir: &Path, name: &str) {
     assert_eq!(out.status.code(), Some(0), "{t}");
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains(&format!("# History of `bench.latency` in {name}")), "{md}");
-    // One flagged step, into run 3, with the true ratio 1.2 shown.
+    // One flagged step, into run 5, with the true change shown as a speedup of 1 / 1.2.
     assert_eq!(md.matches("**regressed**").count(), 2, "sentence and table cell: {md}");
-    assert!(md.contains("1.20x"), "{md}");
+    assert!(md.contains("0.83x"), "{md}");
     let rows: Vec<&str> = md
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| #"))
         .collect();
-    assert_eq!(rows.len(), 3, "{md}");
+    assert_eq!(rows.len(), LEVELS.len(), "{md}");
     assert!(
         rows[0].starts_with("| 1 |") && rows[0].ends_with("| — |"),
         "{}",
         rows[0]
     );
-    // Identical data: a step, but not a flagged one.
-    assert!(rows[1].contains("| 1.00x |") && !rows[1].contains("**"), "{}", rows[1]);
-    assert!(
-        rows[2].starts_with("| 3 |") && rows[2].contains("**regressed**"),
-        "{}",
-        rows[2]
-    );
-    assert!(md.contains("Mann-Whitney U"), "the test is named: {md}");
+    for (i, row) in rows.iter().enumerate().skip(1) {
+        assert_eq!(row.contains("**regressed**"), i == 4, "{row}");
+    }
+    assert!(md.contains("two-sample t-test"), "the test is named: {md}");
+    assert!(md.contains("run-to-run variation"), "{md}");
     // Each run names the commit it measured.
     let commits: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.split(" | ").nth(3).unwrap()).collect();
-    assert_eq!(commits.len(), 3, "{rows:?}");
+    assert_eq!(commits.len(), LEVELS.len(), "{rows:?}");
     assert!(
         !rows.iter().any(|r| r.contains("`unknown`") || r.contains("+dirty")),
         "{rows:?}"
@@ -114,17 +114,17 @@ fn check_history(out: &std::process::Output, dir: &Path, name: &str) {
         .collect();
     assert_eq!(flagged.len(), 1, "{json}");
     let (lo, hi) = (
-        flagged[0]["ratio_ci"][0].as_f64().unwrap(),
-        flagged[0]["ratio_ci"][1].as_f64().unwrap(),
+        flagged[0]["speedup_ci"][0].as_f64().unwrap(),
+        flagged[0]["speedup_ci"][1].as_f64().unwrap(),
     );
-    assert!(lo <= 1.2 && 1.2 <= hi, "true ratio 1.2 in [{lo}, {hi}]");
+    assert!(lo <= 1.0 / 1.2 && 1.0 / 1.2 <= hi, "true speedup 1/1.2 in [{lo}, {hi}]");
 }
 
 #[test]
 fn history_flags_the_step_between_consecutive_runs_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    three_runs(dir.path(), &|c| c.arg("--database").arg(&db), "hist");
+    runs(dir.path(), &|c| c.arg("--database").arg(&db), "hist");
     let out = run(bin()
         .arg("--database")
         .arg(&db)
@@ -151,10 +151,81 @@ fn history_flags_the_step_between_consecutive_runs_on_postgres() {
     let url = pg_url();
     // The test database is shared: a name of its own keeps other tests' runs out.
     let name = format!("hist-pg-{}", std::process::id());
-    three_runs(dir.path(), &|c| c.env("DATABASE_URL", &url), &name);
+    runs(dir.path(), &|c| c.env("DATABASE_URL", &url), &name);
     let out = run(bin()
         .env("DATABASE_URL", &url)
         .args(["history", &name, "--results-dir"])
         .arg(dir.path()));
     check_history(&out, dir.path(), &name);
+}
+
+/// The same experiment run on `small.txt`, then with its command's input switched to
+/// `tiny.txt`: `compare` refuses, naming the changed parameter, and `history` marks the step
+/// "config changed" instead of calling the shorter input a speedup.
+#[test]
+fn a_changed_input_file_is_a_config_change_not_a_speedup() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["count.toml", "small.txt", "tiny.txt"] {
+        std::fs::copy(
+            crate::common::fixture(&format!("config_change/{f}")),
+            dir.path().join(f),
+        )
+        .unwrap();
+    }
+    let db = dir.path().join("r.sqlite");
+    let manifest = dir.path().join("count.toml");
+    let mut ids = Vec::new();
+    for input in ["small.txt", "tiny.txt"] {
+        let text_of = std::fs::read_to_string(&manifest).unwrap();
+        std::fs::write(&manifest, text_of.replace("small.txt", input)).unwrap();
+        let out =
+            run(bin()
+                .current_dir(dir.path())
+                .arg("--database")
+                .arg(&db)
+                .args(["run", "--no-report", "count.toml"]));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let listed = run(bin().arg("--database").arg(&db).args(["show", "latest"]));
+        let shown = String::from_utf8_lossy(&listed.stdout).into_owned();
+        let id = shown
+            .split_whitespace()
+            .find(|w| w.len() == 20 && w.chars().nth(8) == Some('-'))
+            .unwrap_or_else(|| panic!("a run id in {shown}"))
+            .to_owned();
+        ids.push(id);
+    }
+    let out = run(bin()
+        .current_dir(dir.path())
+        .arg("--database")
+        .arg(&db)
+        .args(["compare", &ids[0], &ids[1]]));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    insta::assert_snapshot!("compare_refuses_a_changed_config", err.trim());
+    // Allowed on request, with the change named beside the numbers.
+    let out = run(bin().current_dir(dir.path()).arg("--database").arg(&db).args([
+        "compare",
+        &ids[0],
+        &ids[1],
+        "--allow-config-change",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = run(bin()
+        .current_dir(dir.path())
+        .arg("--database")
+        .arg(&db)
+        .args(["history", "count-words", "--results-dir"])
+        .arg(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let md = String::from_utf8_lossy(&out.stdout).into_owned();
+    let sentences: Vec<&str> = md.lines().filter(|l| l.starts_with("- **config changed**")).collect();
+    insta::with_settings!({filters => vec![(r"\d{8}-\d{6}-[0-9a-f]{4}", "[run]")]}, {
+        insta::assert_snapshot!("history_marks_a_changed_config", sentences.join("\n"));
+    });
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| 2 |"))
+        .expect("the second run's row");
+    assert!(row.ends_with("| **config changed** |"), "{row}");
+    assert!(!md.contains("**improved**") && !md.contains("**regressed**"), "{md}");
 }

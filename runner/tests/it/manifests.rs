@@ -252,3 +252,20 @@ fn many_errors_are_reported_quickly_and_huge_files_are_refused() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("is larger than 4 MiB"), "{}", text(&o));
 }
+
+/// `check` on the manifest reference's plan, `repetitions = { min = 8, max = 200 }`: every
+/// planned look's share of alpha, the first look that can decide (after 12 blocks), and a
+/// warning with the fix for the look after 8 blocks, which can never reject and spends nothing.
+#[test]
+fn check_names_the_first_look_that_can_decide() {
+    let o = run(bin().arg("check").arg(fixture("valid/sequential_early_looks.toml")));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let looks = stdout.lines().nth(1).expect("a line of looks").trim();
+    assert!(
+        looks.contains("the first that can decide is after 12 blocks"),
+        "{looks}"
+    );
+    insta::assert_snapshot!("sequential_looks", looks);
+    insta::assert_snapshot!("sequential_looks_warning", String::from_utf8_lossy(&o.stderr).trim());
+}

@@ -122,12 +122,19 @@ impl Validator {
     /// look. A claim needs a bounded 95% interval as well.
     pub(in crate::manifest) fn reachable_alpha(&mut self, schedule: &Schedule, compare: &CompareDef) {
         let paired = schedule.order == Order::Interleaved;
+        // A sequential plan can decide from its first look whose share of alpha clears the
+        // test's floor (earlier looks spend nothing); without one, from its last.
         let (n, what, are) = match schedule.sequential {
-            Some(plan) => (
-                plan.min as usize,
-                format!("a first look after {} blocks", plan.min),
-                "is",
-            ),
+            Some(plan) => {
+                let first = plan
+                    .first_deciding_look(compare.alpha, crate::stats::INTERVAL_ERROR)
+                    .unwrap_or(plan.max);
+                (
+                    first as usize,
+                    format!("a plan whose looks end at {} blocks", plan.max),
+                    "is",
+                )
+            }
             None => (
                 schedule.repetitions as usize,
                 format!("{} repetitions per config", schedule.repetitions),

@@ -22,8 +22,8 @@ pub(crate) mod sequential;
 pub(crate) mod stability;
 mod tables;
 
-pub use compare::compare_runs;
+pub use compare::{compare_runs, CompareOptions};
 pub use history::build_history;
-pub(crate) use history::commit_label;
+pub(crate) use history::{commit_label, machine_key};
 pub use report::{build_report, questions};
 pub(crate) use samples::{direction_of, metric_samples, settings_of};

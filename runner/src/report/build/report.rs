@@ -39,6 +39,7 @@ pub(crate) fn method(run: &RunData, comparisons: &[Comparison], samples: Samples
     for (design, test) in [
         (Design::Independent, RankTestKind::MannWhitneyU),
         (Design::Paired, RankTestKind::WilcoxonSignedRank),
+        (Design::Runs, RankTestKind::RunLevelT),
     ] {
         let count = comparisons.iter().filter(|c| c.design == design).count();
         if count == 0 {
@@ -56,7 +57,14 @@ pub(crate) fn method(run: &RunData, comparisons: &[Comparison], samples: Samples
                     .to_owned()
             }
             (Design::Independent, Samples::TwoRuns) => {
-                "the two runs' trials are independent samples of each config".to_owned()
+                "the two runs' trials are independent samples of each config; with no earlier runs of a config on \
+                 this machine to show how much a whole run's level varies, they give an interval but no verdict"
+                    .to_owned()
+            }
+            (Design::Runs, _) => {
+                "a run's level moves as a whole from run to run, so a config's change between two runs is judged \
+                 against that variation, not against the trials inside each run"
+                    .to_owned()
             }
             (Design::Paired, _) if hosts.len() > 1 => format!(
                 "trials ran in blocks on {} hosts: each block ran both sides on one host, back to back",
@@ -84,6 +92,9 @@ pub(crate) fn method(run: &RunData, comparisons: &[Comparison], samples: Samples
         p_adjustment: (n > 1).then_some(PAdjustment::BenjaminiHochberg),
         tests,
         sequential: None,
+        questions: n,
+        question_error: crate::stats::question_error(run.compare.alpha),
+        family_error: crate::stats::family_error(n, run.compare.alpha),
     }
 }
 
@@ -130,9 +141,11 @@ fn comparison_records(run: &RunData, p: &PrimaryComparisons, guards: &[GuardRow]
                 against: run.configs[j].name.clone(),
                 metric: run.compare.primary.clone(),
                 comparison: c.clone(),
+                // The quality guard judges a config on its own, not a change between configs.
                 failed_guards: guards
                     .iter()
                     .filter(|g| &g.config == cand && g.result.verdict == GuardVerdict::Fail)
+                    .filter(|g| g.against != crate::report::model::QUALITY_AGAINST)
                     .map(|g| g.metric.clone())
                     .collect(),
             }
@@ -176,7 +189,7 @@ pub fn build_report(run: &RunData) -> Report {
         })
         .collect();
     if run.compare.quality_under_test {
-        guards.extend(super::quality::quality_guards(run, &quality, run.compare.alpha));
+        guards.extend(super::quality::quality_guards(run, &quality));
     }
 
     let records = comparison_records(run, &p, &guards);
@@ -230,6 +243,8 @@ pub fn build_report(run: &RunData) -> Report {
     notes.extend(stability.iter().flat_map(|s| s.warnings()));
     let mut method = method(run, &comparisons, Samples::OneRun);
     method.sequential = super::sequential::sequential_summary(run, &super::sequential::questions(&records, &claims));
+    method.questions = comparisons.len() + claims.iter().filter(|c| c.verdict.judged()).count();
+    method.family_error = crate::stats::family_error(method.questions, run.compare.alpha);
     if run.status != "finished" {
         notes.insert(
             0,

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use crate::report::model::{ConfigData, RunData, TrialData};
-use crate::stats::{compare, compare_paired, CompareSettings, Comparison, Direction, SequentialState};
+use crate::stats::{
+    compare_at, compare_paired_at, resolution, CompareSettings, Comparison, Direction, SequentialState,
+};
 
 /// The value of `metric` in one trial, with its unit; `None` when the trial did not record it.
 /// A sum (`features.seconds + train.h2d_seconds`) is the sum of its parts, when the trial
@@ -109,9 +111,10 @@ pub(crate) fn compare_configs(
     settings: &CompareSettings,
 ) -> Comparison {
     let (a, b) = (metric_samples(base, metric), metric_samples(cand, metric));
+    let steps = printed_steps(&a, &b);
     match block_pairs(&a, &b) {
-        Some(pairs) => compare_paired(&pairs, direction, settings),
-        None => compare(&a.values, &b.values, direction, settings),
+        Some(pairs) => compare_paired_at(&pairs, steps, direction, settings),
+        None => compare_at(&a.values, &b.values, steps, direction, settings),
     }
 }
 
@@ -125,7 +128,17 @@ pub(crate) fn compare_across_runs(
     settings: &CompareSettings,
 ) -> Comparison {
     let (a, b) = (metric_samples(before, metric), metric_samples(after, metric));
-    compare(&a.values, &b.values, direction, settings)
+    compare_at(&a.values, &b.values, printed_steps(&a, &b), direction, settings)
+}
+
+/// The step each side's values were printed at (`stats::resolution`), read off each side's own
+/// values: a block's mean of several values lies on a finer grid than the values it averages,
+/// but hides as much. Counts and byte sizes are exact whole numbers, not rounded figures.
+fn printed_steps(a: &MetricSamples, b: &MetricSamples) -> (f64, f64) {
+    match a.unit.as_deref().or(b.unit.as_deref()) {
+        Some("count" | "B") => (0.0, 0.0),
+        _ => (resolution(&a.values), resolution(&b.values)),
+    }
 }
 
 /// Which config each non-baseline config is compared against, as `(candidate, baseline)` indices

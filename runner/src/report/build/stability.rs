@@ -21,14 +21,14 @@ fn in_trial_order(config: &ConfigData, metric: &str) -> Vec<f64> {
 pub(crate) fn stability_report(run: &RunData) -> Option<StabilityReport> {
     let metric = &run.compare.primary;
     let baseline = comparison_plan(run).first().map_or(0, |&(_, j)| j);
-    let (band, resamples, seed) = (run.compare.band, run.compare.resamples, run.compare.seed);
+    let band = run.compare.band;
     let rows: Vec<StabilityRow> = run
         .configs
         .iter()
         .filter_map(|c| {
             Some(StabilityRow {
                 config: c.name.clone(),
-                figures: stability(&in_trial_order(c, metric), band, resamples, seed)?,
+                figures: stability(&in_trial_order(c, metric), band)?,
             })
         })
         .collect();

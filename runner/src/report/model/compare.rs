@@ -46,6 +46,15 @@ pub struct CompareModel {
     pub after_only: Vec<String>,
     /// Raw statistics of every comparison, in `results` order.
     pub comparisons: Vec<ComparisonRecord>,
+    /// Each candidate config's speedup over its run's baseline config, before and after: the
+    /// comparison whose run-level offset cancels inside each run.
+    pub relative: Vec<CompareRelative>,
+    /// What a reader must know beside the verdicts: how levels were judged, each run's
+    /// stability flags, configs compared although their parameters changed.
+    pub notes: Vec<String>,
+    /// Parameters that differ between the runs' configs (`config: stage.key: before -> after`),
+    /// compared anyway on request; empty when none changed.
+    pub config_changes: Vec<String>,
     /// Every other metric both runs recorded, per matched config: medians with their CIs and
     /// the after/before ratio with its CI (no direction, no verdict).
     pub metrics: Vec<CompareMetric>,
@@ -83,6 +92,25 @@ pub struct CompareResult {
     pub changed_results: bool,
     /// For an inconclusive verdict: repetitions per side estimated to settle it.
     pub reps_needed: Option<usize>,
+}
+
+/// One candidate config's speedup over its run's baseline config, in each run, and the change.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRelative {
+    pub config: String,
+    pub baseline: String,
+    /// The before run's speedup of `config` over `baseline` (> 1: faster), with its interval.
+    pub before_speedup: Option<f64>,
+    pub before_ci: Option<Interval>,
+    pub after_speedup: Option<f64>,
+    pub after_ci: Option<Interval>,
+    /// after / before of the two speedups, with its 95% interval (normal approximation on the
+    /// log scale, the runs independent) and two-sided p-value.
+    pub change: Option<f64>,
+    pub change_ci: Option<Interval>,
+    pub p: Option<f64>,
+    /// `faster`: the candidate's advantage grew; `slower`: it shrank.
+    pub verdict: Verdict,
 }
 
 /// A guard re-checked across the runs; the fields of `result` are those of `report.json`'s

@@ -12,7 +12,7 @@ pub use crate::measure::{FrequencyFigures, LoadFigures};
 use crate::stats::{ClaimVerdict, Comparison, Direction, GuardResult, Tolerance, Verdict};
 
 /// Version of the `report.json` layout below.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -140,6 +140,15 @@ pub struct Method {
     /// A sequential run (`repetitions = { min, max }`): its looks, the levels of the one this
     /// report is, and why it stopped; `null` for a fixed number of repetitions.
     pub sequential: Option<super::sections::SequentialSummary>,
+    /// Questions this report answers: its comparisons and the claims it judged. Each is
+    /// controlled on its own, at `question_error`.
+    pub questions: usize,
+    /// The most often one question's verdict is wrong: alpha for a direction with no effect,
+    /// one side of a 95% interval for a verdict read off the interval.
+    pub question_error: f64,
+    /// The most often any of the questions' verdicts is wrong: the sum of their levels (the
+    /// union bound).
+    pub family_error: f64,
 }
 
 /// One rank test a report's comparisons used.
@@ -156,8 +165,11 @@ pub struct RankTest {
 pub enum RankTestKind {
     /// Unpaired: repetitions of each side are independent samples; ratio of medians.
     MannWhitneyU,
-    /// Paired over blocks; geometric mean of per-block ratios.
+    /// Paired over blocks; Hodges-Lehmann estimate of the per-block log ratios.
     WilcoxonSignedRank,
+    /// One run's level against another's, with the run-to-run variation of earlier runs of the
+    /// series (Student's t on the log medians).
+    RunLevelT,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

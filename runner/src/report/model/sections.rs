@@ -24,8 +24,12 @@ pub struct QualityRow {
     pub ic_per_date: Option<f64>,
     pub ic_t: Option<f64>,
     pub direction_accuracy: Option<f64>,
-    /// The mean `mse_vs_zero` is 1 or more: no better than predicting zero.
-    pub worse_than_zero: bool,
+    /// The `(1 - 2 alpha)` t-interval of the mean `mse_vs_zero` across seeds lies wholly below
+    /// 1: the model is shown better than predicting zero. Anything else, a mean above 1 or an
+    /// interval that reaches 1, is "not shown better than predicting zero".
+    pub shown_better: bool,
+    /// That interval, when there were two seeds or more.
+    pub mse_vs_zero_ci: Option<Interval>,
 }
 
 /// The telemetry of one config's monitored stage, over its successful trials.

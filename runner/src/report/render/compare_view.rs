@@ -33,8 +33,25 @@ pub struct CompareReport {
     /// Configs present in only one of the runs.
     pub unmatched: Vec<String>,
     pub comparisons: Vec<ComparisonRecord>,
+    /// Each candidate's speedup over its run's baseline config, before and after.
+    pub relative: Vec<CompareRelativeRow>,
+    pub notes: Vec<String>,
     pub metrics: Vec<CompareMetricRow>,
     pub regression: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRelativeRow {
+    pub config: String,
+    pub baseline: String,
+    pub before: String,
+    pub before_ci: String,
+    pub after: String,
+    pub after_ci: String,
+    pub change: String,
+    pub change_ci: String,
+    pub p: String,
+    pub verdict: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -90,6 +107,7 @@ fn stamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
+// Long because: one struct literal, a field per section of the comparison, each formatted in place.
 /// The Markdown view of `m`.
 pub fn compare_view(m: &CompareModel) -> CompareReport {
     let unit = m.primary.unit.as_str();
@@ -160,6 +178,27 @@ pub fn compare_view(m: &CompareModel) -> CompareReport {
             .chain(m.after_only.iter().map(|c| format!("{c} (after only)")))
             .collect(),
         comparisons: m.comparisons.clone(),
+        relative: m
+            .relative
+            .iter()
+            .map(|r| CompareRelativeRow {
+                config: r.config.clone(),
+                baseline: r.baseline.clone(),
+                before: format::factor(r.before_speedup.unwrap_or(f64::NAN)),
+                before_ci: format::factor_interval(r.before_ci),
+                after: format::factor(r.after_speedup.unwrap_or(f64::NAN)),
+                after_ci: format::factor_interval(r.after_ci),
+                change: format::factor(r.change.unwrap_or(f64::NAN)),
+                change_ci: format::factor_interval(r.change_ci),
+                p: format::p_value(r.p.unwrap_or(f64::NAN)),
+                verdict: match r.verdict {
+                    crate::stats::Verdict::Faster => "**grew**".to_owned(),
+                    crate::stats::Verdict::Slower => "**shrank**".to_owned(),
+                    v => v.as_str().to_owned(),
+                },
+            })
+            .collect(),
+        notes: m.notes.clone(),
         metrics: m
             .metrics
             .iter()

@@ -31,28 +31,42 @@ pub fn render_history_markdown(
         .filter(|s| s.flagged)
         .map(|s| {
             format!(
-                "**{}** in `{}`: {} → {}, {} ({}, {}).",
+                "**{}** in `{}`: {} → {}, speedup {} ({}, {}; {} runs before, {} from it on).",
                 s.verdict,
                 s.config,
                 s.from_run,
                 s.to_run,
-                format::factor(s.ratio),
-                format::factor_interval(s.ratio_ci),
-                format::p_clause(s.p)
+                format::factor(s.speedup),
+                format::factor_interval(s.speedup_ci),
+                format::p_clause(s.p.unwrap_or(f64::NAN)),
+                s.runs_before,
+                s.runs_after
             )
         })
+        .chain(h.steps.iter().filter(|s| !s.changes.is_empty()).map(|s| {
+            format!(
+                "**config changed** in `{}` at {}: {}. The runs before and after it are not compared.",
+                s.config,
+                s.to_run,
+                s.changes.join("; ")
+            )
+        }))
         .collect();
+    let several_machines = h.points.iter().any(|p| p.machine != h.points[0].machine);
     let rows = h
         .points
         .iter()
         .map(|p| {
-            let step = h.steps.iter().find(|s| s.to_run == p.run_id && s.config == p.config);
+            let step = h
+                .steps
+                .iter()
+                .find(|s| s.to_run == p.run_id && s.config == p.config && s.machine == p.machine);
             let (ratio, ci, pv, verdict) = match step {
                 Some(s) => (
-                    format::factor(s.ratio),
-                    format::factor_interval(s.ratio_ci),
-                    format::p_value(s.p),
-                    if s.flagged {
+                    format::factor(s.speedup),
+                    format::factor_interval(s.speedup_ci),
+                    s.p.map_or_else(|| "—".to_owned(), format::p_value),
+                    if s.flagged || !s.changes.is_empty() {
                         format!("**{}**", s.verdict)
                     } else {
                         s.verdict.clone()
@@ -60,12 +74,17 @@ pub fn render_history_markdown(
                 ),
                 None => ("—".into(), "—".into(), "—".into(), "—".into()),
             };
+            let config = if several_machines {
+                format!("{} on {}", p.config, p.machine)
+            } else {
+                p.config.clone()
+            };
             vec![
                 (p.run_index + 1).to_string(),
                 format!("`{}`", p.run_id),
                 p.started_at.format("%Y-%m-%d %H:%M").to_string(),
                 format!("`{}`", p.commit),
-                format::cell(&p.config),
+                format::cell(&config),
                 p.n.to_string(),
                 p.median.map_or("—".into(), |m| format::value(m, &h.unit)),
                 format::value_interval(p.median_ci, &h.unit),

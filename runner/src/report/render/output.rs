@@ -100,7 +100,7 @@ mod tests {
         let before = simple_run("run-a", 0.8, 0.5);
         let mut after = simple_run("run-b", 0.8, 0.6);
         after.environment.insert("git_commit".to_owned(), "77b0e4d".to_owned());
-        let model = compare_runs(&before, &after, false).unwrap();
+        let model = compare_runs(&before, &after, Default::default(), &[]).unwrap();
         let printed = compare_output(OutputFormat::Json, &model, Path::new("c/compare.md"), None).unwrap();
         let json: serde_json::Value = serde_json::from_str(&printed).unwrap();
         let text = printed.replace("\\\"", "");

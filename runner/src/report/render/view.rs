@@ -324,8 +324,8 @@ pub fn view(r: &Report) -> ReportView<'_> {
                     ic_per_date: cell(q.ic_per_date),
                     ic_t: cell(q.ic_t),
                     direction_accuracy: cell(q.direction_accuracy),
-                    flag: if q.worse_than_zero {
-                        "**worse than predicting zero**".to_owned()
+                    flag: if !q.shown_better {
+                        "**not shown better than predicting zero**".to_owned()
                     } else {
                         String::new()
                     },

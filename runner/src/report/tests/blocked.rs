@@ -72,17 +72,16 @@ fn the_h200_trace_is_narrow_paired_and_wide_unpaired() {
         c.ratio, u.ratio
     );
 
-    // The trace's baseline climbs by far more than the band from its first third to its last.
+    // The trace's baseline climbs by 43% from its first third to its last, in a jump and a dip
+    // rather than a line: over 20 trials its residuals are strongly autocorrelated (lag 1 about
+    // 0.67), so the interval of the change, which counts that memory, is too wide to call the
+    // machine drifting rather than wandering. The change is still shown, with its interval.
     let s = paired.stability.expect("20 trials per config");
-    assert!(s.drifting, "{s:?}");
-    assert!(
-        paired
-            .notes
-            .iter()
-            .any(|n| n.starts_with("Drifting machine: baseline's train.epoch_seconds moved +")),
-        "{:?}",
-        paired.notes
-    );
+    let base = &s.rows[0].figures;
+    assert!((base.level_change - 1.4288).abs() < 1e-3, "{s:?}");
+    let (lo, hi) = base.level_change_ci.unwrap();
+    assert!(lo < 1.0 && hi > base.level_change, "{s:?}");
+    assert!(!s.drifting && s.jittery, "{s:?}");
 }
 
 /// Markers of `fill` colour among the SVG's circles, polygons and rectangles.

@@ -9,6 +9,7 @@ use rand_distr::{Distribution, LogNormal};
 use super::*;
 
 mod blocked;
+mod real_data;
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()

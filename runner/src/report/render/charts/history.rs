@@ -1,5 +1,5 @@
-//! The history chart: a metric's median per run with its 95% CI, one line per config, and a
-//! ring around every point that a flagged step leads into.
+//! The history chart: a metric's median per run with its 95% CI, one line per series (a config
+//! on one machine), and a ring around every point that a flagged step leads into.
 
 use plotters::prelude::*;
 
@@ -16,10 +16,11 @@ pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
         let commit: String = p.commit.chars().take(7).collect();
         labels[p.run_index] = format!("{} {commit}", p.run_index + 1);
     }
-    let mut configs: Vec<&str> = Vec::new();
+    let several_machines = h.points.iter().any(|p| p.machine != h.points[0].machine);
+    let mut configs: Vec<(&str, &str)> = Vec::new();
     for p in &h.points {
-        if !configs.contains(&p.config.as_str()) {
-            configs.push(&p.config);
+        if !configs.contains(&(p.config.as_str(), p.machine.as_str())) {
+            configs.push((&p.config, &p.machine));
         }
     }
     let (y0, y1) = padded_range(h.points.iter().flat_map(|p| {
@@ -51,12 +52,17 @@ pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
             .y_desc(quantity(&h.metric, &h.unit))
             .draw()?;
         let at = |i: usize| SegmentValue::CenterOf(i as i32);
-        for (ci, config) in configs.iter().enumerate() {
+        for (ci, &(config, machine)) in configs.iter().enumerate() {
             let c = color(ci);
+            let label = if several_machines {
+                format!("{config} on {}", machine.split(" · ").next().unwrap_or(machine))
+            } else {
+                config.to_owned()
+            };
             let mine: Vec<_> = h
                 .points
                 .iter()
-                .filter(|p| p.config == *config)
+                .filter(|p| p.config == config && p.machine == machine)
                 .filter_map(|p| p.median.map(|m| (p, m)))
                 .collect();
             chart
@@ -64,7 +70,7 @@ pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
                     mine.iter().map(|(p, m)| (at(p.run_index), *m)),
                     c.stroke_width(2),
                 ))?
-                .label(*config)
+                .label(label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
             let bars = chart.draw_series(mine.iter().filter_map(|(p, m)| {
                 p.median_ci
@@ -82,7 +88,7 @@ pub(crate) fn history_chart(h: &History) -> DrawResult<String> {
         let flagged = h.steps.iter().filter(|s| s.flagged).filter_map(|s| {
             h.points
                 .iter()
-                .find(|p| p.run_id == s.to_run && p.config == s.config)
+                .find(|p| p.run_id == s.to_run && p.config == s.config && p.machine == s.machine)
                 .and_then(|p| p.median.map(|m| (p.run_index, m)))
         });
         chart
