@@ -166,7 +166,8 @@ impl Comparison {
 /// module docs for the model). `None` when the estimate is meaningless (effect exactly on the
 /// band edge, or beyond a million repetitions).
 fn reps_needed(ratio: f64, (lo, hi): (f64, f64), p: f64, n: usize, paired: bool, c: &Comparison) -> Option<usize> {
-    if !(lo > 0.0 && ratio > 0.0) || n == 0 {
+    // A look that spends no error (alpha 0) can reject at no size: nothing to estimate.
+    if !(lo > 0.0 && ratio > 0.0) || n == 0 || c.alpha.is_nan() || c.alpha <= 0.0 {
         return None;
     }
     let center = ratio.ln();
@@ -196,6 +197,10 @@ fn reps_needed(ratio: f64, (lo, hi): (f64, f64), p: f64, n: usize, paired: bool,
     // repetitions, and walking up to that many one by one never ends.
     if needed.is_nan() || needed > MAX_REPS_NEEDED {
         return None;
+    }
+    if paired {
+        // 2 / 2^n < alpha from n = floor(log2(2 / alpha)) + 1 on.
+        needed = needed.max((2.0 / c.alpha).log2().floor() + 1.0);
     }
     while min_attainable_p(needed as usize, paired) >= c.alpha {
         needed += 1.0;

@@ -115,3 +115,27 @@ fn adjusted_p_can_demote_a_verdict() {
     assert_eq!(adj.verdict, Verdict::Inconclusive);
     assert!(adj.reps_needed.is_some());
 }
+
+/// A sequential look that spends no error (the first of `{ min = 8, max = 200 }`) can reject at
+/// no size: it estimates no repetitions, and the paired estimate elsewhere starts where a
+/// signed-rank test can first reject (2 / 2^n < alpha: 8 blocks at 1%).
+#[test]
+fn a_look_that_spends_nothing_estimates_no_repetitions() {
+    let pairs: Vec<(f64, f64)> = (0..8)
+        .map(|i| {
+            let x = f64::from(i);
+            (10.0 + 0.4 * (1.3 * x).sin(), 9.95 + 0.4 * (1.3 * x + 0.9).sin())
+        })
+        .collect();
+    let plan = crate::stats::SequentialPlan { min: 8, max: 200 };
+    let s = CompareSettings {
+        sequential: Some(crate::stats::SequentialState { plan, blocks: 8 }),
+        ..settings()
+    };
+    let c = compare_paired(&pairs, Direction::LowerIsBetter, &s);
+    assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
+    assert_eq!(c.reps_needed, None, "{c:?}");
+    let few = compare_paired(&pairs[..6], Direction::LowerIsBetter, &settings());
+    assert_eq!((few.verdict, few.alpha), (Verdict::Inconclusive, 0.01), "{few:?}");
+    assert!(few.reps_needed.is_some_and(|n| n >= 8), "{few:?}");
+}
