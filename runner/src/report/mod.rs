@@ -26,7 +26,8 @@ pub use build::{build_history, build_report, compare_runs, questions};
 pub(crate) use build::{commit_label, direction_of, metric_samples, settings_of};
 pub use error::ReportError;
 pub use model::{
-    ConfigData, History, Interval, Question, Report, RunData, RunDesign, StageData, StageNoteRow, TrialData,
+    ConfigData, ConfigFacts, DifferingFact, FactValue, History, Interval, Question, Report, RunData, RunDesign,
+    StageData, StageNoteRow, TrialData,
 };
 pub use render::{
     compare_output, compare_view, history_svg, render_compare_markdown, render_history_markdown, render_markdown,
