@@ -221,6 +221,37 @@ fn driver_state() -> Result<Runtime, Unavailable> {
     Err(Unavailable::NotBuilt)
 }
 
+/// The model name of CUDA device `ordinal` as the driver reports it (`NVIDIA H200`); `None`
+/// where CUDA cannot be used (see [`probe`]) or the driver does not say.
+pub fn device_name(ordinal: i32) -> Option<String> {
+    probe().ok()?;
+    device_name_now(ordinal)
+}
+
+#[cfg(feature = "cuda")]
+fn device_name_now(ordinal: i32) -> Option<String> {
+    use cudarc::driver::sys::{cuDeviceGet, cuDeviceGetName, CUresult};
+    let mut device = 0;
+    let mut name = [0 as std::ffi::c_char; 256];
+    // SAFETY: valid out-pointers; the buffer's length is passed, and the driver writes a
+    // NUL-terminated name within it. `probe` succeeded, so the driver is initialised.
+    unsafe {
+        if cuDeviceGet(&mut device, ordinal) != CUresult::CUDA_SUCCESS
+            || cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device) != CUresult::CUDA_SUCCESS
+        {
+            return None;
+        }
+    }
+    let bytes: Vec<u8> = name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+    let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn device_name_now(_: i32) -> Option<String> {
+    None
+}
+
 /// The address of one function, resolved on first call and cached (one per generated
 /// definition).
 pub struct Slot(AtomicPtr<c_void>);

@@ -5,8 +5,14 @@
 //!
 //! A stage also records notes: plain sentences on what it left out or changed on its own
 //! (symbols it dropped, rows it skipped), so that a run says what its figures cover.
+//!
+//! And facts: what the stage actually ran on and with, once defaults and `auto` are resolved
+//! (`device = "cuda"`, `rnn_engine = "cudnn"`), as name -> text pairs. The names each kind
+//! records are declared in `kinds::facts`; claims are judged on the trials whose facts meet
+//! their conditions.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One measured value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +34,15 @@ pub const MAX_NOTES: usize = 20;
 pub const MAX_NOTE_CHARS: usize = 1000;
 /// Names a note lists before saying how many more there are.
 pub const MAX_NAMED: usize = 10;
+/// Facts one stage run keeps; further names are counted and noted, not kept.
+pub const MAX_FACTS: usize = 32;
+/// Characters of a fact's name; a longer name is not kept.
+pub const MAX_FACT_NAME: usize = 64;
+/// Characters of a fact's value; a longer value is cut and ends with `…`.
+pub const MAX_FACT_CHARS: usize = 300;
+
+/// What one stage run recorded about what it ran on: fact name -> value.
+pub type Facts = BTreeMap<String, String>;
 
 /// Collects the metrics and notes one stage run records.
 #[derive(Debug, Default, Clone)]
@@ -38,6 +53,9 @@ pub struct Recorder {
     notes: Vec<String>,
     /// Notes past [`MAX_NOTES`].
     notes_left_out: usize,
+    facts: Facts,
+    /// Facts not kept: past [`MAX_FACTS`], or with a name that is not a fact's.
+    facts_left_out: usize,
 }
 
 impl Recorder {
@@ -86,6 +104,41 @@ impl Recorder {
         } else {
             self.notes_left_out += 1;
         }
+    }
+
+    /// Records a fact: what the stage ran on or with (`device` = `cuda`), after defaults and
+    /// `auto` are resolved. A name is lowercase ASCII letters, digits and `_`, at most
+    /// [`MAX_FACT_NAME`] characters; recording a name again replaces its value. The value is
+    /// cut to [`MAX_FACT_CHARS`]; at most [`MAX_FACTS`] names per stage run.
+    pub fn fact(&mut self, name: &str, value: impl Into<String>) {
+        let valid = !name.is_empty()
+            && name.len() <= MAX_FACT_NAME
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !valid || (self.facts.len() >= MAX_FACTS && !self.facts.contains_key(name)) {
+            self.facts_left_out += 1;
+            return;
+        }
+        let value = cut(value.into().trim(), MAX_FACT_CHARS);
+        self.facts.insert(name.to_owned(), value);
+    }
+
+    pub fn facts(&self) -> &Facts {
+        &self.facts
+    }
+
+    /// The facts, taken out; a note says how many were not kept, if any (so take the facts
+    /// before [`Recorder::into_parts`]).
+    pub fn take_facts(&mut self) -> Facts {
+        if self.facts_left_out > 0 {
+            let left_out = std::mem::take(&mut self.facts_left_out);
+            self.note(format!(
+                "{left_out} more facts were recorded but not kept (at most {MAX_FACTS} per stage run, \
+                 named in lowercase letters, digits and `_`)"
+            ));
+        }
+        std::mem::take(&mut self.facts)
     }
 
     pub fn metrics(&self) -> &[Metric] {
@@ -204,6 +257,40 @@ mod tests {
         );
         let (_, none) = Recorder::new().into_parts();
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn facts_are_bounded_replaced_by_name_and_the_rest_noted() {
+        let mut rec = Recorder::new();
+        rec.fact("device", "cpu");
+        rec.fact("device", " cuda ");
+        rec.fact("gpu", "x".repeat(5000));
+        rec.fact("Bad-Name", "kept? no");
+        rec.fact("", "no name");
+        assert_eq!(rec.facts()["device"], "cuda");
+        assert_eq!(rec.facts()["gpu"].chars().count(), MAX_FACT_CHARS);
+        assert!(rec.facts()["gpu"].ends_with('…'));
+        for i in 0..40 {
+            rec.fact(&format!("f{i}"), i.to_string());
+        }
+        // Replacing a kept fact still works at the bound.
+        rec.fact("device", "cpu");
+        let facts = rec.take_facts();
+        assert_eq!(facts.len(), MAX_FACTS);
+        assert_eq!(facts["device"], "cpu");
+        assert!(rec.facts().is_empty(), "taken out");
+        let (_, notes) = rec.into_parts();
+        assert_eq!(
+            notes,
+            [
+                "12 more facts were recorded but not kept (at most 32 per stage run, named in lowercase \
+              letters, digits and `_`)"
+            ]
+        );
+        let mut quiet = Recorder::new();
+        quiet.fact("threads", "2");
+        assert_eq!(quiet.take_facts().len(), 1);
+        assert!(quiet.into_parts().1.is_empty(), "no note when every fact was kept");
     }
 
     #[test]

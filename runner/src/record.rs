@@ -52,6 +52,11 @@ pub struct StageRecord {
     /// stored before notes were recorded.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// What the stage ran on and with (see `Recorder::fact`); a stage taken from the run's
+    /// cache carries the facts of the run that made its artifact. Empty for stages stored
+    /// before facts were recorded.
+    #[serde(default, skip_serializing_if = "crate::metrics::Facts::is_empty")]
+    pub facts: crate::metrics::Facts,
 }
 
 /// One finished trial, stored in one transaction.

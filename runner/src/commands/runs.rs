@@ -82,6 +82,7 @@ pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
     show_header(&mut out, &row, &trials, env.as_ref());
     let _ = writeln!(out, "trials: {} of {} stored", trials.len(), row.planned_trials);
     show_machine_and_notes(&mut out, &trials);
+    show_facts(&mut out, &trials);
     show_design(&mut out, &row, &trials, env.as_ref(), &g.database);
     out.push('\n');
     show_trials(&mut out, &trials);
@@ -267,6 +268,55 @@ fn show_machine_and_notes(out: &mut String, trials: &[TrialRecord]) {
     }
     if left_out > 0 {
         let _ = writeln!(out, "  ({left_out} more distinct notes not listed)");
+    }
+}
+
+/// What each config's measured trials ran on (the facts their stages recorded), configs in
+/// the order they first ran.
+fn show_facts(out: &mut String, trials: &[TrialRecord]) {
+    let mut configs: Vec<&str> = Vec::new();
+    for t in trials {
+        if !configs.contains(&t.config.as_str()) {
+            configs.push(&t.config);
+        }
+    }
+    let facts = crate::rundata::config_facts(&configs, trials);
+    if !facts.is_empty() {
+        let _ = writeln!(out, "what ran (facts the stages recorded):");
+    }
+    for c in &facts {
+        // Values are database content: shown with control characters made visible.
+        let shown = |v: Option<&str>| crate::printable::printable(v.unwrap_or("not recorded")).into_owned();
+        let agreed: Vec<String> = c
+            .agreed
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", shown(Some(v))))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {} ({}): {}",
+            c.config,
+            crate::metrics::count(c.trials, "measured trial"),
+            if agreed.is_empty() {
+                "-".to_owned()
+            } else {
+                agreed.join(", ")
+            }
+        );
+        for d in &c.differed {
+            let values: Vec<String> = d
+                .values
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{} ({})",
+                        shown(v.value.as_deref()),
+                        crate::metrics::count(v.trials, "trial")
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "    {} differed: {}", d.fact, values.join(", "));
+        }
     }
 }
 

@@ -30,7 +30,8 @@ pub struct Execution<'a> {
 /// config's stages, built from their validated parameters the first time they run.
 #[derive(Default)]
 pub struct StageCache {
-    entries: HashMap<String, Artifact>,
+    /// Cached artifacts, with the facts of the stage run that made each.
+    entries: HashMap<String, (Artifact, crate::metrics::Facts)>,
     built: HashMap<(usize, usize), Arc<dyn Stage>>,
 }
 
@@ -125,6 +126,7 @@ impl TrialRun<'_, '_> {
             content_hash: None,
             metrics: Vec::new(),
             notes: Vec::new(),
+            facts: Default::default(),
         };
         let blocked: Vec<&str> = def
             .needs
@@ -146,8 +148,9 @@ impl TrialRun<'_, '_> {
         }
         self.cache_keys[si] = key.clone();
         if def.cache {
-            if let Some(a) = cache.entries.get(&key) {
+            if let Some((a, facts)) = cache.entries.get(&key) {
                 record.cache_hit = true;
+                record.facts = facts.clone();
                 self.artifacts[si] = Some(a.clone());
                 return Some(record);
             }
@@ -157,7 +160,7 @@ impl TrialRun<'_, '_> {
         match built.and_then(|stage| self.measure(stage.as_ref(), si, &mut record)) {
             Ok(artifact) => {
                 if def.cache {
-                    cache.entries.insert(key, artifact.clone());
+                    cache.entries.insert(key, (artifact.clone(), record.facts.clone()));
                 }
                 self.artifacts[si] = Some(artifact);
             }
@@ -225,6 +228,7 @@ impl TrialRun<'_, '_> {
             (a, b) => a.or(b),
         };
         record.content_hash = ctx.content_hash.take();
+        record.facts = ctx.rec.take_facts();
         (record.metrics, record.notes) = ctx.rec.into_parts();
         if peak_scope == PeakScope::Process && record.peak_rss_bytes.is_some() {
             record.notes.push(PROCESS_PEAK_NOTE.to_owned());

@@ -34,7 +34,8 @@ use windows::{Layout, Piece};
 ///
 /// Records `windows`, `train_windows`, `valid_windows`, `features`, `symbols`, `threads`
 /// (count), `bytes` (B), `features_seconds`, `normalize_seconds`, `windows_seconds` (s) and
-/// `windows_per_second`, and notes naming the symbols that gave no training window. With
+/// `windows_per_second`, the fact `threads`, and notes naming the symbols that gave no
+/// training window. With
 /// `parallel = true` the work runs on a rayon pool of `threads` threads built for this call,
 /// so a sweep over `threads` measures scaling.
 pub fn build_windows(
@@ -47,6 +48,7 @@ pub fn build_windows(
     let features = params.feature_list()?;
     if !params.parallel {
         rec.record("threads", 1.0, "count");
+        rec.fact("threads", "1");
         return run(bars, params, &features, rec, cancel);
     }
     let pool = rayon::ThreadPoolBuilder::new()
@@ -58,6 +60,7 @@ pub fn build_windows(
             message: e.to_string(),
         })?;
     rec.record("threads", pool.current_num_threads() as f64, "count");
+    rec.fact("threads", pool.current_num_threads().to_string());
     pool.install(|| run(bars, params, &features, rec, cancel))
 }
 

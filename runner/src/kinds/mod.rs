@@ -5,6 +5,7 @@
 
 pub mod catalog;
 mod command;
+pub mod facts;
 pub mod features;
 pub mod memory;
 pub mod normalize;

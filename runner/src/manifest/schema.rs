@@ -94,11 +94,12 @@ fn stage_kind(generator: &mut SchemaGenerator, spec: &KindSpec) -> Value {
     def.insert(
         "description".into(),
         format!(
-            "{params_doc} Takes {takes}; produces {}. {}",
+            "{params_doc} Takes {takes}; produces {}. {} {}",
             spec.output,
-            crate::kinds::catalog::describe(spec.kind)
+            crate::kinds::catalog::describe(spec.kind),
+            crate::kinds::facts::describe_facts(spec.kind)
         )
-        .trim_start()
+        .trim()
         .into(),
     );
     def.insert("type".into(), "object".into());

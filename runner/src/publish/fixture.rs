@@ -180,6 +180,7 @@ pub async fn store_history(db: &Db, spec: &FixtureSpec, dir: &std::path::Path) -
                         step: None,
                     }],
                     notes: Vec::new(),
+                    facts: Default::default(),
                 }],
             };
             store::insert_trial(db, &id, &record).await?;

@@ -27,7 +27,8 @@ pub(crate) use build::{commit_label, direction_of, machine_key, metric_samples, 
 pub use error::ReportError;
 pub(crate) use model::QUALITY_AGAINST;
 pub use model::{
-    ConfigData, History, Interval, Question, Report, RunData, RunDesign, StageData, StageNoteRow, TrialData,
+    ConfigData, ConfigFacts, DifferingFact, FactValue, History, Interval, Question, Report, RunData, RunDesign,
+    StageData, StageNoteRow, TrialData,
 };
 pub use render::{
     compare_output, compare_view, history_svg, render_compare_markdown, render_history_markdown, render_markdown,

@@ -4,7 +4,9 @@ use crate::db::Db;
 use crate::manifest::Order;
 use crate::measure::{Fingerprint, MachineLoad};
 use crate::record::{StageStatus, TrialRecord};
-use crate::report::{ConfigData, RunData, RunDesign, StageData, StageNoteRow, TrialData};
+use crate::report::{
+    ConfigData, ConfigFacts, DifferingFact, FactValue, RunData, RunDesign, StageData, StageNoteRow, TrialData,
+};
 use crate::store::spec::{StoredSpec, PAIRED_SINCE};
 use crate::store::{self, RunRow, StoreError, StoredRun};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -94,6 +96,7 @@ pub fn run_data(
                             seconds: s.seconds,
                             peak_rss_bytes: s.peak_rss_bytes,
                             metrics: s.metrics.clone(),
+                            facts: s.facts.clone(),
                         })
                         .collect(),
                 })
@@ -198,7 +201,9 @@ pub fn run_data(
             ));
         }
     }
+    let config_names: Vec<&str> = spec.configs.iter().map(|c| c.name.as_str()).collect();
     RunData {
+        facts: config_facts(&config_names, trials),
         run_id: row.id.clone(),
         experiment: row.experiment.clone(),
         description: row.description.clone(),
@@ -281,6 +286,57 @@ pub fn stage_notes(trials: &[TrialRecord]) -> (Vec<StageNoteRow>, usize) {
         }
     }
     (rows, left_out.len())
+}
+
+/// What the measured trials of each of `configs` ran on: the facts of their stages as
+/// `<stage>.<fact>`, those every trial that recorded them agreed on, and those that differed,
+/// each value with its trials (`None` for a trial that did not record it). A
+/// stage taken from the run's cache carries the facts of the run that made it. Configs without
+/// a measured trial that recorded a fact are left out.
+pub fn config_facts(configs: &[&str], trials: &[TrialRecord]) -> Vec<ConfigFacts> {
+    let mut out = Vec::new();
+    for &config in configs {
+        let measured: Vec<&TrialRecord> = trials.iter().filter(|t| t.config == config && !t.warmup).collect();
+        // Per fact, the value each trial recorded (`None`: its stage ran without it).
+        let mut seen: BTreeMap<String, Vec<Option<&str>>> = BTreeMap::new();
+        for (i, t) in measured.iter().enumerate() {
+            for s in t.stages.iter().filter(|s| s.status != StageStatus::Skipped) {
+                for (name, value) in &s.facts {
+                    let values = seen.entry(format!("{}.{name}", s.name)).or_default();
+                    values.resize(i, None);
+                    values.push(Some(value));
+                }
+            }
+        }
+        if seen.is_empty() {
+            continue;
+        }
+        let mut facts = ConfigFacts {
+            config: config.to_owned(),
+            trials: measured.len(),
+            agreed: BTreeMap::new(),
+            differed: Vec::new(),
+        };
+        for (fact, mut values) in seen {
+            values.resize(measured.len(), None);
+            let distinct: BTreeSet<Option<&str>> = values.iter().copied().collect();
+            if let [Some(only)] = distinct.iter().copied().collect::<Vec<_>>()[..] {
+                facts.agreed.insert(fact, only.to_owned());
+                continue;
+            }
+            let mut counted: Vec<FactValue> = distinct
+                .into_iter()
+                .map(|v| FactValue {
+                    value: v.map(str::to_owned),
+                    trials: values.iter().filter(|x| **x == v).count(),
+                })
+                .collect();
+            counted.sort_by(|a, b| b.trials.cmp(&a.trials).then_with(|| a.value.cmp(&b.value)));
+            facts.differed.push(DifferingFact { fact, values: counted });
+        }
+        out.push(facts);
+    }
+    out
 }
 
 /// Which commit each variant that names a git revision ran, as its trials recorded.

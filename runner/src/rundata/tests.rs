@@ -43,6 +43,24 @@ fn trial(index: u32, variant: &str, host: &str, pid: u32, warmup: bool) -> Trial
     }
 }
 
+/// A stage named (and of the kind) `name` that ran for 0.1 s, with these notes and facts.
+fn stage(name: &str, notes: Vec<String>, facts: crate::metrics::Facts) -> crate::record::StageRecord {
+    crate::record::StageRecord {
+        name: name.into(),
+        kind: name.into(),
+        position: 0,
+        status: StageStatus::Ok,
+        cache_hit: false,
+        seconds: 0.1,
+        peak_rss_bytes: None,
+        error: None,
+        content_hash: None,
+        metrics: Vec::new(),
+        notes,
+        facts,
+    }
+}
+
 #[test]
 fn one_note_per_host_and_a_warning_when_machines_differ() {
     let trials = vec![
@@ -174,19 +192,7 @@ fn the_branch_is_in_the_environment_only_when_known() {
 fn stage_notes_are_listed_once_with_their_configs_and_trial_counts() {
     let with_note = |index, variant: &str, warmup, note: &str| {
         let mut t = trial(index, variant, "n1", 1, warmup);
-        t.stages.push(crate::record::StageRecord {
-            name: "load".into(),
-            kind: "load".into(),
-            position: 0,
-            status: StageStatus::Ok,
-            cache_hit: false,
-            seconds: 0.1,
-            peak_rss_bytes: None,
-            error: None,
-            content_hash: None,
-            metrics: Vec::new(),
-            notes: vec![note.to_owned()],
-        });
+        t.stages.push(stage("load", vec![note.to_owned()], Default::default()));
         t
     };
     let trials = vec![
@@ -276,6 +282,7 @@ fn a_command_of_a_few_milliseconds_gets_a_repeat_to_try() {
             content_hash: None,
             metrics: Vec::new(),
             notes: Vec::new(),
+            facts: Default::default(),
         });
         t
     };
@@ -301,4 +308,37 @@ fn a_command_of_a_few_milliseconds_gets_a_repeat_to_try() {
     let repeated = StoredSpec::of(&exp, 1);
     let notes = run_data(&row, &repeated, &short, None, "r.sqlite").notes;
     assert!(notes.iter().all(|n| !n.contains("repeat =")), "{notes:?}");
+}
+
+/// Facts per config: agreed where every measured trial recorded one value, listed with their
+/// trials where they differ (a trial that did not record one counts as `None`).
+#[test]
+fn config_facts_agree_or_list_what_differed() {
+    let with_facts = |index, variant: &str, warmup, facts: &[(&str, &str)]| {
+        let mut t = trial(index, variant, "n1", 1, warmup);
+        let facts = facts.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        t.stages.push(stage("train", Vec::new(), facts));
+        t
+    };
+    let trials = vec![
+        with_facts(0, "a", true, &[("device", "cpu")]),
+        with_facts(1, "a", false, &[("device", "cuda"), ("rnn_engine", "cudnn")]),
+        with_facts(2, "a", false, &[("device", "cuda"), ("rnn_engine", "dfdx")]),
+        with_facts(3, "a", false, &[("device", "cuda")]),
+        with_facts(4, "b", false, &[]),
+    ];
+    let facts = config_facts(&["a", "b"], &trials);
+    assert_eq!(facts.len(), 1, "b recorded none: {facts:?}");
+    let a = &facts[0];
+    assert_eq!((a.config.as_str(), a.trials), ("a", 3));
+    assert_eq!(a.agreed.len(), 1);
+    assert_eq!(a.agreed["train.device"], "cuda", "the warm-up is not counted");
+    assert_eq!(a.differed.len(), 1);
+    assert_eq!(a.differed[0].fact, "train.rnn_engine");
+    let values: Vec<(Option<&str>, usize)> = a.differed[0]
+        .values
+        .iter()
+        .map(|v| (v.value.as_deref(), v.trials))
+        .collect();
+    assert_eq!(values, [(None, 1), (Some("cudnn"), 1), (Some("dfdx"), 1)]);
 }

@@ -125,6 +125,25 @@ fn tick_delta(busy: Option<i64>, own: Option<i64>, total: Option<i64>, cpus: Opt
     })
 }
 
+/// A stage's stored notes (a JSON array of sentences; none when the column is NULL or not one).
+fn stored_notes(json: Option<String>) -> Vec<String> {
+    json.and_then(|j| serde_json::from_str(&j).ok()).unwrap_or_default()
+}
+
+/// A stage's stored facts: database content, so read back within the bounds a stage records
+/// them in (names of fact characters, values cut), and none when the column is not a JSON
+/// object of strings.
+fn stored_facts(json: Option<String>) -> crate::metrics::Facts {
+    let Some(map) = json.and_then(|j| serde_json::from_str::<crate::metrics::Facts>(&j).ok()) else {
+        return Default::default();
+    };
+    let mut rec = crate::metrics::Recorder::new();
+    for (name, value) in map {
+        rec.fact(&name, value);
+    }
+    rec.take_facts()
+}
+
 /// Every stored trial of a run, with stages and metrics, in trial order.
 pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, StoreError> {
     on_pool!(db, |pool| {
@@ -139,7 +158,7 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
         .await?;
         let stage_rows = sqlx::query(
             "SELECT trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash, \
-             notes FROM stage_results WHERE run_id = $1 ORDER BY trial_index, position",
+             notes, facts FROM stage_results WHERE run_id = $1 ORDER BY trial_index, position",
         )
         .bind(run_id)
         .fetch_all(pool)
@@ -203,10 +222,8 @@ pub async fn load_trials(db: &Db, run_id: &str) -> Result<Vec<TrialRecord>, Stor
                 error: r.try_get("error")?,
                 content_hash: r.try_get("content_hash")?,
                 metrics: Vec::new(),
-                notes: r
-                    .try_get::<Option<String>, _>("notes")?
-                    .and_then(|j| serde_json::from_str(&j).ok())
-                    .unwrap_or_default(),
+                notes: stored_notes(r.try_get("notes")?),
+                facts: stored_facts(r.try_get("facts")?),
             });
         }
         for r in &metric_rows {

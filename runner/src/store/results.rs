@@ -414,7 +414,7 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
         .await?;
         if !t.stages.is_empty() {
             let mut qb = QueryBuilder::new(
-                "INSERT INTO stage_results (run_id, trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash, notes) ",
+                "INSERT INTO stage_results (run_id, trial_index, position, stage, kind, status, cache_hit, seconds, peak_rss_bytes, error, content_hash, notes, facts) ",
             );
             qb.push_values(&t.stages, |mut b, s| {
                 b.push_bind(run_id)
@@ -428,7 +428,8 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
                     .push_bind(s.peak_rss_bytes.map(|b| b as i64))
                     .push_bind(&s.error)
                     .push_bind(&s.content_hash)
-                    .push_bind(notes_json(&s.notes));
+                    .push_bind(notes_json(&s.notes))
+                    .push_bind(facts_json(&s.facts));
             });
             qb.build().execute(&mut *tx).await?;
         }
@@ -455,6 +456,11 @@ pub async fn insert_trial(db: &Db, run_id: &str, t: &TrialRecord) -> Result<(), 
 /// A stage's notes as the JSON array the `notes` column holds; NULL when it has none.
 fn notes_json(notes: &[String]) -> Option<String> {
     (!notes.is_empty()).then(|| serde_json::to_string(notes).unwrap_or_else(|_| "[]".into()))
+}
+
+/// A stage's facts as the JSON object the `facts` column holds; NULL when it has none.
+fn facts_json(facts: &crate::metrics::Facts) -> Option<String> {
+    (!facts.is_empty()).then(|| serde_json::to_string(facts).unwrap_or_else(|_| "{}".into()))
 }
 
 /// Stores a trial unless one with its index is already stored (by this or an earlier

@@ -58,7 +58,10 @@ pub fn train(
     cancel: &AtomicBool,
 ) -> Result<TrainedModel, TrainError> {
     params.check()?;
-    match resolve_device(params.device, rec) {
+    let device = resolve_device(params.device, rec);
+    let hidden = params.hidden_widths()?;
+    record_model_facts(rec, device, params.model, &hidden, params.batch_size, params.precision);
+    match device {
         DeviceKind::Cpu | DeviceKind::Auto => {
             let dev = Cpu::seed_from_u64(seed);
             if params.check_step {
@@ -84,7 +87,17 @@ pub fn train(
 pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorder) -> Result<(), TrainError> {
     params.check()?;
     eval::check_fits(model, &model.windows)?;
-    let predictions = match resolve_device(params.device, rec) {
+    let device = resolve_device(params.device, rec);
+    // Inference runs in f32 whatever precision trained the model.
+    record_model_facts(
+        rec,
+        device,
+        model.arch.kind,
+        &model.arch.hidden,
+        params.batch_size,
+        Precision::F32,
+    );
+    let predictions = match device {
         DeviceKind::Cpu | DeviceKind::Auto => {
             if params.non_blocking {
                 rec.note("non_blocking has no effect on the CPU: there is no copy to a device to overlap");
@@ -112,6 +125,36 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
         DeviceKind::Cuda => predict_cuda(model, params, rec)?,
     };
     eval::record_scores(model, &predictions, rec)
+}
+
+/// Records what a model stage runs on (declared in `kinds::facts`): `device`, `gpu` (on
+/// CUDA), `model`, `hidden`, `batch_size`, `precision` and `threads`.
+fn record_model_facts(
+    rec: &mut Recorder,
+    device: DeviceKind,
+    model: ModelKind,
+    hidden: &[usize],
+    batch_size: usize,
+    precision: Precision,
+) {
+    let on_cuda = device == DeviceKind::Cuda;
+    rec.fact("device", if on_cuda { "cuda" } else { "cpu" });
+    if let Some(gpu) = on_cuda.then(|| crate::cuda_dl::device_name(0)).flatten() {
+        rec.fact("gpu", gpu);
+    }
+    rec.fact("model", model.as_str());
+    let widths: Vec<String> = hidden.iter().map(usize::to_string).collect();
+    rec.fact(
+        "hidden",
+        if widths.is_empty() {
+            "none".to_owned()
+        } else {
+            widths.join(",")
+        },
+    );
+    rec.fact("batch_size", batch_size.to_string());
+    rec.fact("precision", precision.as_str());
+    rec.fact("threads", rayon::current_num_threads().to_string());
 }
 
 /// The device to run on (`auto` resolved), noting what `auto` chose.

@@ -87,6 +87,11 @@ pub fn run_transfer(params: &TransferParams, rec: &mut Recorder, cancel: &Atomic
     if let Some(note) = note {
         rec.note(note);
     }
+    let on_cuda = device == TransferDevice::Cuda;
+    rec.fact("device", if on_cuda { "cuda" } else { "cpu" });
+    if let Some(gpu) = on_cuda.then(|| crate::cuda_dl::device_name(0)).flatten() {
+        rec.fact("gpu", gpu);
+    }
     match device {
         TransferDevice::Cpu | TransferDevice::Auto => cpu::run(&plan, rec, cancel),
         #[cfg(feature = "cuda")]

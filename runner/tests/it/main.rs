@@ -11,6 +11,7 @@ mod data;
 mod docs;
 mod durability;
 mod experiments;
+mod facts;
 mod formats;
 mod fuzz;
 mod gitrev;

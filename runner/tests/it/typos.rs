@@ -421,4 +421,22 @@ fn every_metric_a_built_in_stage_records_is_in_the_catalog_with_its_unit() {
     ] {
         assert!(recorded.iter().any(|r| r == name), "{name} not recorded: {recorded:?}");
     }
+    // The facts are the same contract: claims are judged on them by name.
+    let facts = strings(
+        &url,
+        "SELECT DISTINCT s.kind || '|' || j.key FROM stage_results s, json_each(s.facts) j ORDER BY 1",
+    );
+    for row in &facts {
+        let (kind, name) = row.split_once('|').unwrap();
+        assert!(
+            measured::kinds::facts::find_fact(kind, name).is_some(),
+            "a `{kind}` stage recorded the fact `{name}`, which the catalog does not declare"
+        );
+    }
+    for kind in ["normalize", "train", "validate", "transfer"] {
+        assert!(
+            facts.iter().any(|r| r.starts_with(&format!("{kind}|"))),
+            "no fact of a `{kind}` stage in {facts:?}"
+        );
+    }
 }

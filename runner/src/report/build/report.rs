@@ -309,6 +309,7 @@ pub fn build_report(run: &RunData) -> Report {
         load: run.machine.load.clone(),
         cpu_frequency: run.machine.frequency.clone(),
         stage_notes: run.stage_notes.clone(),
+        facts: run.facts.clone(),
         stability,
         charts: charts::chart_refs(run),
         comparisons: records,

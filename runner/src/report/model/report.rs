@@ -96,6 +96,12 @@ pub struct Report {
     /// Distinct notes the stages recorded (symbols dropped, skipped), in order of first
     /// appearance.
     pub stage_notes: Vec<StageNoteRow>,
+    /// What each config's measured trials ran on, from the facts their stages recorded
+    /// (`train.device`, `train.rnn_engine`, ...): the facts every trial agreed on, and a list
+    /// of those that differed; configs in plan order. Left out for runs stored before stages
+    /// recorded facts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<super::sections::ConfigFacts>,
     /// How steady the machine was on the primary metric: each config's level change and
     /// trial-to-trial CV, and the drifting and jittery flags (from the baseline); `null` when
     /// the baseline has fewer than 6 trials.

@@ -45,6 +45,9 @@ pub struct RunData {
     pub machine: crate::measure::MachineLoad,
     /// Distinct notes the stages recorded.
     pub stage_notes: Vec<StageNoteRow>,
+    /// What each config's measured trials ran on (configs in plan order; empty for runs
+    /// stored before stages recorded facts).
+    pub facts: Vec<super::sections::ConfigFacts>,
     /// How the trials were laid out, which decides the statistics.
     pub design: RunDesign,
 }
@@ -115,4 +118,6 @@ pub struct StageData {
     pub seconds: f64,
     pub peak_rss_bytes: Option<u64>,
     pub metrics: Vec<Metric>,
+    /// What the stage ran on (`device` -> `cuda`), as it recorded it.
+    pub facts: crate::metrics::Facts,
 }

@@ -1,7 +1,7 @@
 //! The report's smaller sections as data (built in `build`, each in its own file there;
 
 //! formatted in `render`): model quality, GPU telemetry, sweep neighbours, bandwidth by size,
-//! reproduction, stability and the sequential run's questions.
+//! reproduction, stability, the sequential run's questions, and what each config ran on.
 
 use serde::Serialize;
 
@@ -30,6 +30,34 @@ pub struct QualityRow {
     pub shown_better: bool,
     /// That interval, when there were two seeds or more.
     pub mse_vs_zero_ci: Option<Interval>,
+}
+
+/// What one config's measured trials ran on, from the facts their stages recorded
+/// (`<stage>.<fact>`, e.g. `train.device`): the facts every trial that recorded them agreed on,
+/// and those whose value differed between trials.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigFacts {
+    pub config: String,
+    /// Measured trials the facts come from.
+    pub trials: usize,
+    pub agreed: std::collections::BTreeMap<String, String>,
+    pub differed: Vec<DifferingFact>,
+}
+
+/// A fact whose value differed between a config's trials.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DifferingFact {
+    /// `<stage>.<fact>`.
+    pub fact: String,
+    /// Each value with the number of trials that recorded it, most trials first; `null` for
+    /// trials whose stage ran without recording it.
+    pub values: Vec<FactValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FactValue {
+    pub value: Option<String>,
+    pub trials: usize,
 }
 
 /// The telemetry of one config's monitored stage, over its successful trials.

@@ -63,6 +63,8 @@ pub struct ReportView<'a> {
     pub dirty: Option<String>,
     pub notes: &'a [String],
     pub stage_notes: Vec<StageNoteView>,
+    /// The What ran section; `None` when no stage recorded a fact.
+    pub facts: Option<super::sections::FactsView>,
     /// The Stability section; `None` when the baseline has too few trials.
     pub stability: Option<super::sections::StabilityView>,
     /// Why a sequential run stopped, in a sentence; `None` for a fixed design.
@@ -471,6 +473,7 @@ pub fn view(r: &Report) -> ReportView<'_> {
                 ),
             })
             .collect(),
+        facts: super::sections::facts_view(&r.facts),
         stability: r.stability.as_ref().map(super::sections::stability_view),
         stop: r.method.sequential.as_ref().map(|s| s.stop_sentence()),
         charts: &r.charts,

@@ -59,6 +59,7 @@ fn transfer_trial(rep: u32, pageable: f64, seed: u32) -> TrialData {
             seconds: 2.5 + 0.05 * noise(rep + seed),
             peak_rss_bytes: Some(600 << 20),
             metrics,
+            facts: Default::default(),
         }],
     }
 }

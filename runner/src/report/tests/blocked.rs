@@ -33,6 +33,7 @@ fn h200_run(paired: bool) -> RunData {
                 seconds: 2.0 * seconds,
                 peak_rss_bytes: None,
                 metrics: vec![metric("epoch_seconds", seconds, "s", None)],
+                facts: Default::default(),
             }],
         };
         by_config.iter_mut().find(|c| c.0 == f[2]).unwrap().1.push(trial);

@@ -33,6 +33,7 @@ fn thread_sweep(cores: &str) -> RunData {
                         seconds: seconds * (1.0 + 0.01 * f64::from(r % 3)),
                         peak_rss_bytes: None,
                         metrics: vec![metric("windows", 1000.0, "count", None)],
+                        facts: Default::default(),
                     }],
                 })
                 .collect();

@@ -86,6 +86,7 @@ fn trial(rep: u32, block: Option<u32>, train_s: f64, val_loss: f64, loss_scale: 
         seconds,
         peak_rss_bytes: Some(rss),
         metrics,
+        facts: Default::default(),
     };
     let mut train_metrics = vec![
         metric("epoch_seconds", train_s / 2.0, "s", None),
@@ -225,6 +226,7 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
         notes: vec!["CPU-only run".to_owned()],
         machine: Default::default(),
         stage_notes: Vec::new(),
+        facts: Vec::new(),
     }
 }
 
@@ -264,6 +266,7 @@ pub(super) fn sweep_run() -> RunData {
             seconds: 0.3,
             peak_rss_bytes: None,
             metrics: vec![],
+            facts: Default::default(),
         }],
     });
     base_run(vec![

@@ -20,6 +20,7 @@ fn trials(seconds: f64, seed: u32) -> Vec<TrialData> {
                 seconds: s,
                 peak_rss_bytes: None,
                 metrics: vec![],
+                facts: Default::default(),
             };
             TrialData {
                 index: r,

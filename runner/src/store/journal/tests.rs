@@ -74,6 +74,13 @@ fn trial(index: u32, env: &str) -> TrialRecord {
                 step: Some(1),
             }],
             notes: vec![format!("dropped 1 symbol with no rows in the whole history: S{index}")],
+            facts: [
+                ("device", "cuda"),
+                ("rnn_engine", if index == 1 { "dfdx" } else { "cudnn" }),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
         }],
     }
 }
@@ -101,6 +108,8 @@ fn reads_back_what_was_appended_and_ignores_a_torn_last_line() {
     assert!(c.trials[1].git_dirty && !c.trials[0].git_dirty);
     assert_eq!(c.trials[1].load, trial(1, "").load);
     assert_eq!(c.trials[1].stages[0].notes, trial(1, "").stages[0].notes);
+    assert_eq!(c.trials[1].stages[0].facts, trial(1, "").stages[0].facts);
+    assert_eq!(c.trials[1].stages[0].facts["rnn_engine"], "dfdx");
     assert!(c.status.is_none());
     assert_eq!(find(dir.path(), Some("r")), vec![path.clone()]);
     assert!(find(dir.path(), Some("r2")).is_empty());
@@ -203,13 +212,13 @@ fn a_journal_appears_under_its_name_only_with_its_header_and_locked() {
 }
 
 #[test]
-fn a_journal_written_before_trials_had_a_commit_load_or_notes_still_reads() {
+fn a_journal_written_before_trials_had_a_commit_load_notes_or_facts_still_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = Journal::path_for(dir.path(), "exp", "r1");
     let h = header("r1");
     let _j = Journal::create(&path, &h).unwrap();
-    // A trial line as older versions wrote it: no `git_commit`, `git_dirty`, `load` or
-    // stage `notes`.
+    // A trial line as older versions wrote it: no `git_commit`, `git_dirty`, `load`, stage
+    // `notes` or `facts`.
     let mut line = serde_json::to_value(Entry::Trial {
         trial: Box::new(trial(0, &h.env.hash)),
     })
@@ -219,6 +228,7 @@ fn a_journal_written_before_trials_had_a_commit_load_or_notes_still_reads() {
     t.remove("git_dirty");
     t.remove("load");
     t["stages"][0].as_object_mut().unwrap().remove("notes");
+    t["stages"][0].as_object_mut().unwrap().remove("facts");
     let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
     writeln!(f, "{line}").unwrap();
     let c = read(&path).unwrap();
@@ -226,4 +236,5 @@ fn a_journal_written_before_trials_had_a_commit_load_or_notes_still_reads() {
     assert_eq!(c.trials[0].git_commit, None);
     assert!(!c.trials[0].git_dirty);
     assert!(c.trials[0].load.is_empty() && c.trials[0].stages[0].notes.is_empty());
+    assert!(c.trials[0].stages[0].facts.is_empty());
 }

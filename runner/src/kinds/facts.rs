@@ -1,0 +1,90 @@
+//! The facts each built-in stage kind records (stage -> `Recorder::fact` -> store -> report),
+//! declared once, like the metrics in `catalog`: what a stage ran on and with once defaults
+//! and `auto` were resolved. Claims are judged on the trials whose facts meet their
+//! conditions, so these names are stable; a test runs every built-in kind and fails when one
+//! records a fact not declared here.
+
+/// One fact a built-in stage kind records.
+#[derive(Debug)]
+pub struct FactDecl {
+    pub name: &'static str,
+    /// When it is recorded and what its values are.
+    pub about: &'static str,
+}
+
+const fn f(name: &'static str, about: &'static str) -> FactDecl {
+    FactDecl { name, about }
+}
+
+const DEVICE: FactDecl = f(
+    "device",
+    "`cpu` or `cuda`: the device the stage ran on, `auto` resolved",
+);
+const GPU: FactDecl = f("gpu", "the GPU's model name, on CUDA");
+const MODEL_FACTS: &[FactDecl] = &[
+    DEVICE,
+    GPU,
+    f("model", "`mlp`, `lstm` or `gru`"),
+    f("hidden", "the hidden widths, comma-separated (`64,64`)"),
+    f("batch_size", "windows per batch"),
+    f(
+        "precision",
+        "`f32` or `f16`: the matrix products' precision (`validate` infers in f32)",
+    ),
+    f("threads", "the CPU threads the stage's thread pool has"),
+];
+
+const NORMALIZE_FACTS: &[FactDecl] = &[f(
+    "threads",
+    "the threads the features were computed on (1 unless `parallel = true`)",
+)];
+
+const TRANSFER_FACTS: &[FactDecl] = &[DEVICE, GPU];
+
+/// The facts of a stage kind; empty for kinds that record none (`load`, `command`).
+pub fn declared_facts(kind: &str) -> &'static [FactDecl] {
+    match kind {
+        "train" | "validate" => MODEL_FACTS,
+        "normalize" => NORMALIZE_FACTS,
+        "transfer" => TRANSFER_FACTS,
+        _ => &[],
+    }
+}
+
+/// The declaration of fact `name` in a stage of `kind`.
+pub fn find_fact(kind: &str, name: &str) -> Option<&'static FactDecl> {
+    declared_facts(kind).iter().find(|d| d.name == name)
+}
+
+/// The facts of a kind as one sentence for `measured schema`; empty when it records none.
+pub fn describe_facts(kind: &str) -> String {
+    let decls = declared_facts(kind);
+    if decls.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = decls.iter().map(|d| format!("`{}`: {}", d.name, d.about)).collect();
+    format!("Facts (what it ran on): {}.", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fact_names_are_unique_per_kind_and_valid_fact_names() {
+        for kind in ["train", "validate", "normalize", "transfer", "load", "command"] {
+            let names: Vec<&str> = declared_facts(kind).iter().map(|d| d.name).collect();
+            let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+            assert_eq!(names.len(), unique.len(), "{kind}: {names:?}");
+            for name in names {
+                let mut rec = crate::metrics::Recorder::new();
+                rec.fact(name, "x");
+                assert_eq!(rec.facts().len(), 1, "`{name}` is a name Recorder::fact keeps");
+            }
+        }
+        assert!(find_fact("train", "device").is_some());
+        assert!(find_fact("load", "device").is_none());
+        assert!(describe_facts("transfer").starts_with("Facts (what it ran on): `device`: "));
+        assert_eq!(describe_facts("command"), "");
+    }
+}
