@@ -61,32 +61,7 @@ pub fn compare(
     let run_a = load_stored(&rt, &db, before)?;
     let run_b = load_stored(&rt, &db, after)?;
     let (row_a, row_b) = (&run_a.row, &run_b.row);
-    if row_a.id == row_b.id {
-        return Err(CommandError::BadInput(format!(
-            "`{before}` and `{after}` are the same run ({}); compare needs two different runs\n\
-             (hint: `measured runs --experiment {}` lists its runs; a run's own variants are compared in `measured report {}`)",
-            row_a.id, row_a.experiment, row_a.id
-        )));
-    }
-    for run in [&run_a, &run_b] {
-        if crate::record::measured_nothing(&run.row.status, &run.trials) {
-            return Err(CommandError::BadInput(format!(
-                "run {} is {}: it has no measurement to compare
-hint: `measured show {}` says why; \
-                 `measured runs --experiment {}` lists the runs to compare instead",
-                run.row.id,
-                stopped_words(&run.row.status),
-                run.row.id,
-                run.row.experiment
-            )));
-        }
-    }
-    if row_a.experiment != row_b.experiment {
-        return Err(CommandError::BadInput(format!(
-            "run {} is of experiment `{}` but run {} is of `{}`; compare runs of one experiment",
-            row_a.id, row_a.experiment, row_b.id, row_b.experiment
-        )));
-    }
+    comparable(&run_a, &run_b, before, after)?;
     let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
     let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
     // The experiment's other runs show how much a run's level moves from run to run.
@@ -133,6 +108,38 @@ hint: `measured show {}` says why; \
     } else {
         EXIT_OK
     })
+}
+
+/// Why two stored runs cannot be compared: one run twice, a run that measured nothing, or runs
+/// of two experiments.
+fn comparable(a: &store::StoredRun, b: &store::StoredRun, before: &str, after: &str) -> Result<(), CommandError> {
+    if a.row.id == b.row.id {
+        return Err(CommandError::BadInput(format!(
+            "`{before}` and `{after}` are the same run ({}); compare needs two different runs\n\
+             (hint: `measured runs --experiment {}` lists its runs; a run's own variants are compared in `measured report {}`)",
+            a.row.id, a.row.experiment, a.row.id
+        )));
+    }
+    for run in [&a, &b] {
+        if crate::record::measured_nothing(&run.row.status, &run.trials) {
+            return Err(CommandError::BadInput(format!(
+                "run {} is {}: it has no measurement to compare
+hint: `measured show {}` says why; \
+                 `measured runs --experiment {}` lists the runs to compare instead",
+                run.row.id,
+                stopped_words(&run.row.status),
+                run.row.id,
+                run.row.experiment
+            )));
+        }
+    }
+    if a.row.experiment != b.row.experiment {
+        return Err(CommandError::BadInput(format!(
+            "run {} is of experiment `{}` but run {} is of `{}`; compare runs of one experiment",
+            a.row.id, a.row.experiment, b.row.id, b.row.experiment
+        )));
+    }
+    Ok(())
 }
 
 /// `measured history`: a metric over every stored run of an experiment, with the significant

@@ -115,7 +115,7 @@ pub use compare::{
     compare, compare_at, compare_paired, compare_paired_at, compare_run_levels, family_error, percent_level,
     question_error, Comparison, Design, ASSUMED_RUN_SPREAD, DETECTABLE_POWER, INTERVAL_ERROR,
 };
-pub use conditions::{params_unmet, thread_counts, unmet, ClaimConditions, PARALLELISM_PARAMS};
+pub use conditions::{params_unmet, thread_counts, unmet, ClaimConditions, Ran, RanFacts, PARALLELISM_PARAMS};
 pub(crate) use dist::student_t_quantile;
 pub use drift::{stability, Stability, JITTER_CV, MIN_DRIFT_TRIALS, MIN_STABILITY_TRIALS};
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};

@@ -284,8 +284,8 @@ impl Validator {
 
 impl Validator {
     /// A claim made on N cores (`requires.min_cores`) is judged only at configs that run N
-    /// threads or more (`stats::params_unmet`): when the configs of its variant set a thread
-    /// count and none reaches N, no run anywhere could judge it. Claims this experiment does not
+    /// threads (`stats::params_unmet`): when the configs of its variant set a thread count and
+    /// none is N, no run anywhere could judge it. Claims this experiment does not
     /// judge whatever it measures (untestable, another change or measurement) ask nothing of
     /// the configs. Run once the claims are valid, so each claim's index is its entry's.
     pub(super) fn claims_reach_their_cores(&mut self, compare: &CompareDef, configs: &[Config], stages: &[StageDef]) {
@@ -302,12 +302,14 @@ impl Validator {
             if !judged || counts.is_empty() || counts.iter().any(Vec::is_empty) {
                 continue;
             }
-            let Some((path, most)) = counts.into_iter().flatten().max_by_key(|(_, n)| *n) else {
-                continue;
-            };
-            if most >= u64::from(need) {
+            let all: Vec<(String, u64)> = counts.into_iter().flatten().collect();
+            if all.iter().any(|(_, n)| *n == u64::from(need)) {
                 continue;
             }
+            let Some((path, _)) = all.first().cloned() else {
+                continue;
+            };
+            let ran: Vec<String> = all.iter().map(|(_, n)| n.to_string()).collect();
             let idx = i.to_string();
             let span = self
                 .value_span(&["compare", "claims", &idx, "requires", "min_cores"])
@@ -315,9 +317,10 @@ impl Validator {
             self.err(
                 ManifestError::new(
                     format!(
-                        "the claim is for {need} cores; no config of `{}` runs more than {most} threads, so no run \
-                         could judge it",
-                        c.variant
+                        "the claim is for {need} cores; no config of `{}` runs {need} threads (they run {}), so no \
+                         run could judge it",
+                        c.variant,
+                        ran.join(", ")
                     ),
                     span,
                 )

@@ -171,9 +171,33 @@ fn not_judged_at(
     cand: &ConfigData,
 ) -> Option<(ClaimVerdict, String)> {
     spec.not_judged().or_else(|| {
-        crate::stats::unmet(&spec.requires, &run.environment, &cand.params)
-            .map(|why| (ClaimVerdict::NotReproduced, why))
+        let (facts, device_stages) = ran_facts(cand);
+        let ran = crate::stats::Ran {
+            params: &cand.params,
+            facts: &facts,
+            device_stages: &device_stages,
+        };
+        crate::stats::unmet(&spec.requires, &run.environment, ran).map(|why| (ClaimVerdict::NotReproduced, why))
     })
+}
+
+/// What `config`'s successful trials recorded they ran on (`<stage>.<fact>` -> values), and its
+/// stages of a kind that records the device it ran on.
+pub(crate) fn ran_facts(config: &ConfigData) -> (crate::stats::RanFacts, Vec<String>) {
+    let mut facts = crate::stats::RanFacts::new();
+    let mut device_stages: Vec<String> = Vec::new();
+    for stage in config.trials.iter().filter(|t| t.ok).flat_map(|t| &t.stages) {
+        if crate::kinds::facts::find_fact(&stage.kind, "device").is_some() && !device_stages.contains(&stage.name) {
+            device_stages.push(stage.name.clone());
+        }
+        for (name, value) in &stage.facts {
+            facts
+                .entry(format!("{}.{name}", stage.name))
+                .or_default()
+                .insert(value.clone());
+        }
+    }
+    (facts, device_stages)
 }
 
 /// The row of a value claim (`value = "2ms..10ms"`) at config `cand`: judged on the interval
