@@ -111,7 +111,7 @@ impl RunSession {
             // point now.
             let stored = rt.block_on(store::load_trials(db, &row.id))?;
             let pinned = crate::gitrev::pinned(&exp, &stored);
-            prepare_revisions(&mut exp, &pinned, g.quiet)?;
+            prepare_revisions(&mut exp, &pinned, g.quiet, &mut Default::default())?;
         }
         // The rest of the trials read the dataset versions the first ones read; a run stored
         // before versions reads the declared data (prepared again if it is gone).

@@ -150,12 +150,18 @@ mod tests {
             kept.keep(&trial(i, &run.env.hash)).unwrap();
             // Written before `keep` returns: from here on a crash or kill cannot lose it.
             let written = journal::read(&path).unwrap().trials;
-            assert_eq!(written.iter().map(|t| t.index).collect::<Vec<_>>(), (0..=i).collect::<Vec<_>>());
+            assert_eq!(
+                written.iter().map(|t| t.index).collect::<Vec<_>>(),
+                (0..=i).collect::<Vec<_>>()
+            );
         }
         let db = kept.finish("finished", None, Duration::from_secs(30)).unwrap();
         let stored = rt.block_on(crate::store::stored_trial_indices(&db, "run-1")).unwrap();
         assert_eq!(stored.len(), 5, "{stored:?}");
-        assert!(!path.exists(), "the journal is removed once the database holds all of it");
+        assert!(
+            !path.exists(),
+            "the journal is removed once the database holds all of it"
+        );
         rt.block_on(db.close());
     }
 }

@@ -163,11 +163,17 @@ fn a_relative_cwd_is_relative_to_the_manifest_and_a_missing_one_is_named() {
 fn text_without_templates_renders_as_the_template_engine_would() {
     let params = |argv: &[&str], cwd: Option<&str>| -> crate::kinds::CommandParams {
         let mut t = toml::Table::new();
-        t.insert("argv".into(), argv.iter().map(|a| toml::Value::from(*a)).collect::<Vec<_>>().into());
+        t.insert(
+            "argv".into(),
+            argv.iter().map(|a| toml::Value::from(*a)).collect::<Vec<_>>().into(),
+        );
         if let Some(c) = cwd {
             t.insert("cwd".into(), c.into());
         }
-        t.insert("env".into(), toml::Value::Table([("A".to_owned(), "x y".into())].into_iter().collect()));
+        t.insert(
+            "env".into(),
+            toml::Value::Table([("A".to_owned(), "x y".into())].into_iter().collect()),
+        );
         crate::kinds::checked(&t).unwrap()
     };
     let trial = crate::kinds::TrialInfo {
