@@ -1,33 +1,31 @@
 #!/usr/bin/env bash
-# Runner overhead: 200 trials of a `command` stage running `true`, measured end to end
-# (including the SQLite write of every trial), against `hyperfine --runs 200 true` in the
-# same session, in alternating rounds (measured first in odd rounds, hyperfine in even ones).
-# Prints every round, the medians, the per-trial overhead, and the median and range of the
-# per-round ratios; each round's files stay under target/bench/runner-overhead-<time>/.
+# Runner overhead: 200 trials of a `command` stage running `true` (TRIALS=n for another count),
+# measured end to end (including the SQLite write of every trial), against
+# `hyperfine --runs 200 -N true` in the same session, in alternating rounds (measured first in odd rounds, hyperfine in even ones).
+# Prints the CPU, every round with the 1-minute load average before it, the medians, the
+# per-trial overhead, and the median and range of the per-round ratios; each round's files stay
+# under target/bench/runner-overhead-<time>/.
 # Usage: bash bench/runner_overhead.sh   (builds the release binary first, and hyperfine when it
-#        is missing; MEASURED_BIN=path measures another build, ROUNDS=n sets the rounds, 7 by
-#        default)
+#        is missing; MEASURED_BIN=path measures another build without building, ROUNDS=n sets
+#        the rounds, 7 by default)
 set -euo pipefail
 # shellcheck source=bench/alternate.sh
 source "$(dirname "${BASH_SOURCE[0]}")/alternate.sh"
+# shellcheck source=bench/hyperfine.sh
+source "$(dirname "${BASH_SOURCE[0]}")/hyperfine.sh"
 cd "$(dirname "$0")/.."
-cargo build --release -q
-# The peer, from its registry when it is not installed: hyperfine 1.20.0 into target/bench-tools.
-if ! command -v hyperfine >/dev/null; then
-  [ -x target/bench-tools/bin/hyperfine ] ||
-    cargo install -q --locked --root target/bench-tools hyperfine@1.20.0
-  export PATH="$PWD/target/bench-tools/bin:$PATH"
-fi
 bin=${MEASURED_BIN:-target/release/measured}
 work="$PWD/target/bench/runner-overhead-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$work"
 echo "per-round files: $work"
-cat >"$work/overhead.toml" <<'TOML'
+with_hyperfine
+trials=${TRIALS:-200}
+cat >"$work/overhead.toml" <<TOML
 [experiment]
 name = "runner-overhead"
 [schedule]
 warmup = 0
-repetitions = 200
+repetitions = $trials
 seed = 1
 [stages.noop]
 kind = "command"
@@ -39,15 +37,16 @@ rounds=${ROUNDS:-7}
 # Alternate the two sides round by round so both see the same background load; quote medians.
 measured_side() {
   start=$(date +%s.%N)
-  "$bin" --quiet --database "$work/r$1.sqlite" run --no-report "$work/overhead.toml" >/dev/null
+  "$bin" --quiet --database "$work/r$1.sqlite" run --no-report --results-dir "$work/results" "$work/overhead.toml" >/dev/null
   end=$(date +%s.%N)
 }
 hyperfine_side() {
-  hyperfine --runs 200 --warmup 3 -N --export-json "$work/h$1.json" true >/dev/null 2>&1
+  hyperfine --runs "$trials" --warmup 3 -N --export-json "$work/h$1.json" true >/dev/null 2>&1
 }
 for round in $(seq 1 "$rounds"); do
+  load=$(cut -d' ' -f1 /proc/loadavg)
   alternate "$round" measured_side hyperfine_side
-  python3 - "$start" "$end" "$work/h$round.json" "$work/r$round.sqlite" >>"$work/rounds.txt" <<'PY'
+  python3 - "$start" "$end" "$work/h$round.json" "$work/r$round.sqlite" "$load" >>"$work/rounds.txt" <<'PY'
 import json, sqlite3, sys
 from datetime import datetime
 m = float(sys.argv[2]) - float(sys.argv[1])
@@ -56,23 +55,25 @@ h = sum(json.load(open(sys.argv[3]))["results"][0]["times"])
 first, last = sqlite3.connect(sys.argv[4]).execute("SELECT MIN(started_at), MAX(finished_at) FROM trials").fetchone()
 ts = lambda s: datetime.fromisoformat(s[:26] + s[-6:])
 span = (ts(last) - ts(first)).total_seconds()
-print(m, h, span)
+print(m, h, span, sys.argv[5])
 PY
 done
-python3 - "$work/rounds.txt" <<'PY'
+python3 - "$work/rounds.txt" "$trials" <<'PY'
 import statistics, sys
+n = int(sys.argv[2])
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
-for i, (m, h, s) in enumerate(rows, 1):
-    print(f"round {i}: measured {m:.3f} s end to end, {s:.3f} s from first to last trial; hyperfine {h:.3f} s")
+for i, (m, h, s, load) in enumerate(rows, 1):
+    print(f"round {i} (load {load:.2f}): measured {m:.3f} s end to end, {s:.3f} s from first to last trial; "
+          f"hyperfine {h:.3f} s; steady ratio {s / h:.2f}x")
 med = lambda k: statistics.median(k(r) for r in rows)
 m, h, s = med(lambda r: r[0]), med(lambda r: r[1]), med(lambda r: r[2])
 # Ratios per round (both sides saw that round's load), then their median and range.
 steady = [r[2] / r[1] for r in rows]
 whole = [r[0] / r[1] for r in rows]
-print(f"median of {len(rows)} rounds: hyperfine 200 runs {h:.3f} s; measured 200 trials {s:.3f} s steady state "
-      f"(overhead {med(lambda r: (r[2] - r[1]) / 200 * 1e3):.3f} ms/trial), "
+print(f"median of {len(rows)} rounds: hyperfine {n} runs {h:.3f} s; measured {n} trials {s:.3f} s steady state "
+      f"(overhead {med(lambda r: (r[2] - r[1]) / n * 1e3):.3f} ms/trial), "
       f"{m:.3f} s end to end incl. start-up, migrations and summary "
-      f"(overhead {med(lambda r: (r[0] - r[1]) / 200 * 1e3):.3f} ms/trial)")
+      f"(overhead {med(lambda r: (r[0] - r[1]) / n * 1e3):.3f} ms/trial)")
 print(f"per-round ratio measured / hyperfine: steady state median {statistics.median(steady):.2f}x "
       f"({min(steady):.2f}x-{max(steady):.2f}x), end to end median {statistics.median(whole):.2f}x "
       f"({min(whole):.2f}x-{max(whole):.2f}x)")
