@@ -95,7 +95,7 @@ pub enum Command {
     /// Finds the first commit where the primary metric regressed: each step compares the middle
     /// revision with the good end in paired blocks until decided.
     #[command(
-        after_help = "Examples:\n  measured bisect bench/parse.toml --good v1.2.0 --bad main --build 'cargo build --release'\n  measured bisect experiments/prefetch.toml --good HEAD~16 --bad HEAD\n\nEach step is a stored run with its report; `bisect.md` under <results>/<experiment>/ links them.\nExit 0 when the first bad commit is named, 1 when a step cannot decide (it says so and stops)."
+        after_help = "Examples:\n  measured bisect bench/parse.toml --good v1.2.0 --bad main --build 'cargo build --release'\n  measured bisect experiments/prefetch.toml --good HEAD~16 --bad HEAD\n\nEach step is a stored run with its report; `bisect-<good>-<bad>.md` under <results>/<experiment>/\nlinks them.\nExit 0 when the first bad commit is named, 1 when a step cannot decide (it says so and stops)."
     )]
     Bisect(BisectArgs),
     /// List stored runs, newest first.

@@ -23,7 +23,7 @@ pub use queue::{status, submit, worker};
 pub use report::{compare, history, publish, report};
 pub use run::run;
 pub use runs::{runs, show};
-pub use summary::{fmt_secs, summary_table};
+pub use summary::{evidence, fmt_secs, summary_table};
 
 use crate::cli::RevArgs;
 use crate::db;

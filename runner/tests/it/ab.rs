@@ -6,9 +6,15 @@ use crate::common::{bin, run, scalar, strings, text};
 use std::path::Path;
 use std::process::Output;
 
-/// `measured ab` in `cwd` with the database `db` and `args`.
-fn ab(cwd: &Path, db: &Path, args: &[&str]) -> Output {
-    run(bin().current_dir(cwd).arg("--database").arg(db).arg("ab").args(args))
+/// `measured ab` in `cwd` with the database `db` and the arguments `args` (as a shell splits
+/// them).
+fn ab(cwd: &Path, db: &Path, args: &str) -> Output {
+    run(bin()
+        .current_dir(cwd)
+        .arg("--database")
+        .arg(db)
+        .arg("ab")
+        .args(shlex::split(args).unwrap()))
 }
 
 fn stdout(o: &Output) -> String {
@@ -22,21 +28,7 @@ fn two_commands_give_a_verdict_a_table_a_stored_run_and_its_manifest() {
     let out = ab(
         dir.path(),
         &db,
-        &[
-            "-N",
-            "true",
-            "sh -c true",
-            "--runs",
-            "8",
-            "--warmup",
-            "0",
-            "--seed",
-            "3",
-            "--export-json",
-            "ab.json",
-            "--export-markdown",
-            "ab.md",
-        ],
+        "-N true 'sh -c true' --runs 8 --warmup 0 --seed 3 --export-json ab.json --export-markdown ab.md",
     );
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
@@ -109,18 +101,7 @@ fn a_saved_manifest_is_checked_as_it_is_and_run_again_from_anywhere() {
     let out = ab(
         &work,
         &db,
-        &[
-            "echo a >> where.txt",
-            "echo b >> where.txt",
-            "--runs",
-            "8",
-            "--warmup",
-            "0",
-            "--save",
-            "../bench/cmp.toml",
-            "--prepare",
-            "true",
-        ],
+        "'echo a >> where.txt' 'echo b >> where.txt' --runs 8 --warmup 0 --save ../bench/cmp.toml --prepare true",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let saved = dir.path().join("bench/cmp.toml");
@@ -170,24 +151,7 @@ fn a_parameter_list_runs_every_command_at_every_value() {
     let out = ab(
         dir.path(),
         &db,
-        &[
-            "-N",
-            "-n",
-            "plain",
-            "-n",
-            "shell",
-            "true {n}",
-            "sh -c true {n}",
-            "-L",
-            "n",
-            "1,2",
-            "--runs",
-            "8",
-            "--warmup",
-            "0",
-            "--export-json",
-            "ab.json",
-        ],
+        "-N -n plain -n shell 'true {n}' 'sh -c true {n}' -L n 1,2 --runs 8 --warmup 0 --export-json ab.json",
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let json: serde_json::Value =
@@ -227,7 +191,7 @@ fn a_parameter_list_runs_every_command_at_every_value() {
 fn options_that_cannot_make_a_manifest_exit_2_and_leave_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.sqlite");
-    let out = ab(dir.path(), &db, &["-n", "a", "x", "y", "--save", "m.toml"]);
+    let out = ab(dir.path(), &db, "-n a x y --save m.toml");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("1 names (-n) for 2 commands"), "{}", text(&out));
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

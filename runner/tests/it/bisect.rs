@@ -1,27 +1,11 @@
-//! `measured bisect` on throwaway repositories whose program reports a latency that steps up at
-//! a planted commit. The metric is a value the program prints, not a timing, so which commit is
-//! bad is a fact of the repository and the test can name it.
+//! `measured bisect` on throwaway repositories whose program gets slower at a planted commit:
+//! mostly a latency the program prints (a value, not a timing, so which commit is bad is a fact
+//! of the repository and the test can name it), and once a sleep three times as long, judged by
+//! wall time within a noise band wide enough for a loaded machine.
 
-use crate::common::{bin, run, scalar, text, write};
+use crate::common::{bin, git, git_repo, latency_sh, run, scalar, text, write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// The program: prints `latency` = `base` times the factor it is given.
-fn bench_sh(base: f64) -> String {
-    format!(
-        "#!/bin/sh\nawk -v f=\"$1\" 'BEGIN {{ printf \"{{\\\"metric\\\": \\\"latency\\\", \\\"value\\\": %.9f, \\\"unit\\\": \\\"s\\\"}}\\n\", {base} * f }}'\n"
-    )
-}
+use std::process::Output;
 
 /// Each trial gets its own factor (a few tenths of a percent apart), so the blocks vary as
 /// measurements do; the seed fixes the order, so every run here is the same every time.
@@ -41,26 +25,25 @@ primary = "bench.latency"
 /// A repository with one commit per base latency (the manifest in the first); returns it with
 /// each commit's 12-digit abbreviation, oldest first.
 fn repo(dir: &Path, bases: &[f64]) -> (PathBuf, Vec<String>) {
-    let repo = dir.join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["config", "user.email", "bench@example.com"]);
-    git(&repo, &["config", "user.name", "Bench"]);
-    git(&repo, &["config", "commit.gpgsign", "false"]);
-    write(&repo, "exp.toml", MANIFEST);
+    let programs: Vec<(String, String)> = bases
+        .iter()
+        .map(|b| (format!("latency {b}"), latency_sh(&b.to_string())))
+        .collect();
+    repo_of(dir, MANIFEST, &programs)
+}
+
+/// A repository with `manifest` as `exp.toml` and one commit per (subject, `bench.sh`); returns
+/// it with each commit's 12-digit abbreviation, oldest first.
+fn repo_of(dir: &Path, manifest: &str, programs: &[(String, String)]) -> (PathBuf, Vec<String>) {
+    let repo = git_repo(dir);
+    write(&repo, "exp.toml", manifest);
     let mut shas = Vec::new();
-    for (i, base) in bases.iter().enumerate() {
-        write(&repo, "bench.sh", &bench_sh(*base));
+    for (i, (subject, program)) in programs.iter().enumerate() {
+        write(&repo, "bench.sh", program);
         git(&repo, &["add", "-A"]);
         git(
             &repo,
-            &[
-                "commit",
-                "-q",
-                "--allow-empty",
-                "-m",
-                &format!("change {i}: latency {base}"),
-            ],
+            &["commit", "-q", "--allow-empty", "-m", &format!("change {i}: {subject}")],
         );
         shas.push(git(&repo, &["rev-parse", "--short=12", "HEAD"]));
     }
@@ -124,6 +107,47 @@ fn bisect_names_the_commit_that_made_the_metric_slower() {
         assert!(Path::new(page_path).with_file_name(l).is_file(), "{l}");
     }
     assert!(page.contains(&format!("first bad commit: {}", shas[5])), "{page}");
+}
+
+#[test]
+fn bisect_finds_a_planted_sleep_by_wall_time() {
+    let dir = tempfile::tempdir().unwrap();
+    // The stage's wall time is the metric; commit 3 of 5 after the good one sleeps 3x as long.
+    // A 30% band absorbs what a busy machine adds to a 50 ms sleep, and the step is far beyond it.
+    let manifest = r#"[experiment]
+name = "slept"
+[schedule]
+warmup = 1
+repetitions = { min = 8, max = 60 }
+seed = 11
+[stages.bench]
+kind = "command"
+argv = ["sh", "bench.sh"]
+metrics = false
+[compare]
+primary = "bench.seconds"
+band = "30%"
+"#;
+    let programs: Vec<(String, String)> = [0.05, 0.05, 0.05, 0.15, 0.15, 0.15]
+        .iter()
+        .map(|s| (format!("sleep {s}"), format!("#!/bin/sh\nsleep {s}\n")))
+        .collect();
+    let (repo, shas) = repo_of(dir.path(), manifest, &programs);
+    let out = bisect(dir.path(), &repo, &shas[0]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("first bad commit: {} change 3: sleep 0.15", shas[3])),
+        "{t}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "  against {} (the commit before it): slower, speedup ",
+            shas[2]
+        )),
+        "{t}"
+    );
 }
 
 #[test]

@@ -42,6 +42,9 @@ pub(super) struct AbManifest {
     pub names: Vec<String>,
 }
 
+/// How a stage starts a command: its `shell` flag and its `argv` templates.
+type Launch = (bool, Vec<String>);
+
 /// How a command is started.
 enum Runner {
     /// `sh -c` (the stage's `shell = true`).
@@ -159,12 +162,7 @@ fn schedule(a: &AbArgs) -> Result<Table, String> {
 }
 
 /// `[stages]`: `bench` runs the first command (each variant sets its own), after `prepare`.
-fn stages(
-    first: &(bool, Vec<String>),
-    prepare: Option<&Vec<(bool, Vec<String>)>>,
-    cwd: &str,
-    params: &[Param],
-) -> Table {
+fn stages(first: &Launch, prepare: Option<&Vec<Launch>>, cwd: &str, params: &[Param]) -> Table {
     let mut stages = Table::new();
     stages.set_implicit(true);
     if let Some(p) = prepare {
@@ -177,7 +175,7 @@ fn stages(
 
 /// A `command` stage running `argv` in `cwd` after the stage `needs`, its output not read for
 /// metrics; `params` are its `vars`, at their first values.
-fn command_stage((shell, argv): &(bool, Vec<String>), cwd: &str, params: &[Param], needs: Option<&str>) -> Table {
+fn command_stage((shell, argv): &Launch, cwd: &str, params: &[Param], needs: Option<&str>) -> Table {
     let mut t = Table::new();
     t["kind"] = value("command");
     if let Some(n) = needs {
@@ -200,7 +198,7 @@ fn command_stage((shell, argv): &(bool, Vec<String>), cwd: &str, params: &[Param
 }
 
 /// `[variants]`: one per command, each setting the stage's argv (and its own `--prepare`).
-fn variants(names: &[String], argvs: &[(bool, Vec<String>)], prepare: Option<&Vec<(bool, Vec<String>)>>) -> Table {
+fn variants(names: &[String], argvs: &[Launch], prepare: Option<&Vec<Launch>>) -> Table {
     let mut variants = Table::new();
     variants.set_implicit(true);
     for (i, (name, (_, argv))) in names.iter().zip(argvs).enumerate() {
@@ -275,7 +273,7 @@ fn runner(a: &AbArgs) -> Result<Runner, String> {
 }
 
 /// The stage's `shell` flag and `argv` templates that run `command`.
-fn argv(runner: &Runner, command: &str, params: &[String]) -> Result<(bool, Vec<String>), String> {
+fn argv(runner: &Runner, command: &str, params: &[String]) -> Result<Launch, String> {
     if command.trim().is_empty() {
         return Err("a command is empty\nhint: give each command as one quoted argument, e.g. 'sleep 0.1'".into());
     }
@@ -298,7 +296,7 @@ fn argv(runner: &Runner, command: &str, params: &[String]) -> Result<(bool, Vec<
 }
 
 /// `--prepare`: none, one for every command, or one per command.
-fn prepare(a: &AbArgs, runner: &Runner, params: &[String]) -> Result<Option<Vec<(bool, Vec<String>)>>, String> {
+fn prepare(a: &AbArgs, runner: &Runner, params: &[String]) -> Result<Option<Vec<Launch>>, String> {
     if a.prepare.is_empty() {
         return Ok(None);
     }

@@ -129,31 +129,7 @@ impl Results {
 
 /// `b vs a: slower, speedup 0.909x (95% CI 0.908x-0.910x), 15 blocks`.
 pub(super) fn verdict_line(config: &str, against: &str, c: &crate::stats::Comparison) -> String {
-    let interval = c.speedup_ci.map_or_else(
-        || "no interval".to_owned(),
-        |(lo, hi)| format!("{} {lo:.3}x-{hi:.3}x", interval_name(c)),
-    );
-    format!(
-        "{config} vs {against}: {}, speedup {:.3}x ({interval}), {} {}",
-        c.verdict.as_str(),
-        c.speedup,
-        c.n_candidate.min(c.n_baseline),
-        if c.design == crate::stats::Design::Paired {
-            "blocks"
-        } else {
-            "runs each"
-        }
-    )
-}
-
-/// `95% CI`, or `repeated 95% CI` at a sequential look (the interval is one of a set that
-/// holds the truth together).
-fn interval_name(c: &crate::stats::Comparison) -> &'static str {
-    if c.look.is_some() {
-        "repeated 95% CI"
-    } else {
-        "95% CI"
-    }
+    format!("{config} vs {against}: {}", crate::commands::evidence(c))
 }
 
 /// A unit of time chosen for one row, so that its figures read alike.

@@ -18,21 +18,7 @@ fn evidence(comparisons: &[Comparison]) -> String {
     }
     comparisons
         .iter()
-        .map(|c| {
-            let interval = c.speedup_ci.map_or_else(
-                || "no interval".to_owned(),
-                |(lo, hi)| {
-                    let kind = if c.look.is_some() { "repeated 95% CI" } else { "95% CI" };
-                    format!("{kind} {lo:.3}x-{hi:.3}x")
-                },
-            );
-            format!(
-                "{}, speedup {:.3}x ({interval}), {} blocks",
-                c.verdict.as_str(),
-                c.speedup,
-                c.n_candidate.min(c.n_baseline)
-            )
-        })
+        .map(crate::commands::evidence)
         .collect::<Vec<_>>()
         .join("; ")
 }
