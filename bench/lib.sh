@@ -76,3 +76,23 @@ peer_python() {
 skipped() {
   echo "# smoke: skipped $1" >&2
 }
+
+# Puts hyperfine, the peer of the benchmarks against it, on PATH and sets `peer`: 1 when it is
+# there (installed, or 1.20.0 from its registry into target/bench-tools outside smoke mode),
+# 0 in a smoke run without it (skipped with a line saying so). Prints its version.
+with_hyperfine() {
+  peer=1
+  if ! command -v hyperfine >/dev/null; then
+    if [ -x "$bench_root/target/bench-tools/bin/hyperfine" ]; then
+      export PATH="$bench_root/target/bench-tools/bin:$PATH"
+    elif [ "$smoke" = 1 ]; then
+      peer=0
+      skipped "hyperfine: not installed (this script installs it from crates.io outside smoke mode)"
+      return
+    else
+      (cd "$bench_root" && cargo install -q --locked --root target/bench-tools hyperfine@1.20.0)
+      export PATH="$bench_root/target/bench-tools/bin:$PATH"
+    fi
+  fi
+  echo "# peer: $(hyperfine --version)"
+}

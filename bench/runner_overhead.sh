@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runner overhead: 200 trials of a `command` stage running `true`, measured end to end
-# (including the SQLite write of every trial), against `hyperfine --runs 200 true` in the
-# same session, in alternating rounds (measured first in odd rounds, hyperfine in even ones).
-# Prints every round, the medians, the per-trial overhead, and the median and range of the
-# per-round ratios; each round's files stay under target/bench/runner-overhead-<time>/.
+# Runner overhead: 200 trials of a `command` stage running `true` (TRIALS=n for another count),
+# measured end to end (including the SQLite write of every trial), against
+# `hyperfine --runs 200 -N true` in the same session, in alternating rounds (measured first in
+# odd rounds, hyperfine in even ones). Prints the CPU, every round with the 1-minute load
+# average before it and its ratio, the medians, the per-trial overhead, and the median and range
+# of the per-round ratios; each round's files stay under target/bench/runner-overhead-<time>/.
 # Usage: bash bench/runner_overhead.sh [--smoke]   (builds the release binary first, and
 #        hyperfine when it is missing; MEASURED_BIN=path measures another build, ROUNDS=n sets
 #        the rounds, 7 by default; --smoke: 20 trials, one round, the debug build, hyperfine
@@ -12,26 +13,14 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$bench_root"
-trials=200
+trials=${TRIALS:-200}
 rounds=${ROUNDS:-7}
 if [ "$smoke" = 1 ]; then
   trials=20
   rounds=1
 fi
 bin=${MEASURED_BIN:-$(built measured --bin measured)}
-# The peer, from its registry when it is not installed: hyperfine 1.20.0 into target/bench-tools.
-peer=1
-if ! command -v hyperfine >/dev/null; then
-  if [ -x target/bench-tools/bin/hyperfine ]; then
-    export PATH="$PWD/target/bench-tools/bin:$PATH"
-  elif [ "$smoke" = 1 ]; then
-    peer=0
-    skipped "hyperfine: not installed (this script installs it from crates.io outside smoke mode)"
-  else
-    cargo install -q --locked --root target/bench-tools hyperfine@1.20.0
-    export PATH="$PWD/target/bench-tools/bin:$PATH"
-  fi
-fi
+with_hyperfine
 work="$PWD/target/bench/runner-overhead-$(date -u +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$work"
 echo "per-round files: $work"
@@ -52,7 +41,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Alternate the two sides round by round so both see the same background load; quote medians.
 measured_side() {
   start=$(date +%s.%N)
-  "$bin" --quiet --database "$work/r$1.sqlite" run --no-report "$work/overhead.toml" >/dev/null
+  "$bin" --quiet --database "$work/r$1.sqlite" run --no-report --results-dir "$work/results" "$work/overhead.toml" >/dev/null
   end=$(date +%s.%N)
 }
 hyperfine_side() {
@@ -64,8 +53,9 @@ hyperfine_side() {
   fi
 }
 for round in $(seq 1 "$rounds"); do
+  load=$(cut -d' ' -f1 /proc/loadavg)
   alternate "$round" measured_side hyperfine_side
-  python3 - "$start" "$end" "$work/h$round.json" "$work/r$round.sqlite" >>"$work/rounds.txt" <<'PY'
+  python3 - "$start" "$end" "$work/h$round.json" "$work/r$round.sqlite" "$load" >>"$work/rounds.txt" <<'PY'
 import json, sqlite3, sys
 from datetime import datetime
 m = float(sys.argv[2]) - float(sys.argv[1])
@@ -74,15 +64,17 @@ h = sum(json.load(open(sys.argv[3]))["results"][0]["times"])
 first, last = sqlite3.connect(sys.argv[4]).execute("SELECT MIN(started_at), MAX(finished_at) FROM trials").fetchone()
 ts = lambda s: datetime.fromisoformat(s[:26] + s[-6:])
 span = (ts(last) - ts(first)).total_seconds()
-print(m, h, span)
+print(m, h, span, sys.argv[5])
 PY
 done
 python3 - "$work/rounds.txt" "$trials" <<'PY'
 import statistics, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
 trials = int(sys.argv[2])
-for i, (m, h, s) in enumerate(rows, 1):
-    print(f"round {i}: measured {m:.3f} s end to end, {s:.3f} s from first to last trial; hyperfine {h:.3f} s")
+for i, (m, h, s, load) in enumerate(rows, 1):
+    ratio = f"; steady ratio {s / h:.2f}x" if h > 0 else ""
+    print(f"round {i} (load {load:.2f}): measured {m:.3f} s end to end, {s:.3f} s from first to last trial; "
+          f"hyperfine {h:.3f} s{ratio}")
 if any(r[1] == 0 for r in rows):
     print("no hyperfine figures: the ratios are left out")
     sys.exit(0)

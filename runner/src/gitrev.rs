@@ -85,6 +85,18 @@ fn revisions(exp: &Experiment) -> Vec<(String, Revision)> {
 
 impl Repo {
     fn of(exp: &Experiment, variant: &str, rev: &str) -> Result<Repo, GitRevError> {
+        Repo::holding(exp)?.ok_or_else(|| {
+            GitRevError::BadInput(format!(
+                "variant `{variant}` names the git revision `{rev}`, but the manifest {} is not inside a git repository\n\
+                 hint: keep the manifest in the repository whose revisions it compares (`git init` makes one there); \
+                 variants without `git` need no repository",
+                exp.path.display()
+            ))
+        })
+    }
+
+    /// The repository holding the manifest of `exp`, if there is one.
+    fn holding(exp: &Experiment) -> Result<Option<Repo>, GitRevError> {
         let dir = exp.dir();
         let root = if dir.is_dir() {
             line(git(dir).args(["rev-parse", "--show-toplevel"]))?
@@ -92,19 +104,14 @@ impl Repo {
             None
         };
         let Some(root) = root.map(PathBuf::from) else {
-            return Err(GitRevError::BadInput(format!(
-                "variant `{variant}` names the git revision `{rev}`, but the manifest {} is not inside a git repository\n\
-                 hint: keep the manifest in the repository whose revisions it compares (`git init` makes one there); \
-                 variants without `git` need no repository",
-                exp.path.display()
-            )));
+            return Ok(None);
         };
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let rel = canonical(dir)
             .strip_prefix(canonical(&root))
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        Ok(Repo { root, rel })
+        Ok(Some(Repo { root, rel }))
     }
 
     fn checkout(&self, commit: &str) -> PathBuf {
@@ -254,6 +261,90 @@ pub fn resolve(exp: &mut Experiment, pinned: &HashMap<String, String>) -> Result
     Ok(notes)
 }
 
+/// A commit on the line `measured bisect` searches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineCommit {
+    pub sha: String,
+    /// An abbreviation of at least 12 hex digits that git reads as this commit alone.
+    pub short: String,
+    /// The first line of its message.
+    pub subject: String,
+}
+
+/// `good`, then the commits of `bad`'s first-parent line after it, oldest first, ending with
+/// `bad`: what `measured bisect` searches, in the manifest's repository. Bad input when
+/// either is not a commit there, or `good` is not an ancestor of `bad`.
+pub fn first_parent_line(exp: &Experiment, good: &str, bad: &str) -> Result<Vec<LineCommit>, GitRevError> {
+    for (flag, rev) in [("--good", good), ("--bad", bad)] {
+        if let Some((message, hint)) = crate::manifest::check_rev(rev) {
+            return Err(GitRevError::BadInput(format!("{flag}: {message}\nhint: {hint}")));
+        }
+    }
+    let repo = Repo::holding(exp)?.ok_or_else(|| {
+        GitRevError::BadInput(format!(
+            "the manifest {} is not inside a git repository, so there are no commits to search\n\
+             hint: keep the manifest in the repository whose history it bisects",
+            exp.path.display()
+        ))
+    })?;
+    let mut ends = Vec::new();
+    for (flag, rev) in [("--good", good), ("--bad", bad)] {
+        let commit = repo.commit(rev)?.ok_or_else(|| {
+            GitRevError::BadInput(format!(
+                "{flag} `{rev}` is not a commit in the repository {}\n\
+                 hint: `git log --oneline` lists commits, `git branch -a` branches and tags",
+                repo.root.display()
+            ))
+        })?;
+        ends.push(commit);
+    }
+    let (good_sha, bad_sha) = (&ends[0], &ends[1]);
+    let ancestor = output(git(&repo.root).args(["merge-base", "--is-ancestor", good_sha, bad_sha]))?;
+    if good_sha == bad_sha || !ancestor.status.success() {
+        return Err(GitRevError::BadInput(format!(
+            "--good `{good}` is not an earlier commit than --bad `{bad}` ({} and {}): bisect searches the commits after \
+             the good one up to the bad one\n\
+             hint: --good names the older commit where the metric was good, --bad a later one where it is worse",
+            short_commit(good_sha),
+            short_commit(bad_sha)
+        )));
+    }
+    let log = |range: &[&str]| -> Result<Vec<LineCommit>, GitRevError> {
+        let out = output(
+            git(&repo.root)
+                .args([
+                    "log",
+                    "--first-parent",
+                    "--reverse",
+                    "--abbrev=12",
+                    "--format=%H%x09%h%x09%s",
+                ])
+                .args(range),
+        )?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.splitn(3, '\t');
+                Some(LineCommit {
+                    sha: parts.next()?.to_owned(),
+                    short: parts.next()?.to_owned(),
+                    subject: parts.next().unwrap_or_default().to_owned(),
+                })
+            })
+            .collect())
+    };
+    let mut line = log(&["-1", good_sha.as_str()])?;
+    line.extend(log(&[&format!("{good_sha}..{bad_sha}")])?);
+    if line.len() < 2 || line.last().map(|c| &c.sha) != Some(bad_sha) {
+        return Err(GitRevError::Runtime(anyhow::anyhow!(
+            "git did not list the commits from {} to {}",
+            short_commit(good_sha),
+            short_commit(bad_sha)
+        )));
+    }
+    Ok(line)
+}
+
 fn shown_build(build: Option<&str>) -> String {
     match build {
         Some(b) => format!("`{b}`"),
@@ -261,9 +352,19 @@ fn shown_build(build: Option<&str>) -> String {
     }
 }
 
+/// The checkouts made ready so far, each with its build, and whether a build changed their
+/// tracked files. A run starts with none; `measured bisect` keeps one over its steps, so that
+/// each commit is checked out and built once however many steps compare it.
+#[derive(Debug, Default)]
+pub struct Builds {
+    built: Vec<(PathBuf, Option<String>)>,
+    changed: HashMap<PathBuf, bool>,
+}
+
 /// Checks out every resolved revision of `exp` (reusing a checkout already at its commit) and
-/// runs each distinct build once. Progress and notes go to stderr unless `quiet`.
-pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), GitRevError> {
+/// runs each distinct build once, skipping those `builds` holds. Progress and notes go to
+/// stderr unless `quiet`.
+pub fn prepare(exp: &mut Experiment, quiet: bool, builds: &mut Builds) -> Result<(), GitRevError> {
     let revs = revisions(exp);
     let Some((first_variant, first)) = revs.first() else {
         return Ok(());
@@ -278,8 +379,7 @@ pub fn prepare(exp: &mut Experiment, quiet: bool) -> Result<(), GitRevError> {
         exclude_cache(&root)?;
     }
     // (checkout, build) pairs already done, and the checkouts whose tracked files changed.
-    let mut built: Vec<(PathBuf, Option<String>)> = Vec::new();
-    let mut changed: HashMap<PathBuf, bool> = HashMap::new();
+    let Builds { built, changed } = builds;
     for (variant, rev) in &revs {
         let Some(r) = &rev.resolved else { continue };
         if !rev.is_worktree() && !built.iter().any(|(c, _)| *c == r.checkout) {

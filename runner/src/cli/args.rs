@@ -1,6 +1,7 @@
 //! The command line's grammar (**cli** -> commands): every command, flag and argument, with
 //! its help text and value checks. `commands` receives these parsed structs as they are.
 
+use super::ab::{AbArgs, BisectArgs};
 use super::data::{ImportArgs, SynthArgs};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -85,6 +86,18 @@ pub enum Command {
         after_help = "Examples:\n  measured run experiments/quickstart.toml\n  measured run experiments/prefetch.toml --seed 7 --fail-on-regression\n  measured run experiments/quickstart.toml --rev main --rev HEAD --build 'cargo build --release'\n  measured run --resume 20261122-101500-3fa2"
     )]
     Run(RunArgs),
+    /// Is command A faster than command B? Runs two or more commands in interleaved blocks
+    /// until decided, prints the verdict and a table, and stores the run like any other.
+    #[command(
+        after_help = "Examples:\n  measured ab 'gzip -1 -c big.txt' 'gzip -9 -c big.txt'\n  measured ab -N 'sleep 0.100' 'sleep 0.110' --warmup 3 --export-markdown ab.md\n  measured ab 'xz -T{t} -c big.txt' -L t 1,2 --prepare 'sync' --save bench/xz.toml\n\nThe verdict line gives the speedup of each command over the first with its interval and the\nblocks it took; `--save FILE` keeps the manifest, which `measured run FILE` runs again."
+    )]
+    Ab(AbArgs),
+    /// Finds the first commit where the primary metric regressed: each step compares the middle
+    /// revision with the good end in paired blocks until decided.
+    #[command(
+        after_help = "Examples:\n  measured bisect bench/parse.toml --good v1.2.0 --bad main --build 'cargo build --release'\n  measured bisect experiments/prefetch.toml --good HEAD~16 --bad HEAD\n\nEach step is a stored run with its report; `bisect-<good>-<bad>.md` under <results>/<experiment>/\nlinks them.\nExit 0 when the first bad commit is named, 1 when a step cannot decide (it says so and stops)."
+    )]
+    Bisect(BisectArgs),
     /// List stored runs, newest first.
     #[command(after_help = "Example:\n  measured runs --experiment quickstart")]
     Runs {

@@ -20,7 +20,9 @@ pub fn main() -> u8 {
     let root = match &cli.command {
         Command::Run(RunArgs { file: Some(f), .. })
         | Command::Submit(SubmitArgs { file: f, .. })
-        | Command::Plan { file: f, .. } => Root::of_manifest(f),
+        | Command::Plan { file: f, .. }
+        | Command::Bisect(crate::cli::BisectArgs { file: f, .. })
+        | Command::Ab(crate::cli::AbArgs { save: Some(f), .. }) => Root::of_manifest(f),
         _ => Root::of_cwd(),
     };
     let g = Globals::resolve(
@@ -46,6 +48,8 @@ pub fn main() -> u8 {
             EXIT_OK
         }),
         Command::Run(a) => crate::commands::run(&g, &a),
+        Command::Ab(a) => crate::commands::ab(&g, &a, &root),
+        Command::Bisect(a) => crate::commands::bisect(&g, &a, &root),
         Command::Runs { experiment, limit } => crate::commands::runs(&g, experiment.as_deref(), limit).map(|s| {
             print!("{s}");
             EXIT_OK

@@ -1,6 +1,8 @@
 //! What each CLI command does (cli -> **commands** -> manifest/plan/exec/store/report).
 //! The CLI only parses arguments; everything testable lives here.
 
+mod ab;
+mod bisect;
 mod check;
 mod data;
 mod dispatch;
@@ -12,6 +14,8 @@ mod runs;
 mod session;
 mod summary;
 
+pub use ab::ab;
+pub use bisect::bisect;
 pub use check::{check, plan};
 pub use data::{data_import, data_ls, data_rm, data_show, data_synth};
 pub use dispatch::main;
@@ -19,7 +23,7 @@ pub use queue::{status, submit, worker};
 pub use report::{compare, history, publish, report};
 pub use run::run;
 pub use runs::{runs, show};
-pub use summary::{fmt_secs, summary_table};
+pub use summary::{evidence, fmt_secs, summary_table};
 
 use crate::cli::RevArgs;
 use crate::db;
@@ -65,12 +69,14 @@ pub fn load_with_revs(g: &Globals, file: &Path, smoke: bool, revs: &RevArgs) -> 
     Ok(manifest::parse_str(file, &text, smoke)?)
 }
 
-/// Resolves the git revisions of `exp`, checks them out and builds them: everything a git
-/// variant needs before its first trial. `pinned`: commits a resumed run keeps.
+/// Resolves the git revisions of `exp`, checks them out and builds them (those `builds` does
+/// not hold): everything a git variant needs before its first trial. `pinned`: commits a
+/// resumed run keeps.
 fn prepare_revisions(
     exp: &mut Experiment,
     pinned: &std::collections::HashMap<String, String>,
     quiet: bool,
+    builds: &mut crate::gitrev::Builds,
 ) -> Result<(), CommandError> {
     if !exp.has_revisions() {
         return Ok(());
@@ -80,7 +86,7 @@ fn prepare_revisions(
             eprintln!("{note}");
         }
     }
-    Ok(crate::gitrev::prepare(exp, quiet)?)
+    Ok(crate::gitrev::prepare(exp, quiet, builds)?)
 }
 
 /// The cancel flag, set by Ctrl-C. One per process: signal handlers are process-wide.

@@ -8,6 +8,7 @@ use crate::db;
 use crate::db::Db;
 use crate::error::{CommandError, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::exec::{self, BlockJudgement, ConsoleReporter, ExecSummary, JsonReporter, Outcome, Reporter};
+use crate::gitrev::Builds;
 use crate::globals::Globals;
 use crate::manifest::Experiment;
 use crate::measure::Fingerprint;
@@ -22,7 +23,7 @@ use std::time::Duration;
 /// `measured run`: executes (or resumes) a run, stores it, prints a summary.
 pub fn run(g: &Globals, o: &RunArgs) -> Result<u8, CommandError> {
     // Validate before touching any database: bad input writes nothing.
-    let mut fresh = match (&o.file, &o.resume) {
+    let fresh = match (&o.file, &o.resume) {
         (Some(f), None) => Some(load_with_revs(g, f, o.smoke, &o.revs)?),
         (None, Some(_)) => None,
         (Some(_), Some(_)) => {
@@ -32,6 +33,52 @@ pub fn run(g: &Globals, o: &RunArgs) -> Result<u8, CommandError> {
         }
         (None, None) => return Err(CommandError::BadInput("give a manifest to run, or --resume RUN".into())),
     };
+    Ok(run_experiment(g, o, fresh, Voice::Full, &mut Builds::default())?.code)
+}
+
+/// How much a run says on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Voice {
+    /// `measured run`: the summary table, what was stored, the report's verdicts and path.
+    Full,
+    /// A command that says what it found in its own words (`ab`, `bisect`): warnings and
+    /// errors only.
+    Brief,
+}
+
+/// What a run came to.
+pub(super) struct Concluded {
+    /// The exit code `measured run` would give.
+    pub code: u8,
+    /// The run's id, once one was stored.
+    pub run_id: Option<String>,
+    /// Its report, when one was written.
+    pub report: Option<crate::report::WrittenReport>,
+    /// The trials the database holds.
+    pub stored: Vec<crate::record::TrialRecord>,
+}
+
+impl Concluded {
+    fn code(code: u8) -> Concluded {
+        Concluded {
+            code,
+            run_id: None,
+            report: None,
+            stored: Vec::new(),
+        }
+    }
+}
+
+/// Runs a validated experiment (`fresh`), or resumes the run `o.resume` names: its revisions
+/// built (each once per `builds`), its data prepared, its trials run and stored, its report
+/// written.
+pub(super) fn run_experiment(
+    g: &Globals,
+    o: &RunArgs,
+    mut fresh: Option<Experiment>,
+    voice: Voice,
+    builds: &mut Builds,
+) -> Result<Concluded, CommandError> {
     // A named stock database that does not exist is bad input: refuse before a run is stored.
     if let (Some(stock), Some(exp)) = (&g.stock_database, &fresh) {
         if exp.stages.iter().any(|s| s.kind == "load") {
@@ -43,7 +90,7 @@ pub fn run(g: &Globals, o: &RunArgs) -> Result<u8, CommandError> {
     // Checkouts and builds happen before the run is stored: a revision that does not resolve
     // or build leaves nothing behind in the database.
     if let Some(exp) = fresh.as_mut() {
-        prepare_revisions(exp, &Default::default(), g.quiet)?;
+        prepare_revisions(exp, &Default::default(), g.quiet, builds)?;
     }
     let rt = runtime()?;
     // The declared data is made ready and every load stage checked against it before the run
@@ -58,10 +105,10 @@ pub fn run(g: &Globals, o: &RunArgs) -> Result<u8, CommandError> {
             rt.block_on(p.db.close());
         }
         println!("preflight: ok: the stock data serves every load stage; nothing was run or stored");
-        return Ok(EXIT_OK);
+        return Ok(Concluded::code(EXIT_OK));
     }
     let db = rt.block_on(Db::connect(&g.database))?;
-    let result = run_with(g, o, fresh, prepared, &rt, &db);
+    let result = run_with(g, o, fresh, prepared, (&rt, &db), voice);
     rt.block_on(db.close());
     result
 }
@@ -72,9 +119,9 @@ fn run_with(
     o: &RunArgs,
     fresh: Option<Experiment>,
     prepared: Option<crate::preflight::Prepared>,
-    rt: &tokio::runtime::Runtime,
-    db: &Db,
-) -> Result<u8, CommandError> {
+    (rt, db): (&tokio::runtime::Runtime, &Db),
+    voice: Voice,
+) -> Result<Concluded, CommandError> {
     let mut session = match fresh {
         Some(exp) => RunSession::start(g, o, exp, prepared, rt, db)?,
         None => RunSession::resume(g, o, rt, db)?,
@@ -107,7 +154,9 @@ fn run_with(
             let database = (db::is_sqlite_url(&g.database) && g.database != Root::of_cwd().database(None))
                 .then_some(g.database.as_str());
             eprintln!("{}", unstored_message(&u, o.results_dir.as_deref(), database));
-            return Ok(EXIT_FAILED);
+            let mut failed = Concluded::code(EXIT_FAILED);
+            failed.run_id = Some(run_id);
+            return Ok(failed);
         }
     };
     let ended = Ended {
@@ -118,7 +167,7 @@ fn run_with(
         planned: planned as usize,
         primary_missing,
     };
-    conclude(g, o, rt, &db, &ended)
+    conclude(g, o, rt, &db, &ended, voice)
 }
 
 /// Runs the session's trials with the console, the trial sink and any events file listening,
@@ -192,7 +241,8 @@ fn conclude(
     rt: &tokio::runtime::Runtime,
     db: &Db,
     ended: &Ended,
-) -> Result<u8, CommandError> {
+    voice: Voice,
+) -> Result<Concluded, CommandError> {
     let Ended {
         exp,
         run_id,
@@ -200,86 +250,115 @@ fn conclude(
         planned,
         ..
     } = ended;
+    let full = voice == Voice::Full;
     let stored = rt.block_on(store::load_trials(db, run_id))?;
-    println!("{}", summary_table(exp, &stored));
     let failed = stored.iter().filter(|t| !t.ok).count();
     let status = final_status(summary.outcome, stored.len(), *planned);
     if status != summary.outcome.as_str() {
         rt.block_on(store::set_run_status(db, run_id, status, None))?;
     }
-    println!(
-        "run {run_id} {status}: {} of {planned} trials stored, {failed} failed",
-        stored.len()
-    );
-    if let Some((blocks, reason)) = summary.ended_early.as_ref().filter(|_| ended.primary_missing.is_none()) {
-        println!("run {run_id} ended after {blocks} blocks: {reason}");
+    if full {
+        println!("{}", summary_table(exp, &stored));
+        println!(
+            "run {run_id} {status}: {} of {planned} trials stored, {failed} failed",
+            stored.len()
+        );
+        if let Some((blocks, reason)) = summary.ended_early.as_ref().filter(|_| ended.primary_missing.is_none()) {
+            println!("run {run_id} ended after {blocks} blocks: {reason}");
+        }
     }
     for warning in crate::rundata::machine_load(&stored).warnings() {
         eprintln!("warning: {warning}");
     }
+    let mut out = Concluded {
+        code: EXIT_FAILED,
+        run_id: Some(run_id.clone()),
+        report: None,
+        stored: Vec::new(),
+    };
     if status == INCOMPLETE {
         eprintln!(
             "error: run {run_id} ran every trial but the database holds only {} of {planned}; \
              the missing ones run again with: measured run --resume {run_id}",
             stored.len(),
         );
-        return Ok(EXIT_FAILED);
+        return Ok(out);
     }
     // A name in [compare] that no trial produced is a typo, not an inconclusive result.
     let unproduced = crate::produced::unproduced(exp, &stored);
     for u in unproduced.iter().filter(|u| Some(*u) != ended.primary_missing.as_ref()) {
         eprintln!("error: {u}");
     }
-    let (n_stored, clean) = (stored.len(), failed == 0 && unproduced.is_empty());
-    let regressed = if !o.no_report {
-        print_report(g, rt, db, ended, stored)?
-    } else {
-        false
-    };
+    let clean = failed == 0 && unproduced.is_empty();
+    if !o.no_report {
+        out.report = Some(print_report(g, rt, db, ended, stored.clone(), voice)?);
+    }
+    let regressed = out
+        .report
+        .as_ref()
+        .is_some_and(|w| crate::report::regression(&w.report));
+    out.code = exit_code(o, ended, stored.len(), clean, regressed);
+    out.stored = stored;
+    Ok(out)
+}
+
+/// The exit code of a run that ended and was stored: interrupted, stopped early by failures, a
+/// regression under `--fail-on-regression`, failed trials, or success.
+fn exit_code(o: &RunArgs, ended: &Ended, n_stored: usize, clean: bool, regressed: bool) -> u8 {
+    let run_id = &ended.run_id;
     if let Some(missing) = &ended.primary_missing {
-        let error = primary_error(exp, missing, run_id, n_stored);
+        let error = primary_error(&ended.exp, missing, run_id, n_stored);
         eprint!("{}", error.render_for_stderr(crate::color::stderr()));
-        return Ok(EXIT_BAD_INPUT);
+        return EXIT_BAD_INPUT;
     }
-    if summary.outcome == Outcome::Interrupted {
+    if ended.summary.outcome == Outcome::Interrupted {
         eprintln!("resume with: measured run --resume {run_id}");
-        return Ok(EXIT_INTERRUPTED);
+        return EXIT_INTERRUPTED;
     }
-    if let Some(error) = &summary.stopped {
-        eprintln!("{}", stopped_message(run_id, error, n_stored, *planned));
-        return Ok(EXIT_FAILED);
+    if let Some(error) = &ended.summary.stopped {
+        eprintln!("{}", stopped_message(run_id, error, n_stored, ended.planned));
+        return EXIT_FAILED;
     }
     if o.fail_on_regression && regressed {
         eprintln!(
             "regression: the primary metric got slower, or a guard failed or could not be evaluated (--fail-on-regression)"
         );
-        return Ok(EXIT_FAILED);
+        return EXIT_FAILED;
     }
-    Ok(if clean { EXIT_OK } else { EXIT_FAILED })
+    if clean {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
 }
 
-/// Writes the run's report and prints its summary; true when it finds a regression.
+/// Writes the run's report and, in the full voice, prints its summary.
 fn print_report(
     g: &Globals,
     rt: &tokio::runtime::Runtime,
     db: &Db,
     ended: &Ended,
     stored: Vec<crate::record::TrialRecord>,
-) -> Result<bool, CommandError> {
+    voice: Voice,
+) -> Result<crate::report::WrittenReport, CommandError> {
     let row = rt.block_on(store::load_run(db, &ended.run_id))?;
     let run = stored_run(row, stored)?;
     let written = write_run_report(rt, db, &g.database, &run, &ended.results_dir)?;
-    for line in &written.report.summary {
-        println!("  {line}");
-    }
-    if let Some(seq) = &written.report.method.sequential {
-        println!("  {}", seq.stop_sentence());
+    if voice == Voice::Full {
+        for line in &written.report.summary {
+            println!("  {line}");
+        }
+        if let Some(seq) = &written.report.method.sequential {
+            println!("  {}", seq.stop_sentence());
+        }
     }
     for warning in written.report.stability.iter().flat_map(|s| s.warnings()) {
         eprintln!("warning: {warning}");
     }
-    println!("report: {}", written.paths.markdown.display());
-    Ok(crate::report::regression(&written.report))
+    if voice == Voice::Full {
+        println!("report: {}", written.paths.markdown.display());
+    }
+    Ok(written)
 }
 
 /// The judge of a sequential run (`None` for a fixed design): its stored row, spec and, for

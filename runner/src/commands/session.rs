@@ -16,7 +16,7 @@ use crate::plan::{self, ScheduledTrial};
 use crate::preflight::{Pin, Prepared};
 use crate::stage::Services;
 use crate::store::journal::{self, Journal};
-use crate::store::{self, TrialSink};
+use crate::store::{self, BackgroundSink, TrialSink};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,8 +32,9 @@ pub(super) struct RunSession {
     pub env: Fingerprint,
     pub results_dir: PathBuf,
     pub services: Services,
-    /// Where each finished trial goes: the journal, then the database.
-    pub sink: TrialSink,
+    /// Where each finished trial goes: the journal, then (on the sink's own thread) the
+    /// database.
+    pub sink: BackgroundSink,
 }
 
 impl RunSession {
@@ -83,7 +84,7 @@ impl RunSession {
             results_dir,
             journal,
         };
-        Ok(session.open(g, o, prepared, rt, db))
+        session.open(g, o, prepared, rt, db)
     }
 
     /// Takes up run `--resume ID` where it stopped: stores what its journals hold, reads its
@@ -110,7 +111,7 @@ impl RunSession {
             // point now.
             let stored = rt.block_on(store::load_trials(db, &row.id))?;
             let pinned = crate::gitrev::pinned(&exp, &stored);
-            prepare_revisions(&mut exp, &pinned, g.quiet)?;
+            prepare_revisions(&mut exp, &pinned, g.quiet, &mut Default::default())?;
         }
         // The rest of the trials read the dataset versions the first ones read; a run stored
         // before versions reads the declared data (prepared again if it is gone).
@@ -139,11 +140,11 @@ impl RunSession {
             results_dir,
             journal,
         };
-        Ok(session.open(g, o, prepared, rt, db))
+        session.open(g, o, prepared, rt, db)
     }
 
     /// What the executor runs, the services its stages use, and the sink its trials go to.
-    pub fn parts(&mut self) -> (Execution<'_>, &Services, &mut TrialSink) {
+    pub fn parts(&mut self) -> (Execution<'_>, &Services, &mut BackgroundSink) {
         let execution = Execution {
             run_id: &self.run_id,
             exp: &self.exp,
@@ -197,7 +198,7 @@ impl Parts {
         prepared: Option<Prepared>,
         rt: &tokio::runtime::Runtime,
         db: &Db,
-    ) -> RunSession {
+    ) -> Result<RunSession, CommandError> {
         let trials = plan::schedule(self.exp.configs.len(), &self.exp.schedule, self.seed);
         let mut services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
         if let Some(p) = prepared {
@@ -213,7 +214,8 @@ impl Parts {
         )
         .storing_environment(&self.env)
         .beating(Duration::from_secs_f64(o.lease_seconds));
-        RunSession {
+        let sink = BackgroundSink::start(sink).map_err(|e| CommandError::Runtime(e.into()))?;
+        Ok(RunSession {
             exp: self.exp,
             run_id: self.run_id,
             seed: self.seed,
@@ -223,12 +225,12 @@ impl Parts {
             results_dir: self.results_dir,
             services,
             sink,
-        }
+        })
     }
 }
 
 /// The run's trial sink as one of its reporters: each finished trial is kept as it finishes.
-pub(super) struct Keeper<'a>(pub &'a mut TrialSink);
+pub(super) struct Keeper<'a>(pub &'a mut BackgroundSink);
 
 impl Reporter for Keeper<'_> {
     fn on_event(&mut self, event: &RunEvent<'_>) -> Result<(), ExecError> {

@@ -67,3 +67,23 @@ pub fn fmt_secs(s: Option<f64>) -> String {
         Some(s) => format!("{:.1} µs", s * 1e6),
     }
 }
+
+/// What a comparison found, in one line: `slower, speedup 0.909x (repeated 95% CI
+/// 0.908x-0.910x), 15 blocks`.
+pub fn evidence(c: &crate::stats::Comparison) -> String {
+    let interval = c.speedup_ci.map_or_else(
+        || "no interval".to_owned(),
+        |(lo, hi)| format!("{} {lo:.3}x-{hi:.3}x", crate::report::ci_label(c)),
+    );
+    let n = match c.design {
+        crate::stats::Design::Paired => "blocks",
+        crate::stats::Design::Independent => "runs each",
+        crate::stats::Design::Runs => "runs",
+    };
+    format!(
+        "{}, speedup {:.3}x ({interval}), {} {n}",
+        c.verdict.as_str(),
+        c.speedup,
+        c.n_candidate.min(c.n_baseline)
+    )
+}

@@ -27,12 +27,15 @@ pub struct Execution<'a> {
 }
 
 /// What a run reuses across its trials: the artifacts of `cache = true` stages, and each
-/// config's stages, built from their validated parameters the first time they run.
+/// config's stages, built from their validated parameters the first time they run, with
+/// their cache identities.
 #[derive(Default)]
 pub struct StageCache {
     /// Cached artifacts, with the facts of the stage run that made each.
     entries: HashMap<String, (Artifact, crate::metrics::Facts)>,
     built: HashMap<(usize, usize), Arc<dyn Stage>>,
+    /// Each config's stages' cache identities, made once per run.
+    keys: HashMap<(usize, usize), String>,
 }
 
 impl StageCache {
@@ -139,13 +142,22 @@ impl TrialRun<'_, '_> {
             record.error = Some(format!("skipped: needs {} which did not finish", blocked.join(", ")));
             return Some(record);
         }
-        // Cache identity: this stage's resolved parameters plus its inputs' identities.
+        // Cache identity: this stage's resolved parameters plus its inputs' identities, the
+        // same in every trial of the config.
         let resolved = &exp.configs[self.trial.config].stages[si];
-        let mut key = format!("{}|{}", def.name, toml::Value::Table(resolved.params.clone()));
-        for &d in &def.needs {
-            key.push('|');
-            key.push_str(&self.cache_keys[d]);
-        }
+        let upstream = &self.cache_keys;
+        let key = cache
+            .keys
+            .entry((self.trial.config, si))
+            .or_insert_with(|| {
+                let mut key = format!("{}|{}", def.name, toml::Value::Table(resolved.params.clone()));
+                for &d in &def.needs {
+                    key.push('|');
+                    key.push_str(&upstream[d]);
+                }
+                key
+            })
+            .clone();
         self.cache_keys[si] = key.clone();
         if def.cache {
             if let Some((a, facts)) = cache.entries.get(&key) {

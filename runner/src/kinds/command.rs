@@ -224,6 +224,22 @@ impl CommandParams {
 
     /// Renders argv, env and cwd; on failure names the parameter that failed.
     pub fn render_all(&self, trial: &TrialInfo, seed: u64, stage: &str) -> (&'static str, Result<Rendered, String>) {
+        // Text without a template in it is itself: no template engine for every trial.
+        let plain = |s: &str| !s.contains('{') && !s.ends_with('\n');
+        if self
+            .argv
+            .iter()
+            .chain(self.env.values())
+            .chain(&self.cwd)
+            .all(|s| plain(s))
+        {
+            let rendered = Rendered {
+                argv: self.argv.clone(),
+                env: self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                cwd: self.cwd.clone(),
+            };
+            return ("argv", Ok(rendered));
+        }
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         let mut ctx = serde_json::Map::new();

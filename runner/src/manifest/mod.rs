@@ -15,7 +15,9 @@ pub use dag::topo_order;
 pub use diag::{ManifestError, ManifestErrors};
 pub use located::{located, param_span, span_of};
 pub use raw::Order;
-pub use revisions::{same_code_twice, short_commit, with_revisions, Resolved, Revision, WORKTREE};
+pub use revisions::{
+    check_rev, same_code_twice, short_commit, unused_name, variant_name, with_revisions, Resolved, Revision, WORKTREE,
+};
 pub use schema::{manifest_schema, manifest_schema_text};
 pub use sources::{find_quote, sources_dir, SourceError};
 pub use validate::check_stock_backend;

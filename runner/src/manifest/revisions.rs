@@ -170,18 +170,23 @@ pub fn variant_names(revs: &[String]) -> Result<Vec<String>, String> {
                  `allow_identical = true` in [compare] is the way to measure noise (an A/A run)"
             ));
         }
-        let base = variant_name(rev);
-        let mut name = base.clone();
-        let mut n = 2;
-        while names.contains(&name) {
-            let suffix = format!("-{n}");
-            let keep: String = base.chars().take(64 - suffix.len()).collect();
-            name = format!("{keep}{suffix}");
-            n += 1;
-        }
-        names.push(name);
+        names.push(unused_name(&variant_name(rev), &names));
     }
     Ok(names)
+}
+
+/// `base`, or when `taken` holds it already, `base` numbered from 2 (`base-2`, `base-3`, ...),
+/// within 64 characters.
+pub fn unused_name(base: &str, taken: &[String]) -> String {
+    let mut name = base.to_owned();
+    let mut n = 2;
+    while taken.contains(&name) {
+        let suffix = format!("-{n}");
+        let keep: String = base.chars().take(64 - suffix.len()).collect();
+        name = format!("{keep}{suffix}");
+        n += 1;
+    }
+    name
 }
 
 /// The manifest `text` with its `[variants]` replaced by one variant per revision in `revs`

@@ -6,13 +6,14 @@
 //! average: a burst needs tens of seconds to show) and it counts this run's own threads and
 //! stage processes. The CPU time of other processes is exact over the trial itself: the busy
 //! ticks of the CPUs this process may run on (`/proc/stat`) minus this process's own ticks and
-//! those of the stage processes it waited for (`/proc/self/stat`), spread over the trial's
-//! wall time. It is what decides whether the machine was busy (see [`super::busy`]).
+//! those of the stage processes it waited for (`getrusage`), spread over the trial's wall time. It is what decides whether the machine was busy (see [`super::busy`]).
 //!
 //! Everything here reads Linux `/proc` and `/sys`; elsewhere, or where a file cannot be read,
 //! the figure is `None` and nothing is invented.
 
 use serde::{Deserialize, Serialize};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// What one trial recorded about the machine's load. Every field is `None` where it could
 /// not be read, and for trials stored before it was recorded.
@@ -31,7 +32,8 @@ pub struct TrialLoad {
     /// Cores available to the run (as in the environment fingerprint).
     #[serde(default)]
     pub cores: Option<u32>,
-    /// Mean clock of the CPUs just after the trial, in MHz.
+    /// Mean clock of the CPUs just after the trial, in MHz (read at most every 200 ms: a
+    /// shorter trial records the latest reading).
     #[serde(default)]
     pub cpu_mhz: Option<f64>,
     /// The CPU counters' changes over the trial, from which `other_cpu` was computed. A run
@@ -114,10 +116,39 @@ impl LoadProbe {
             load_before: self.load_before,
             load_after: read_load1(),
             other_cpu,
-            cores: std::thread::available_parallelism()
-                .ok()
-                .and_then(|n| u32::try_from(n.get()).ok()),
-            cpu_mhz: read_cpu_mhz(),
+            cores: cores(),
+            cpu_mhz: cpu_mhz(),
+        }
+    }
+}
+
+/// The cores available to this process (affinity and cgroup quota), read once: the standard
+/// library reads the cgroup's quota files on every call, and they do not change under a run.
+fn cores() -> Option<u32> {
+    static CORES: OnceLock<Option<u32>> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .ok()
+            .and_then(|n| u32::try_from(n.get()).ok())
+    })
+}
+
+/// How long a reading of the CPU clock serves: generating `/proc/cpuinfo` costs 0.1 ms, as much
+/// as the rest of a trial's probes together, and a clock that drops (heat, power) does so over
+/// seconds.
+const CLOCK_FRESH: Duration = Duration::from_millis(200);
+
+/// The mean CPU clock, read at most every [`CLOCK_FRESH`]: a trial shorter than that records
+/// the latest reading.
+fn cpu_mhz() -> Option<f64> {
+    static LAST: Mutex<Option<(Instant, Option<f64>)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match *last {
+        Some((at, mhz)) if at.elapsed() < CLOCK_FRESH => mhz,
+        _ => {
+            let mhz = read_cpu_mhz();
+            *last = Some((Instant::now(), mhz));
+            mhz
         }
     }
 }
@@ -131,10 +162,35 @@ fn read_load1() -> Option<f64> {
 }
 
 fn read_ticks() -> Option<Ticks> {
-    let allowed = read("/proc/self/status").and_then(|s| parse_allowed_cpus(&s));
+    let allowed = allowed_cpus().or_else(|| read("/proc/self/status").and_then(|s| parse_allowed_cpus(&s)));
     let (busy, total, cpus) = parse_stat(&read("/proc/stat")?, allowed.as_deref())?;
-    let own = parse_own_ticks(&read("/proc/self/stat")?)?;
+    let own = own_ticks().or_else(|| parse_own_ticks(&read("/proc/self/stat")?))?;
     Some(Ticks { busy, total, cpus, own })
+}
+
+/// The CPUs this process may run on, from the kernel (the same list `/proc/self/status`
+/// prints, without formatting and parsing it).
+fn allowed_cpus() -> Option<Vec<usize>> {
+    let set = rustix::thread::sched_getaffinity(None).ok()?;
+    let cpus: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .collect();
+    (!cpus.is_empty()).then_some(cpus)
+}
+
+/// This process's CPU time plus that of the children it waited for, in clock ticks: what
+/// fields 14-17 of `/proc/self/stat` sum, from `getrusage`.
+fn own_ticks() -> Option<u64> {
+    let seconds = |who| {
+        // SAFETY: zeroed rusage is a valid value to be filled by getrusage.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` points to valid memory; `who` is one of the two defined values.
+        let r = unsafe { libc::getrusage(who, &mut usage) };
+        let of = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        (r == 0).then(|| of(usage.ru_utime) + of(usage.ru_stime))
+    };
+    let total = seconds(libc::RUSAGE_SELF)? + seconds(libc::RUSAGE_CHILDREN)?;
+    Some((total * rustix::param::clock_ticks_per_second() as f64) as u64)
 }
 
 fn read_cpu_mhz() -> Option<f64> {

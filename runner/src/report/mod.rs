@@ -30,6 +30,7 @@ pub use model::{
     ConfigData, ConfigFacts, DifferingFact, FactValue, History, Interval, Question, Report, RunData, RunDesign,
     StageData, StageNoteRow, TrialData,
 };
+pub(crate) use prose::ci_label;
 pub use render::{
     compare_output, compare_view, history_svg, render_compare_markdown, render_history_markdown, render_markdown,
     report_output, write_report, OutputFormat, WrittenReport,

@@ -3,6 +3,7 @@
 //! takes (the `journal`, then the database, by the one `retry` policy); `results` writes and
 //! `read` reads back; `spec` is what a run is about, in the versioned form stored with it.
 
+mod background;
 pub mod journal;
 mod read;
 mod results;
@@ -11,6 +12,7 @@ mod run;
 mod sink;
 pub mod spec;
 
+pub use background::BackgroundSink;
 pub use read::{environment, list_runs, load_run, load_trials};
 pub use results::{
     beat, insert_run, insert_run_header, insert_trial, insert_trial_once, is_unreachable, run_exists,

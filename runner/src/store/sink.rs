@@ -9,7 +9,7 @@
 //! SQLite results file that is deleted or replaced mid-run is noticed before each write, and
 //! everything the journal holds is written again.
 
-use super::journal::{self, Journal, JournalError};
+use super::journal::{self, Journal, JournalError, JournalWriter};
 use super::retry::{self, Backoff, Unanswered};
 use crate::db::{self, Db};
 use crate::measure::Fingerprint;
@@ -50,7 +50,7 @@ struct Outage {
 
 /// Trials a run finished but could not write to its database before it ended. They are
 /// safe in the journal; `measured run --resume RUN` writes them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Unstored {
     pub run_id: String,
     pub url: String,
@@ -127,11 +127,25 @@ impl TrialSink {
     /// Keeps a finished trial: on disk at once, in the database now or, while it does not
     /// answer, at a later retry. The run goes on either way.
     pub fn keep(&mut self, trial: &TrialRecord) -> Result<(), JournalError> {
-        // On disk before the database is asked: from here on the trial cannot be lost.
-        self.journal.append_trial(trial)?;
-        self.pending.push_back(trial.clone());
+        self.journal.writer()?.write_trial(trial)?;
+        self.keep_written(vec![trial.clone()])
+    }
+
+    /// A handle that writes trial lines into this sink's journal from another thread, for
+    /// [`TrialSink::keep_written`].
+    pub fn journal_writer(&self) -> Result<JournalWriter, JournalError> {
+        self.journal.writer()
+    }
+
+    /// Keeps finished trials whose journal lines are written: puts the journal on disk, then
+    /// stores them as [`TrialSink::keep`] does. Should the journal fail to reach the disk, they
+    /// are still stored, and the error is returned.
+    pub fn keep_written(&mut self, trials: Vec<TrialRecord>) -> Result<(), JournalError> {
+        // On disk before the database is asked: from here on the trials cannot be lost.
+        let synced = self.journal.sync();
+        self.pending.extend(trials);
         self.try_store(false);
-        Ok(())
+        synced
     }
 
     /// Keeps a finished trial and waits, retrying, until the database holds it or `wait`
@@ -161,7 +175,7 @@ impl TrialSink {
         }
     }
 
-    fn unstored(&self, error: String) -> Unstored {
+    pub(super) fn unstored(&self, error: String) -> Unstored {
         Unstored {
             run_id: self.run_id.clone(),
             url: db::redact_url(&self.url),

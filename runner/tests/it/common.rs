@@ -250,3 +250,33 @@ pub fn run_cmd(database: impl AsRef<std::ffi::OsStr>, results: &Path, extra: &[&
         .args(extra);
     c
 }
+
+/// Runs git in `dir`; its trimmed stdout, or the test fails with its stderr.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A new repository at `dir/repo`, with a committer and no signing.
+pub fn git_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["config", "user.email", "bench@example.com"]);
+    git(&repo, &["config", "user.name", "Bench"]);
+    git(&repo, &["config", "commit.gpgsign", "false"]);
+    repo
+}
+
+/// A program that prints the metric `latency` = `base` times the factor it is given: a value,
+/// not a timing, so which revision is slower is a fact of the repository.
+pub fn latency_sh(base: &str) -> String {
+    format!(
+        "#!/bin/sh\nawk -v f=\"$1\" 'BEGIN {{ printf \"{{\\\"metric\\\": \\\"latency\\\", \\\"value\\\": %.9f, \\\"unit\\\": \\\"s\\\"}}\\n\", {base} * f }}'\n"
+    )
+}

@@ -95,7 +95,11 @@ fn every_command_shown_in_the_docs_parses() {
                 else {
                     continue;
                 };
-                let words: Vec<&str> = std::iter::once("measured").chain(args.split_whitespace()).collect();
+                // Quoted arguments (`measured ab 'gzip -9 -c f'`) are one word, as a shell reads them.
+                let split = shlex::split(args).unwrap_or_else(|| args.split_whitespace().map(str::to_owned).collect());
+                let words: Vec<&str> = std::iter::once("measured")
+                    .chain(split.iter().map(String::as_str))
+                    .collect();
                 if let Err(e) = measured::cli::Cli::try_parse_from(&words) {
                     panic!("{}:{line}: `{cmd}` does not parse:\n{e}", doc.display());
                 }

@@ -1,42 +1,18 @@
 //! Git revisions as variants: a throwaway repository whose program emits a known latency at
 //! each commit, compared across commits through `git = ...` and `--rev`.
 
-use crate::common::{bin, pg_url, run, run_cmd, scalar, strings, text, write};
+use crate::common::{bin, git, git_repo, latency_sh, pg_url, run, run_cmd, scalar, strings, text, write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// The program: prints `latency` = `base` times the factor it is given (a value, not a timing,
-/// so the verdict is a deterministic function of the commit).
-fn bench_sh(base: &str) -> String {
-    format!(
-        "#!/bin/sh\nawk -v f=\"$1\" 'BEGIN {{ printf \"{{\\\"metric\\\": \\\"latency\\\", \\\"value\\\": %.6f, \\\"unit\\\": \\\"s\\\"}}\\n\", {base} * f }}'\n"
-    )
-}
 
 /// A repository under `dir/repo` with two commits: `bench.sh` emits 0.100 s, then 0.120 s.
 /// Returns (repository, first sha, second sha).
 fn repo(dir: &Path) -> (PathBuf, String, String) {
-    let repo = dir.join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["config", "user.email", "bench@example.com"]);
-    git(&repo, &["config", "user.name", "Bench"]);
-    git(&repo, &["config", "commit.gpgsign", "false"]);
-    write(&repo, "bench.sh", &bench_sh("0.100"));
+    let repo = git_repo(dir);
+    write(&repo, "bench.sh", &latency_sh("0.100"));
     git(&repo, &["add", "bench.sh"]);
     git(&repo, &["commit", "-q", "-m", "first"]);
     let first = git(&repo, &["rev-parse", "HEAD"]);
-    write(&repo, "bench.sh", &bench_sh("0.120"));
+    write(&repo, "bench.sh", &latency_sh("0.120"));
     git(&repo, &["commit", "-q", "-a", "-m", "second: 20% slower"]);
     let second = git(&repo, &["rev-parse", "HEAD"]);
     (repo, first, second)
@@ -210,7 +186,7 @@ fn rev_arguments_make_the_same_variants_from_the_command_line() {
 fn working_tree_against_head(database: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (repo, _, second) = repo(dir.path());
-    write(&repo, "bench.sh", &bench_sh("0.144"));
+    write(&repo, "bench.sh", &latency_sh("0.144"));
     let m = write(&repo, "exp.toml", &manifest(""));
     let out = run(bin()
         .args(["--database", database, "run", "--results-dir"])
@@ -355,7 +331,7 @@ fn a_resumed_run_keeps_the_commits_its_first_trials_ran() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     // Half the trials lost, and HEAD moved on since.
     forget_trials_from(&db, 8);
-    write(&repo, "bench.sh", &bench_sh("0.500"));
+    write(&repo, "bench.sh", &latency_sh("0.500"));
     git(&repo, &["commit", "-q", "-a", "-m", "third"]);
     let id = strings(db.to_str().unwrap(), "SELECT id FROM runs").remove(0);
     let resumed = run(&mut run_cmd(&db, &dir.path().join("out"), &["--resume", &id]));

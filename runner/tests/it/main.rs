@@ -1,6 +1,8 @@
 //! Integration tests: the `measured` binary and library against fixtures and real databases.
 
+mod ab;
 mod architecture;
+mod bisect;
 mod busy;
 mod claims;
 mod color;

@@ -11,9 +11,11 @@
 mod output;
 mod process;
 mod repeat;
+mod supervise;
 
-use output::{tail_lines, BadLines};
-use process::{kill_tree, stage_token, wait_with_rusage, watch, GuardedStage, Killed, PidWindow, TOKEN_VAR};
+use output::BadLines;
+use process::{stage_token, GuardedStage, Killed, PidWindow, TOKEN_VAR};
+use supervise::{supervise, Watch, Watched};
 
 pub use output::{each_line, parse_metric_line, MetricLine, MAX_LINE};
 
@@ -24,7 +26,6 @@ use crate::params::ParamError;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -226,43 +227,35 @@ impl CommandStage {
         let stderr = child.stderr.take().expect("stderr is piped");
 
         let deadline = self.params.timeout.map(|t| Instant::now() + Duration::from_secs_f64(t));
-        let cancel = ctx.cancel;
         let parse_metrics = self.params.metrics;
         let mut lines: Vec<MetricLine> = Vec::new();
         let printed = &mut lines;
-        // Scoped threads: the watchdog borrows the run's cancel flag and is joined before return.
-        let (status, maxrss_kib, killed_for, tail, bad_lines) = std::thread::scope(|s| {
-            let stderr_reader = s.spawn(move || tail_lines(stderr, STDERR_TAIL_LINES));
-            let (done_tx, done_rx) = mpsc::channel::<()>();
-            let token_ref = token.as_str();
-            let window = &window;
-            let watchdog = s.spawn(move || watch(pid, token_ref, deadline, cancel, done_rx, window));
-            // Once the program exits, whatever it left running is ended too, so that its
-            // output pipes close and nothing of it outlives the stage.
-            let waiter = s.spawn(move || {
-                let exit = wait_with_rusage(pid);
-                let _ = done_tx.send(());
-                kill_tree(None, token_ref, window.floor());
-                exit
-            });
-            let mut bad_lines = BadLines::default();
-            each_line(stdout, |i, line| {
-                if !parse_metrics {
-                    return;
-                }
-                match parse_metric_line(line) {
-                    None => {}
-                    // As many as a stage keeps; the recorder counts no more than it holds.
-                    Some(Ok(m)) if printed.len() < crate::metrics::MAX_METRICS => printed.push(m),
-                    Some(Ok(_)) => bad_lines.push(i + 1, "beyond the metrics one stage run keeps".to_owned()),
-                    Some(Err(why)) => bad_lines.push(i + 1, why),
-                }
-            });
-            let (status, maxrss_kib) = waiter.join().unwrap_or((Err(0), None));
-            let killed_for = watchdog.join().unwrap_or(None);
-            let tail = stderr_reader.join().unwrap_or_default();
-            (status, maxrss_kib, killed_for, tail, bad_lines)
+        let mut bad_lines = BadLines::default();
+        let watch = Watch {
+            pid,
+            token: &token,
+            window: &window,
+            deadline,
+            cancel: ctx.cancel,
+        };
+        let watched = supervise(&watch, stdout, stderr, STDERR_TAIL_LINES, |i, line| {
+            if !parse_metrics {
+                return;
+            }
+            match parse_metric_line(line) {
+                None => {}
+                // As many as a stage keeps; the recorder counts no more than it holds.
+                Some(Ok(m)) if printed.len() < crate::metrics::MAX_METRICS => printed.push(m),
+                Some(Ok(_)) => bad_lines.push(i + 1, "beyond the metrics one stage run keeps".to_owned()),
+                Some(Err(why)) => bad_lines.push(i + 1, why),
+            }
         });
+        let Watched {
+            status,
+            maxrss_kib,
+            killed: killed_for,
+            stderr_tail: tail,
+        } = watched;
         drop(child);
         ctx.peak_rss_child = maxrss_kib.map(|k| k * 1024);
         if bad_lines.total > 0 {

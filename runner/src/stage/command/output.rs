@@ -4,7 +4,7 @@
 use super::*;
 use serde::Deserialize;
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 
 /// Longest metric name a program may print, in bytes.
 pub const MAX_METRIC_NAME: usize = 128;
@@ -84,48 +84,89 @@ impl BadLines {
 /// Longest output line kept, in bytes; the rest of a longer line is dropped.
 pub const MAX_LINE: usize = 1 << 20;
 
-/// Calls `f` with each line of `r` (0-based number, text), reading until the end: output is
-/// bytes, so invalid UTF-8 is replaced rather than fatal, and a line longer than `MAX_LINE`
-/// is cut rather than held. The pipe is drained even when a line is unreadable, so the
-/// program never dies of a closed pipe.
-pub fn each_line(r: impl Read, mut f: impl FnMut(usize, &str)) {
-    let mut reader = BufReader::new(r);
-    let mut line = Vec::new();
-    let mut n = 0;
-    let mut emit = |line: &mut Vec<u8>| {
-        f(n, String::from_utf8_lossy(line).trim_end_matches('\r'));
-        n += 1;
-        line.clear();
-    };
-    loop {
-        let buf = match reader.fill_buf() {
-            Ok([]) => break,
-            Ok(buf) => buf,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let newline = buf.iter().position(|&b| b == b'\n');
-        let end = newline.unwrap_or(buf.len());
-        let room = MAX_LINE.saturating_sub(line.len());
-        line.extend_from_slice(&buf[..end.min(room)]);
-        let used = if newline.is_some() { end + 1 } else { end };
-        reader.consume(used);
-        if newline.is_some() {
-            emit(&mut line);
+/// Cuts output into lines as its bytes arrive, in pieces of any size: output is bytes, so
+/// invalid UTF-8 is replaced rather than fatal, a `\r` before the newline is dropped, and a line
+/// longer than [`MAX_LINE`] is cut rather than held.
+#[derive(Debug, Default)]
+pub(super) struct Lines {
+    line: Vec<u8>,
+    /// Lines handed out so far.
+    n: usize,
+}
+
+impl Lines {
+    /// Takes the next bytes, calling `f` with each line they complete (0-based number, text).
+    pub(super) fn feed(&mut self, mut bytes: &[u8], f: &mut impl FnMut(usize, &str)) {
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            let end = newline.unwrap_or(bytes.len());
+            let room = MAX_LINE.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&bytes[..end.min(room)]);
+            match newline {
+                Some(i) => {
+                    self.emit(f);
+                    bytes = &bytes[i + 1..];
+                }
+                None => break,
+            }
         }
     }
-    if !line.is_empty() {
-        emit(&mut line);
+
+    /// The output ended: hands out its last line when it had no newline.
+    pub(super) fn finish(&mut self, f: &mut impl FnMut(usize, &str)) {
+        if !self.line.is_empty() {
+            self.emit(f);
+        }
+    }
+
+    fn emit(&mut self, f: &mut impl FnMut(usize, &str)) {
+        f(self.n, String::from_utf8_lossy(&self.line).trim_end_matches('\r'));
+        self.n += 1;
+        self.line.clear();
     }
 }
 
-pub(super) fn tail_lines(r: impl Read, n: usize) -> String {
-    let mut lines = VecDeque::with_capacity(n + 1);
-    each_line(r, |_, line| {
-        lines.push_back(line.to_owned());
-        if lines.len() > n {
-            lines.pop_front();
+/// Calls `f` with each line of `r` (0-based number, text), reading until the end, as
+/// [`Lines`] cuts them. The pipe is drained even when a line is unreadable, so the program
+/// never dies of a closed pipe.
+pub fn each_line(mut r: impl Read, mut f: impl FnMut(usize, &str)) {
+    let mut lines = Lines::default();
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => lines.feed(&buf[..n], &mut f),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         }
-    });
-    lines.into_iter().collect::<Vec<_>>().join("\n")
+    }
+    lines.finish(&mut f);
+}
+
+/// The last `n` lines of an output, as they arrive.
+#[derive(Debug)]
+pub(super) struct Tail {
+    lines: VecDeque<String>,
+    n: usize,
+}
+
+impl Tail {
+    pub(super) fn new(n: usize) -> Self {
+        Self {
+            lines: VecDeque::with_capacity(n + 1),
+            n,
+        }
+    }
+
+    pub(super) fn push(&mut self, line: &str) {
+        self.lines.push_back(line.to_owned());
+        if self.lines.len() > self.n {
+            self.lines.pop_front();
+        }
+    }
+
+    /// The lines kept, joined.
+    pub(super) fn text(&self) -> String {
+        self.lines.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+    }
 }

@@ -1,45 +1,15 @@
-//! The command's processes: a time-limit watcher, and cleanup that kills the whole process tree
-//! (its group, and descendants marked with the stage's token) when the stage ends or is cancelled.
+//! The command's processes: the guard that ends them with measured, the pid window they fall
+//! in, and cleanup that kills the whole process tree (its group, and descendants marked with the
+//! stage's token) when the stage ends or is cancelled.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub(super) enum Killed {
     Timeout,
     Cancelled,
-}
-
-pub(super) fn watch(
-    pid: libc::pid_t,
-    token: &str,
-    deadline: Option<Instant>,
-    cancel: &std::sync::atomic::AtomicBool,
-    done: mpsc::Receiver<()>,
-    window: &PidWindow,
-) -> Option<Killed> {
-    loop {
-        match done.recv_timeout(Duration::from_millis(20)) {
-            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-        }
-        window.observe();
-        let reason = if cancel.load(Ordering::SeqCst) {
-            Some(Killed::Cancelled)
-        } else if deadline.is_some_and(|d| Instant::now() >= d) {
-            Some(Killed::Timeout)
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
-            // The program is not reaped yet (the waiter is blocked on it), so its process group
-            // id cannot have been reused.
-            kill_tree(Some(pid), token, None);
-            return Some(reason);
-        }
-    }
 }
 
 /// What ends this process's stages when it dies, even by `kill -9`: a shell started once per
@@ -132,7 +102,7 @@ impl Drop for GuardedStage {
 ///
 /// Linux hands out pids in increasing order until it wraps at `pid_max`: while the counter
 /// has not wrapped, every process the stage started has a pid above the counter's value just
-/// before the spawn. The watchdog reads the counter every tick (20 ms), and a wrap shows as a
+/// before the spawn. The stage reads the counter every tick (20 ms) while its program runs, and a wrap shows as a
 /// value lower than the one before (a whole cycle in 20 ms would take at least 32,768 forks).
 /// After a wrap, or where the counter cannot be read, every process is read.
 pub(super) struct PidWindow {
@@ -199,20 +169,44 @@ pub(super) fn stage_token() -> String {
 }
 
 /// Processes of this user whose environment carries `TOKEN_VAR=token`: a stage's program and
-/// everything it started, whichever process group or session they moved to.
+/// everything it started, whichever process group or session they moved to. From pid `floor`
+/// up only (`None`: every process).
 fn marked(token: &str, floor: Option<libc::pid_t>) -> Vec<libc::pid_t> {
     let needle = format!("{TOKEN_VAR}={token}");
+    let carries = |pid: &libc::pid_t| {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+    };
+    let last = last_pid();
+    // A counter below the floor has wrapped since: any pid may be the stage's.
+    let floor = floor.filter(|&f| last.is_none_or(|l| l + 1 >= i64::from(f)));
+    if let Some(pids) = floor.zip(last).and_then(|(f, l)| window_pids(f, l)) {
+        return pids.filter(carries).collect();
+    }
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
         .filter(|&pid| floor.is_none_or(|f| pid >= f))
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
-        })
+        .filter(carries)
         .collect()
+}
+
+/// Most pids tried one by one rather than listing `/proc`.
+const WINDOW_PROBES: i64 = 256;
+
+/// The pids from `floor` to the counter's value `last`, when there are few: a stage's
+/// processes are among them, and trying each (most are gone, or threads) is cheaper than
+/// listing every process of the machine. `None` when there are too many, or the counter went
+/// below `floor` (it wrapped).
+pub(super) fn window_pids(floor: libc::pid_t, last: i64) -> Option<std::ops::RangeInclusive<libc::pid_t>> {
+    let count = last - i64::from(floor) + 1;
+    if !(0..=WINDOW_PROBES).contains(&count) {
+        return None;
+    }
+    let last = libc::pid_t::try_from(last).ok()?;
+    Some(floor..=last)
 }
 
 /// Ends a stage's whole tree: its process group (when `group` is given and not yet reaped),
@@ -242,24 +236,38 @@ pub(super) fn kill_tree(group: Option<libc::pid_t>, token: &str, floor: Option<l
 
 /// Waits for `pid`, returning its exit code (or the signal that ended it) and peak RSS in KiB.
 pub(super) fn wait_with_rusage(pid: libc::pid_t) -> (Result<i32, i32>, Option<u64>) {
+    wait4(pid, 0).unwrap_or((Err(0), None))
+}
+
+/// [`wait_with_rusage`] if `pid` has exited; `None` while it runs.
+pub(super) fn try_wait_with_rusage(pid: libc::pid_t) -> Option<(Result<i32, i32>, Option<u64>)> {
+    wait4(pid, libc::WNOHANG)
+}
+
+/// `wait4` on our child `pid`: `None` while it runs (with `WNOHANG`); `(Err(0), None)` when it
+/// cannot be waited for.
+fn wait4(pid: libc::pid_t, options: libc::c_int) -> Option<(Result<i32, i32>, Option<u64>)> {
     let mut status: libc::c_int = 0;
     // SAFETY: zeroed rusage is a valid value to be filled by wait4.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: pid is our own child, status and usage point to valid memory.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let r = unsafe { libc::wait4(pid, &mut status, options, &mut usage) };
         if r == pid {
             break;
+        }
+        if r == 0 {
+            return None;
         }
         if r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
             continue;
         }
-        return (Err(0), None);
+        return Some((Err(0), None));
     }
     let code = if libc::WIFEXITED(status) {
         Ok(libc::WEXITSTATUS(status))
     } else {
         Err(libc::WTERMSIG(status))
     };
-    (code, Some(usage.ru_maxrss.max(0) as u64))
+    Some((code, Some(usage.ru_maxrss.max(0) as u64)))
 }

@@ -22,6 +22,38 @@ fn the_pid_window_starts_above_the_counter_and_reads_everything_after_a_wrap() {
 }
 
 #[test]
+fn the_leftover_check_tries_the_pids_of_a_small_window_and_lists_proc_otherwise() {
+    use super::process::window_pids;
+    assert_eq!(window_pids(1001, 1003), Some(1001..=1003));
+    // Nothing started since the stage began: an empty window, nothing to read.
+    assert_eq!(window_pids(1001, 1000).map(Iterator::count), Some(0));
+    // Too many to try one by one, or a counter below the floor (it wrapped).
+    assert_eq!(window_pids(1001, 1001 + 300), None);
+    assert_eq!(window_pids(1001, 400), None);
+}
+
+#[test]
+fn output_lines_are_the_same_whatever_pieces_the_bytes_arrive_in() {
+    let input = b"one\r\ntwo\n\nthree\xff\nfour".to_vec();
+    let whole = {
+        let mut seen = Vec::new();
+        each_line(&input[..], |i, l| seen.push((i, l.to_owned())));
+        seen
+    };
+    assert_eq!(whole.len(), 5, "{whole:?}");
+    for size in [1, 2, 3, 7] {
+        let mut lines = super::output::Lines::default();
+        let mut seen = Vec::new();
+        let mut f = |i: usize, l: &str| seen.push((i, l.to_owned()));
+        for chunk in input.chunks(size) {
+            lines.feed(chunk, &mut f);
+        }
+        lines.finish(&mut f);
+        assert_eq!(seen, whole, "pieces of {size} bytes");
+    }
+}
+
+#[test]
 fn output_lines_are_bytes_cut_at_a_bound_and_read_to_the_end() {
     let mut input = b"ok\n\xff\xfe bad utf-8\r\n".to_vec();
     input.extend(std::iter::repeat_n(b'x', MAX_LINE + 10));
@@ -125,4 +157,44 @@ fn a_relative_cwd_is_relative_to_the_manifest_and_a_missing_one_is_named() {
         !not_dir.contains("relative to"),
         "an absolute cwd is not relative: {not_dir}"
     );
+}
+
+#[test]
+fn text_without_templates_renders_as_the_template_engine_would() {
+    let params = |argv: &[&str], cwd: Option<&str>| -> crate::kinds::CommandParams {
+        let mut t = toml::Table::new();
+        t.insert(
+            "argv".into(),
+            argv.iter().map(|a| toml::Value::from(*a)).collect::<Vec<_>>().into(),
+        );
+        if let Some(c) = cwd {
+            t.insert("cwd".into(), c.into());
+        }
+        t.insert(
+            "env".into(),
+            toml::Value::Table([("A".to_owned(), "x y".into())].into_iter().collect()),
+        );
+        crate::kinds::checked(&t).unwrap()
+    };
+    let trial = crate::kinds::TrialInfo {
+        run_id: "RUN".into(),
+        trial_index: 3,
+        config: "c".into(),
+        variant: "v".into(),
+        repetition: 1,
+        warmup: false,
+    };
+    // Plain text takes the short way; one brace sends the same text through minijinja.
+    for (plain, templated) in [
+        (vec!["sleep", "0.1"], vec!["sleep", "{{ '0.1' }}"]),
+        (vec!["sh", "-c", "a && b; c"], vec!["sh", "-c", "a && b; {{ 'c' }}"]),
+    ] {
+        let (_, a) = params(&plain, Some("sub/dir")).render_all(&trial, 7, "s");
+        let (_, b) = params(&templated, Some("{{ 'sub/dir' }}")).render_all(&trial, 7, "s");
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!((&a.argv, &a.env, &a.cwd), (&b.argv, &b.env, &b.cwd));
+    }
+    // A trailing newline is dropped by the engine, so such text is rendered by it.
+    let (_, r) = params(&["echo", "x\n"], None).render_all(&trial, 7, "s");
+    assert_eq!(r.unwrap().argv, ["echo", "x"]);
 }

@@ -148,8 +148,27 @@ impl Journal {
 
     /// Appends a finished trial; returns once it is on disk.
     pub fn append_trial(&mut self, trial: &TrialRecord) -> Result<(), JournalError> {
-        self.append(&Entry::Trial {
-            trial: Box::new(trial.clone()),
+        self.writer()?.write_trial(trial)?;
+        self.sync()
+    }
+
+    /// Another handle that appends trial lines to this journal (from another thread).
+    pub fn writer(&self) -> Result<JournalWriter, JournalError> {
+        let file = self.file.try_clone().map_err(|source| JournalError::Write {
+            path: self.path.display().to_string(),
+            source,
+        })?;
+        Ok(JournalWriter {
+            path: self.path.clone(),
+            file,
+        })
+    }
+
+    /// Flushes every line written so far, by any writer, to disk.
+    pub fn sync(&self) -> Result<(), JournalError> {
+        self.file.sync_data().map_err(|source| JournalError::Write {
+            path: self.path.display().to_string(),
+            source,
         })
     }
 
@@ -169,19 +188,42 @@ impl Journal {
     }
 
     fn append(&mut self, entry: &Entry) -> Result<(), JournalError> {
-        let mut line = serde_json::to_vec(entry).map_err(|e| JournalError::Write {
-            path: self.path.display().to_string(),
-            source: std::io::Error::other(e),
-        })?;
-        line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|source| JournalError::Write {
-                path: self.path.display().to_string(),
-                source,
-            })
+        write_line(&mut self.file, &self.path, entry)?;
+        self.sync()
     }
+}
+
+/// Appends trial lines to a journal without waiting for the disk: once a line is written, a
+/// crash or kill of this process cannot lose it (the kernel holds it); [`Journal::sync`] puts
+/// it on disk.
+pub struct JournalWriter {
+    path: PathBuf,
+    file: File,
+}
+
+impl JournalWriter {
+    pub fn write_trial(&mut self, trial: &TrialRecord) -> Result<(), JournalError> {
+        write_line(
+            &mut self.file,
+            &self.path,
+            &Entry::Trial {
+                trial: Box::new(trial.clone()),
+            },
+        )
+    }
+}
+
+/// Writes `entry` as one line, in one `write` (the file is opened for appending).
+fn write_line(file: &mut File, path: &Path, entry: &Entry) -> Result<(), JournalError> {
+    let mut line = serde_json::to_vec(entry).map_err(|e| JournalError::Write {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e),
+    })?;
+    line.push(b'\n');
+    file.write_all(&line).map_err(|source| JournalError::Write {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// What a journal holds.
@@ -461,4 +503,4 @@ async fn missing(db: &Db, c: &Contents) -> Result<Vec<u32>, StoreError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -4,7 +4,7 @@ use super::*;
 use crate::metrics::Metric;
 use crate::record::{StageRecord, StageStatus};
 
-fn header(id: &str) -> RunHeader {
+pub(crate) fn header(id: &str) -> RunHeader {
     RunHeader {
         id: id.into(),
         experiment: "exp".into(),
@@ -26,7 +26,7 @@ fn header(id: &str) -> RunHeader {
     }
 }
 
-fn trial(index: u32, env: &str) -> TrialRecord {
+pub(crate) fn trial(index: u32, env: &str) -> TrialRecord {
     TrialRecord {
         index,
         config: "a".into(),
