@@ -26,6 +26,9 @@ pub fn check(g: &Globals, files: &[PathBuf], smoke: bool) -> u8 {
                     plural(exp.configs.len(), "config"),
                     plural(exp.stages.len(), "stage"),
                 );
+                for w in crate::manifest::unjudgeable_claims(&exp) {
+                    eprintln!("{w}");
+                }
                 if let Some(plan) = exp.schedule.sequential {
                     let (line, warning) = looks_lines(plan, exp.compare.alpha);
                     println!("  {line}");

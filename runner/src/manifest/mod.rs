@@ -3,6 +3,7 @@
 
 mod dag;
 mod diag;
+mod judgeable;
 mod located;
 mod raw;
 mod revisions;
@@ -10,6 +11,8 @@ mod schema;
 mod sources;
 mod spans;
 mod validate;
+
+pub use judgeable::unjudgeable_claims;
 
 pub use dag::topo_order;
 pub use diag::{ManifestError, ManifestErrors};
