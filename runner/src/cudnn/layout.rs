@@ -65,8 +65,59 @@ impl Block {
         self.rows * self.cols
     }
 
+    /// The block as one transposing copy from the CPU parameter into the weight space.
+    pub fn packing(&self) -> Transpose {
+        Transpose {
+            src: self.gate * self.rows,
+            lda: self.cpu_cols,
+            dst: self.offset,
+            ldc: self.cols,
+            m: self.cols,
+            n: self.rows,
+        }
+    }
+
+    /// The block as one transposing copy from the weight space (or its gradient) into the CPU
+    /// parameter (or its gradient).
+    pub fn unpacking(&self) -> Transpose {
+        Transpose {
+            src: self.offset,
+            lda: self.cols,
+            dst: self.gate * self.rows,
+            ldc: self.cpu_cols,
+            m: self.rows,
+            n: self.cols,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// A transposing copy as cuBLAS's `geam` takes it (column-major, `C = op(A)` with `op` the
+/// transpose): `C`, at element `dst` of the destination, is `m x n` with leading dimension
+/// `ldc`; `A`, at element `src` of the source, is `n x m` with leading dimension `lda`. The CUDA
+/// path runs one per block; [`Transpose::apply`] is the same copy on the host, which the tests
+/// hold to [`to_packed`] and [`from_packed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transpose {
+    pub src: usize,
+    pub lda: usize,
+    pub dst: usize,
+    pub ldc: usize,
+    pub m: usize,
+    pub n: usize,
+}
+
+impl Transpose {
+    /// `C(i, j) = A(j, i)` on host buffers.
+    pub fn apply(&self, src: &[f32], dst: &mut [f32]) {
+        for j in 0..self.n {
+            for i in 0..self.m {
+                dst[self.dst + i + j * self.ldc] = src[self.src + j + i * self.lda];
+            }
+        }
     }
 }
 

@@ -128,6 +128,18 @@ fn check(kind: ModelKind) {
     );
     assert_eq!(len, 14 * g + 12 * g);
 
+    // The device's copies (one geam per block) compute the same as the host converter.
+    let mut by_copies = vec![0.0f32; len];
+    for b in &blocks {
+        b.packing().apply(&cpu[b.param], &mut by_copies);
+    }
+    assert_eq!(by_copies, packed);
+    let mut unpacked: Vec<Vec<f32>> = cpu.iter().map(|p| vec![0.0; p.len()]).collect();
+    for b in &blocks {
+        b.unpacking().apply(&packed, &mut unpacked[b.param]);
+    }
+    assert_eq!(unpacked[..8], cpu[..8]);
+
     // Round trips, bit for bit (signed zeros and NaN payloads included).
     let mut back: Vec<Vec<f32>> = cpu.iter().map(|p| vec![f32::NAN; p.len()]).collect();
     layout::from_packed(&blocks, &packed, &mut back).unwrap();
