@@ -46,14 +46,7 @@ pub fn train_on_cudnn(
         return Ok(false);
     }
     let arch = params.arch(windows.seq_len, windows.n_features, windows.horizons)?;
-    let rows = params.batch_size.min(windows.train.len());
-    let shape = format!(
-        "{} train, {} features x {} days, hidden {:?}, {rows} rows",
-        arch.kind.as_str(),
-        arch.n_features,
-        arch.seq_len,
-        arch.hidden
-    );
+    let shape = shape_key(&arch, "train", params.batch_size.min(windows.train.len()));
     CUDNN.decide(
         wanted(params.rnn_engine),
         &shape,
@@ -74,20 +67,24 @@ pub fn predict_on_cudnn(
     if !model.arch.kind.is_recurrent() {
         return Ok(false);
     }
-    let arch = &model.arch;
     let rows = rows.min(model.windows.train.len()).max(1);
-    let shape = format!(
-        "{} inference, {} features x {} days, hidden {:?}, {rows} rows",
-        arch.kind.as_str(),
-        arch.n_features,
-        arch.seq_len,
-        arch.hidden
-    );
+    let shape = shape_key(&model.arch, "inference", rows);
     CUDNN.decide(
         wanted(engine),
         &shape,
         || check_forward(dev, model, rows).map_err(|e| e.to_string()),
         rec,
+    )
+}
+
+/// What the self-check's outcome is kept under: everything cuDNN's plan depends on.
+fn shape_key(arch: &crate::arch::Arch, mode: &str, rows: usize) -> String {
+    format!(
+        "{} {mode}, {} features x {} days, hidden {:?}, {rows} rows",
+        arch.kind.as_str(),
+        arch.n_features,
+        arch.seq_len,
+        arch.hidden
     )
 }
 
