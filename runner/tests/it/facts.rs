@@ -61,6 +61,22 @@ fn run_small(dir: &Path, database: &str) -> (String, std::path::PathBuf) {
     (console, Path::new(&md).parent().unwrap().to_owned())
 }
 
+/// `measured report latest` again, into `<dir>/again`; returns the report's folder.
+fn report_again(dir: &Path, db: &Path) -> std::path::PathBuf {
+    let out = run(bin()
+        .arg("--database")
+        .arg(db)
+        .args(["report", "latest", "--results-dir"])
+        .arg(dir.join("again")));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    std::fs::read_dir(dir.join("again/facts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 fn facts_of(database: &str, stage: &str) -> Vec<serde_json::Map<String, serde_json::Value>> {
     strings(
         database,
@@ -175,18 +191,7 @@ fn runs_stored_before_facts_still_report() {
             "DELETE FROM _sqlx_migrations WHERE description = 'stage facts'",
         ],
     );
-    let out = run(bin()
-        .arg("--database")
-        .arg(&db)
-        .args(["report", "latest", "--results-dir"])
-        .arg(dir.path().join("again")));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let folder = std::fs::read_dir(dir.path().join("again/facts"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let folder = report_again(dir.path(), &db);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("report.json")).unwrap()).unwrap();
     assert!(json.get("facts").is_none(), "no facts key for a run without facts");
@@ -229,18 +234,7 @@ fn a_recorded_engine_fallback_reaches_the_report_and_show_from_the_stored_run() 
              AND facts NOT LIKE '%rnn_engine%'",
         ],
     );
-    let out = run(bin()
-        .arg("--database")
-        .arg(&db)
-        .args(["report", "latest", "--results-dir"])
-        .arg(dir.path().join("again")));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let folder = std::fs::read_dir(dir.path().join("again/facts"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let folder = report_again(dir.path(), &db);
     let md = std::fs::read_to_string(folder.join("report.md")).unwrap();
     let quality = &md[md.find("## Model quality").expect("a model quality section")..md.find("## What ran").unwrap()];
     assert!(quality.contains(&format!("- `train` (wide): {reason}")), "{quality}");
