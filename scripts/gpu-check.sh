@@ -10,7 +10,7 @@
 #               next to the binary's folder, examples/); without them the model benchmarks SKIP
 #   --python    a Python with PyTorch for CUDA (default: python3)
 #   --out       where the runs, logs and summary.md go (default: a new folder under /tmp)
-#   --only      the checks to run, comma-separated (e.g. 3,6,C or E); checks 1 and 2 always run.
+#   --only      the checks to run, comma-separated (e.g. 3,6,C, E or G,H); checks 1 and 2 always run.
 #               A check runs the steps it reads from: 8 and D run check 7's copies, C check 6's
 #               run. Default: all
 #   --experiments  for check E, the experiments to run, comma-separated names (default: every
@@ -71,11 +71,13 @@ CHECKS=(
   "10|three epochs on CUDA after the warm-up steps: epoch 0 within 5% of the later epochs"
   "11|loss_sync_every = 1: one synchronization per step, counted by measured's driver forwarders (train.sync_calls_per_step)"
   "A|MLP training, samples/s against PyTorch CUDA (goal >= 0.9x)"
-  "B|LSTM training and inference, samples/s against PyTorch CUDA (goal >= 0.9x)"
+  "B|LSTM and GRU training and inference on cuDNN (rnn_engine = cudnn), samples/s against PyTorch CUDA, alternating rounds (goal >= 0.9x)"
   "C|GPU telemetry recorded during the CUDA stages"
   "D|experiments/transfers.toml on CUDA: pinned h2d at 256 MiB against PyTorch's .to(non_blocking) (goal >= 0.9x)"
   "E|every committed experiment with a CUDA claim, device = auto, its own budget: each claim's verdict and CI, finished within 5 minutes"
   "F|the quickstart as an A/A run on CUDA, paired: no change or inconclusive, with its run chart and drift figures"
+  "G|LSTM and GRU: check_step on CUDA against the CPU, one step from the same weights and batch: loss within 1e-5, gradients within 1e-4; the engine that trained"
+  "H|experiments/hidden-state.toml and loss-sync.toml on CUDA: each claim's verdict and interval, and the engine that ran (rnn_engine)"
 )
 
 {
@@ -130,8 +132,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 ||
   ! nvidia-smi --query-gpu=name --format=csv,noheader >"$out/gpu.txt" 2>&1 ||
   [ ! -s "$out/gpu.txt" ]; then
   why=$(command -v nvidia-smi >/dev/null 2>&1 && head -n1 "$out/gpu.txt" || echo "nvidia-smi not found")
-  echo "gpu-check: check 2 needs an NVIDIA GPU and its driver ($why): stopping here; checks 2-11 and A-F need a device"
-  result 2 SKIP "no NVIDIA GPU here ($why); checks 2-11 and A-F not run"
+  echo "gpu-check: check 2 needs an NVIDIA GPU and its driver ($why): stopping here; checks 2-11 and A-H need a device"
+  result 2 SKIP "no NVIDIA GPU here ($why); checks 2-11 and A-H not run"
   finish
 fi
 info=$(nvidia-smi --query-gpu=name,driver_version,compute_cap,pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader | head -n1)
@@ -323,33 +325,48 @@ if ! want A && ! want B; then
   :
 elif [ -x "$examples/train_bench" ] && [ -x "$examples/rnn_bench" ]; then
   for round in 1 2 3; do
-    "$examples/train_bench" --device cuda --config large --reps 3 >>"$out/mlp_measured.log" 2>&1
-    "$python" "$repo/bench/torch_mlp.py" --device cuda --config large --reps 3 >>"$out/mlp_torch.log" 2>&1
-    for mode in train infer; do
-      "$examples/rnn_bench" --device cuda --kind lstm --mode "$mode" --reps 3 >>"$out/lstm_${mode}_measured.log" 2>&1
-      "$python" "$repo/bench/torch_rnn.py" --device cuda --kind lstm --mode "$mode" --reps 3 >>"$out/lstm_${mode}_torch.log" 2>&1
+    if want A; then
+      "$examples/train_bench" --device cuda --config large --reps 3 >>"$out/mlp_measured.log" 2>&1
+      "$python" "$repo/bench/torch_mlp.py" --device cuda --config large --reps 3 >>"$out/mlp_torch.log" 2>&1
+    fi
+    want B || continue
+    for kind in lstm gru; do
+      for mode in train infer; do
+        "$examples/rnn_bench" --device cuda --rnn-engine cudnn --kind "$kind" --mode "$mode" --reps 3 \
+          >>"$out/${kind}_${mode}_measured.log" 2>&1
+        "$python" "$repo/bench/torch_rnn.py" --device cuda --kind "$kind" --mode "$mode" --reps 3 \
+          >>"$out/${kind}_${mode}_torch.log" 2>&1
+      done
     done
   done
   med() { grep -o "$1" "$2" | grep -o '[0-9.]*$' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
-  m=$(grep '| measured (defaults) |' "$out/mlp_measured.log" | awk -F'|' '{print $4}' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
-  t=$(grep '| PyTorch' "$out/mlp_torch.log" | awk -F'|' '{print $4}' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
-  if [ -n "$m" ] && [ -n "$t" ]; then
-    verdict=$(awk -v m="$m" -v t="$t" 'BEGIN { printf "%s measured %.0f samples/s, PyTorch %.0f: %.2fx", (m / t >= 0.9) ? "PASS" : "FAIL", m, t, m / t }')
-    result A "${verdict%% *}" "${verdict#* }"
-  else
-    result A FAIL "missing figures (see $out/mlp_*.log)"
+  if want A; then
+    m=$(grep '| measured (defaults) |' "$out/mlp_measured.log" | awk -F'|' '{print $4}' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+    t=$(grep '| PyTorch' "$out/mlp_torch.log" | awk -F'|' '{print $4}' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}')
+    if [ -n "$m" ] && [ -n "$t" ]; then
+      verdict=$(awk -v m="$m" -v t="$t" 'BEGIN { printf "%s measured %.0f samples/s, PyTorch %.0f: %.2fx (target >= 0.9x)", (m / t >= 0.9) ? "PASS" : "FAIL", m, t, m / t }')
+      result A "${verdict%% *}" "${verdict#* }"
+    else
+      result A FAIL "missing figures (see $out/mlp_*.log)"
+    fi
   fi
-  figure=""
-  sB=PASS
-  for mode in train infer; do
-    m=$(med 'median [0-9.]*' "$out/lstm_${mode}_measured.log")
-    t=$(med 'median [0-9.]*' "$out/lstm_${mode}_torch.log")
-    if [ -z "$m" ] || [ -z "$t" ]; then sB=FAIL; figure+="$mode: missing figures; "; continue; fi
-    r=$(awk -v m="$m" -v t="$t" 'BEGIN { printf "%.2f", m / t }')
-    awk -v r="$r" 'BEGIN { exit !(r < 0.9) }' && sB=FAIL
-    figure+="$mode: measured $m, PyTorch $t samples/s ($r x); "
-  done
-  result B "$sB" "$figure"
+  if want B; then
+    figure=""
+    sB=PASS
+    for kind in lstm gru; do
+      for mode in train infer; do
+        m=$(med 'median [0-9.]*' "$out/${kind}_${mode}_measured.log")
+        t=$(med 'median [0-9.]*' "$out/${kind}_${mode}_torch.log")
+        engine=$(grep -o 'engine [a-z]*' "$out/${kind}_${mode}_measured.log" | tail -n1 | awk '{print $2}')
+        if [ -z "$m" ] || [ -z "$t" ]; then sB=FAIL; figure+="$kind $mode: missing figures; "; continue; fi
+        r=$(awk -v m="$m" -v t="$t" 'BEGIN { printf "%.2f", m / t }')
+        awk -v r="$r" 'BEGIN { exit !(r < 0.9) }' && sB=FAIL
+        [ "$engine" = cudnn ] || sB=FAIL
+        figure+="$kind $mode on ${engine:-?}: measured $m, PyTorch $t samples/s ($r x, target >= 0.9x); "
+      done
+    done
+    result B "$sB" "$figure"
+  fi
 else
   result A SKIP "no train_bench in $examples (build-cuda.sh -- build --release --features cuda --examples)"
   result B SKIP "no rnn_bench in $examples"
@@ -446,6 +463,65 @@ PY
     result F FAIL "no A/A report (see $out/checkF.log)"
   fi
 fi
+
+# G: check_step for an LSTM and a GRU on CUDA against the CPU, per config, and the engine that
+# then trained.
+if want G; then
+  runG=$(run_manifest rnn-cpu-vs-cuda.toml "$out/checkG.log")
+  sG=PASS
+  figureG=""
+  for kind in lstm gru; do
+    l=$(q "${runG:-latest}" scalar train step_loss_rel_diff 2>/dev/null | awk -v k="$kind" '$1 == k {print $2}')
+    g=$(q "${runG:-latest}" scalar train step_grad_max_rel_diff 2>/dev/null | awk -v k="$kind" '$1 == k {print $2}')
+    if [ -z "$l" ] || [ -z "$g" ]; then
+      sG=FAIL
+      figureG+="$kind: no step comparison stored; "
+      continue
+    fi
+    ok=$(awk -v l="$l" -v g="$g" 'BEGIN { print (l <= 1e-5 && g <= 1e-4) ? "ok" : "off" }')
+    [ "$ok" = ok ] || sG=FAIL
+    figureG+="$kind: loss $l (target <= 1e-5), gradients $g (target <= 1e-4); "
+  done
+  reportG=$(ls -t "$out"/results/gpu-check-rnn-cpu-vs-cuda/*/report.json 2>/dev/null | head -n1)
+  engines=$("$python" - "$reportG" <<'PY' 2>/dev/null
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(", ".join(f"{c['config']} trained on {c['agreed'].get('train.rnn_engine', '?')}" for c in r.get("facts", [])))
+PY
+  )
+  [ -n "$figureG" ] || figureG="no run (see $out/checkG.log)"
+  result G "$sG" "$figureG${engines:-engine not recorded}"
+fi
+
+# H: the hidden-state and loss-sync experiments as committed (device = "auto": CUDA here): each
+# claim's verdict with its interval, and the engine each config's training ran on.
+for name in hidden-state loss-sync; do
+  want H || break
+  start=$(date +%s)
+  (cd "$out" && "$bin" --database "$out/experiments.sqlite" run "$out/experiments/$name.toml" --results-dir "$out/results") \
+    >"$out/checkH-$name.log" 2>&1
+  took=$(( $(date +%s) - start ))
+  report=$(ls -t "$out"/results/"$name"/*/report.json 2>/dev/null | head -n1)
+  figure=$("$python" - "$report" "$took" <<'PY' 2>/dev/null
+import json, sys
+r = json.load(open(sys.argv[1]))
+def interval(c):
+    lo, hi = c.get("speedup_ci") or [None, None]
+    return f"{c.get('speedup') or 0:.3f}x ({lo:.3f}x-{hi:.3f}x)" if lo is not None else "no interval"
+claims = "; ".join(f"\"{c['claim']}\" on {c['config']}: {c['verdict']}, {interval(c)}" for c in r["claims"])
+engines = ", ".join(
+    f"{c['config']}: {c['agreed'].get('train.rnn_engine') or c['agreed'].get('train.device', '?')}"
+    for c in r.get("facts", []))
+ok = r["status"] == "finished"
+print(("PASS" if ok else "FAIL") + f" {sys.argv[2]} s; {claims}; engines {engines or 'not recorded'}")
+PY
+)
+  if [ -n "$figure" ]; then
+    result H "${figure%% *}" "$name (target: finished, every claim judged): ${figure#* }"
+  else
+    result H FAIL "$name: no report after ${took} s (see $out/checkH-$name.log)"
+  fi
+done
 
 # C: telemetry from check 6's CUDA trials.
 if want C; then

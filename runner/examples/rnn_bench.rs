@@ -4,9 +4,10 @@
 //! two in alternating rounds.
 //!
 //! Run: `cargo run --release --example rnn_bench -- [--kind lstm|gru] [--mode train|infer]
-//! [--reps N] [--threads N] [--batches N] [--precision f32|f16] [--device cpu|cuda] [--tiny]`
-//! (`--tiny`: windows of 8 days x 6 features, hidden 8, batch 16, for the benchmark scripts'
-//! smoke mode: it checks that the benchmark runs, its figure means nothing)
+//! [--reps N] [--threads N] [--batches N] [--precision f32|f16] [--device cpu|cuda]
+//! [--rnn-engine auto|cudnn|dfdx] [--tiny]`; the line it prints names the engine that ran
+//! (`rnn_engine`). `--tiny`: windows of 8 days x 6 features, hidden 8, batch 16, for the
+//! benchmark scripts' smoke mode: it checks that the benchmark runs, its figure means nothing
 //! (`--device cuda` needs the `cuda` build; compare with `bench/torch_rnn.py --device cuda`)
 //!
 //! - train: `tensor::train` for one epoch of `--batches` batches (shuffled gather, forward,
@@ -18,7 +19,7 @@
 use measured::artifact::{WindowSet, Windows};
 use measured::metrics::Recorder;
 use measured::stats::median;
-use measured::tensor::{train, validate, DeviceKind, ModelKind, Precision, TrainParams, ValidateParams};
+use measured::tensor::{train, validate, DeviceKind, ModelKind, Precision, RnnEngine, TrainParams, ValidateParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::atomic::AtomicBool;
@@ -84,6 +85,7 @@ fn main() {
     let mut precision = Precision::F32;
     let mut device = DeviceKind::Cpu;
     let mut shape = FULL;
+    let mut rnn_engine = RnnEngine::Auto;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("a value after {arg}"));
@@ -108,6 +110,14 @@ fn main() {
                 }
             }
             "--tiny" => shape = TINY,
+            "--rnn-engine" => {
+                rnn_engine = match value().as_str() {
+                    "auto" => RnnEngine::Auto,
+                    "cudnn" => RnnEngine::Cudnn,
+                    "dfdx" => RnnEngine::Dfdx,
+                    other => panic!("--rnn-engine auto|cudnn|dfdx, got {other}"),
+                }
+            }
             other => panic!("unknown argument {other}"),
         }
     }
@@ -129,6 +139,11 @@ fn main() {
         batch_size: shape.batch,
         precision,
         device,
+        rnn_engine: if device == DeviceKind::Cpu {
+            RnnEngine::Auto
+        } else {
+            rnn_engine
+        },
         max_memory: Some(measured::transfer::SizeSpec::Text("64GiB".into())),
         ..TrainParams::default()
     };
@@ -136,12 +151,17 @@ fn main() {
         eprintln!("rnn_bench: {e}");
         std::process::exit(2);
     }
+    // The engine the stages ran on (the fact `rnn_engine`; the CPU's native engine records none).
+    let engine = std::sync::Mutex::new(String::from("native"));
     let run = |seed: u64| -> f64 {
         let mut rec = Recorder::new();
         let model = train(windows.clone(), &params, seed, &mut rec, &AtomicBool::new(false)).unwrap_or_else(|e| {
             eprintln!("rnn_bench: training failed: {e}");
             std::process::exit(1);
         });
+        if let Some(e) = rec.facts().get("rnn_engine") {
+            *engine.lock().unwrap() = e.clone();
+        }
         if mode == "train" {
             return rec
                 .metrics()
@@ -157,19 +177,24 @@ fn main() {
             &ValidateParams {
                 batch_size: shape.batch,
                 device,
+                rnn_engine: params.rnn_engine,
                 ..ValidateParams::default()
             },
             &mut vrec,
         )
         .expect("validation succeeds");
+        if let Some(e) = vrec.facts().get("rnn_engine") {
+            *engine.lock().unwrap() = e.clone();
+        }
         windows.valid.len() as f64 / start.elapsed().as_secs_f64()
     };
     run(0); // warm-up, not counted
     let rates: Vec<f64> = (1..=reps as u64).map(run).collect();
     println!(
-        "measured {} {} {mode}: median {:.1} samples/s, runs {rates:.1?}",
+        "measured {} {} {mode}: median {:.1} samples/s, runs {rates:.1?}, engine {}",
         kind.as_str(),
         precision.as_str(),
-        median(&rates)
+        median(&rates),
+        engine.lock().unwrap()
     );
 }

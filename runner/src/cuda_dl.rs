@@ -25,9 +25,13 @@ pub enum Library {
     Cublas,
     /// NVRTC (kernels dfdx compiles at run time), same sources as cuBLAS.
     Nvrtc,
+    /// cuDNN 9 (the recurrent models' cuDNN path), from a cuDNN install or a PyTorch CUDA
+    /// wheel's `nvidia/cudnn/lib`. Loaded only by that path: [`probe`] does not need it.
+    Cudnn,
 }
 
 impl Library {
+    /// The libraries every CUDA stage needs ([`probe`] loads them).
     const ALL: [Library; 3] = [Library::Driver, Library::Cublas, Library::Nvrtc];
 
     /// File names tried in order: the SONAMEs of CUDA 13, then 12, then the unversioned link.
@@ -36,7 +40,29 @@ impl Library {
             Library::Driver => &["libcuda.so.1", "libcuda.so"],
             Library::Cublas => &["libcublas.so.13", "libcublas.so.12", "libcublas.so"],
             Library::Nvrtc => &["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"],
+            Library::Cudnn => &["libcudnn.so.9"],
         }
+    }
+
+    /// Where to look, in order: the [`Library::candidates`] (the loader's own search:
+    /// LD_LIBRARY_PATH, the system's library folders), then for cuDNN the Python environments
+    /// [`venv_cudnn`] finds from this process's environment.
+    fn search(self) -> Vec<String> {
+        let mut names: Vec<String> = self.candidates().iter().map(|n| (*n).to_owned()).collect();
+        if self == Library::Cudnn {
+            let roots: Vec<std::path::PathBuf> = ["VIRTUAL_ENV", "CONDA_PREFIX"]
+                .iter()
+                .filter_map(std::env::var_os)
+                .map(Into::into)
+                .collect();
+            let ld_path = std::env::var_os("LD_LIBRARY_PATH");
+            names.extend(
+                venv_cudnn(&roots, ld_path.as_deref())
+                    .into_iter()
+                    .map(|p| p.display().to_string()),
+            );
+        }
+        names
     }
 
     fn what(self) -> &'static str {
@@ -44,6 +70,7 @@ impl Library {
             Library::Driver => "the CUDA driver library",
             Library::Cublas => "cuBLAS",
             Library::Nvrtc => "NVRTC",
+            Library::Cudnn => "cuDNN 9",
         }
     }
 
@@ -58,6 +85,12 @@ impl Library {
                  CUDA venv's: export LD_LIBRARY_PATH=\"$(python3 -c 'import nvidia, os; \
                  print(os.path.join(nvidia.__path__[0], \"cu13\", \"lib\"))')\" (see \
                  bench/README-gpu.md)"
+            }
+            Library::Cudnn => {
+                "install cuDNN 9 for CUDA 13 or 12 (`pip install nvidia-cudnn-cu13` into the \
+                 Python environment that VIRTUAL_ENV or CONDA_PREFIX names, which is searched, or \
+                 put a folder holding libcudnn.so.9 on LD_LIBRARY_PATH), or train with \
+                 `rnn_engine = \"dfdx\"`"
             }
         }
     }
@@ -134,21 +167,59 @@ impl Runtime {
     }
 }
 
-static LOADED: [OnceLock<Result<libloading::Library, Unavailable>>; 3] =
-    [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+static LOADED: [OnceLock<Result<libloading::Library, Unavailable>>; 4] =
+    [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
 
 /// `library`, loaded on first use and kept for the life of the process.
 pub fn load(library: Library) -> Result<&'static libloading::Library, &'static Unavailable> {
     LOADED[library.index()]
-        .get_or_init(|| open_first(library, library.candidates()))
+        .get_or_init(|| {
+            let names = library.search();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            open_first(library, &names)
+        })
         .as_ref()
 }
 
-/// The first of `names` that loads (a test seam: [`load`] passes the library's candidates).
-fn open_first(library: Library, names: &[&str]) -> Result<libloading::Library, Unavailable> {
+/// cuDNN 9 inside Python environments, in order: for each of `roots` (a venv's or conda
+/// environment's folder), `lib/python3.*/site-packages/nvidia/cudnn/lib/libcudnn.so.9`; then,
+/// for each folder on `ld_library_path` that is a PyTorch CUDA wheel's `nvidia/<name>/lib`
+/// (where the documented setup points for cuBLAS), the `nvidia/cudnn/lib` beside it. Only files
+/// that exist are listed.
+pub fn venv_cudnn(roots: &[std::path::PathBuf], ld_library_path: Option<&std::ffi::OsStr>) -> Vec<std::path::PathBuf> {
+    use std::path::{Path, PathBuf};
+    const FILE: &str = "nvidia/cudnn/lib/libcudnn.so.9";
+    let mut found: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(root.join("lib")) else {
+            continue;
+        };
+        let mut pythons: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+            .map(|e| e.path().join("site-packages").join(FILE))
+            .collect();
+        pythons.sort();
+        found.extend(pythons);
+    }
+    for dir in ld_library_path.map(std::env::split_paths).into_iter().flatten() {
+        // `.../site-packages/nvidia/cu13/lib` -> `.../site-packages/nvidia/cudnn/lib`.
+        let nvidia = dir.parent().and_then(Path::parent);
+        if let Some(nvidia) = nvidia.filter(|n| n.file_name().is_some_and(|f| f == "nvidia")) {
+            found.push(nvidia.parent().unwrap_or(nvidia).join(FILE));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|p| p.is_file() && seen.insert(p.clone()));
+    found
+}
+
+/// The first of `names` that loads (a test seam: [`load`] passes the library's search list).
+pub fn open_first(library: Library, names: &[&str]) -> Result<libloading::Library, Unavailable> {
     let mut first_error = String::new();
     for name in names {
-        // SAFETY: these are the CUDA libraries, whose initialisers have no preconditions.
+        // SAFETY: these are the CUDA libraries (or, in tests, stand-ins compiled for them),
+        // whose initialisers have no preconditions.
         match unsafe { libloading::Library::new(name) } {
             Ok(lib) => return Ok(lib),
             Err(e) if first_error.is_empty() => first_error = e.to_string(),

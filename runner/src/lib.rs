@@ -14,6 +14,7 @@ pub mod commands;
 pub mod cuda_dl;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda_raw;
+pub mod cudnn;
 pub mod db;
 pub(crate) mod digest;
 pub(crate) mod error;

@@ -32,6 +32,14 @@ const MODEL_FACTS: &[FactDecl] = &[
         "`f32` or `f16`: the matrix products' precision (`validate` infers in f32)",
     ),
     f("threads", "the CPU threads the stage's thread pool has"),
+    f(
+        "rnn_engine",
+        "`cudnn` or `dfdx`: the engine an LSTM or GRU ran on, on CUDA (`rnn_engine = \"auto\"` resolved by the cuDNN self-check)",
+    ),
+    f(
+        "rnn_engine_fallback",
+        "why an LSTM or GRU on CUDA ran on dfdx when cuDNN was wanted: the self-check's largest difference, or cuDNN's error",
+    ),
 ];
 
 const NORMALIZE_FACTS: &[FactDecl] = &[f(

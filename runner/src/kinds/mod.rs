@@ -11,6 +11,7 @@ pub mod memory;
 pub mod normalize;
 mod params;
 mod registry;
+pub mod rnn_engine;
 pub mod train;
 pub mod transfer;
 

@@ -54,6 +54,7 @@ impl DeviceKind {
     }
 }
 
+pub use super::rnn_engine::RnnEngine;
 pub use crate::arch::{Activation, ModelKind};
 
 /// How a recurrent model's initial state is provided for each batch: the state starts at zero
@@ -189,6 +190,10 @@ pub struct TrainParams {
     /// ramp up so epoch 0 is timed like the others; none beyond the one step on the CPU.
     #[schemars(range(min = 0.0, max = 60.0))]
     pub warmup_seconds: Option<f64>,
+    /// LSTM/GRU on CUDA: `"auto"` (cuDNN where a one-step self-check against dfdx agrees,
+    /// else dfdx with a stage note saying why), `"cudnn"` (a failed self-check fails the
+    /// stage) or `"dfdx"`.
+    pub rnn_engine: RnnEngine,
     /// The CPU step's implementation (set from code only).
     #[serde(skip)]
     pub cpu_engine: CpuEngine,
@@ -231,6 +236,7 @@ impl Default for TrainParams {
             target: None,
             max_memory: None,
             warmup_seconds: None,
+            rnn_engine: RnnEngine::Auto,
             cpu_engine: CpuEngine::Native,
         }
     }
@@ -395,6 +401,8 @@ impl TrainParams {
     pub fn check(&self) -> Result<(), ParamError> {
         self.check_precision()?;
         check_device(self.device)?;
+        self.rnn_engine
+            .check(self.device == DeviceKind::Cpu, Some(self.model))?;
         self.memory_bound()?;
         self.hidden_widths()?;
         if !(0.0..1.0).contains(&self.dropout) {
@@ -510,6 +518,9 @@ pub struct ValidateParams {
     /// Log every k-th batch: its mean prediction read back to the host (on CUDA a wait for the
     /// device, as a logged `.item()` is) and emitted as a debug event; 0 logs nothing.
     pub log_every: usize,
+    /// LSTM/GRU on CUDA: `"auto"` (cuDNN where a one-pass self-check against dfdx agrees,
+    /// else dfdx with a stage note saying why), `"cudnn"` or `"dfdx"`.
+    pub rnn_engine: RnnEngine,
 }
 
 impl Default for ValidateParams {
@@ -519,6 +530,7 @@ impl Default for ValidateParams {
             device: DeviceKind::Cpu,
             non_blocking: false,
             log_every: 0,
+            rnn_engine: RnnEngine::Auto,
         }
     }
 }
@@ -526,6 +538,7 @@ impl Default for ValidateParams {
 impl ValidateParams {
     pub fn check(&self) -> Result<(), ParamError> {
         check_device(self.device)?;
+        self.rnn_engine.check(self.device == DeviceKind::Cpu, None)?;
         at_least_one("batch_size", self.batch_size)
     }
 }

@@ -22,6 +22,7 @@ mod engine;
 pub mod equivalence;
 mod error;
 mod eval;
+pub mod fastpath;
 mod kinds;
 mod mlp;
 mod model;
@@ -35,7 +36,8 @@ mod train_loop;
 mod tests;
 pub use crate::kinds::memory;
 pub use crate::kinds::train::{
-    Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, TrainParams, TrainTarget, ValidateParams,
+    Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, RnnEngine, TrainParams, TrainTarget,
+    ValidateParams,
 };
 pub use device::TrainDevice;
 pub use error::TrainError;
@@ -59,6 +61,7 @@ pub fn train(
 ) -> Result<TrainedModel, TrainError> {
     params.check()?;
     let device = resolve_device(params.device, rec);
+    cudnn_needs_cuda(params.rnn_engine, device)?;
     let hidden = params.hidden_widths()?;
     record_model_facts(rec, device, params.model, &hidden, params.batch_size, params.precision);
     match device {
@@ -88,6 +91,7 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
     params.check()?;
     eval::check_fits(model, &model.windows)?;
     let device = resolve_device(params.device, rec);
+    cudnn_needs_cuda(params.rnn_engine, device)?;
     // Inference runs in f32 whatever precision trained the model.
     record_model_facts(
         rec,
@@ -155,6 +159,19 @@ fn record_model_facts(
     rec.fact("batch_size", batch_size.to_string());
     rec.fact("precision", precision.as_str());
     rec.fact("threads", rayon::current_num_threads().to_string());
+}
+
+/// `rnn_engine = "cudnn"` on a stage that `device = "auto"` put on the CPU: an error, since
+/// the choice cannot be honoured (`check()` refuses it with `device = "cpu"`).
+fn cudnn_needs_cuda(engine: RnnEngine, device: DeviceKind) -> Result<(), TrainError> {
+    if engine == RnnEngine::Cudnn && device != DeviceKind::Cuda {
+        return Err(TrainError::Device(
+            "rnn_engine = \"cudnn\" needs CUDA, and device = \"auto\" ran this stage on the CPU \
+             (see the stage's note for why)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The device to run on (`auto` resolved), noting what `auto` chose.

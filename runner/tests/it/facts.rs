@@ -61,6 +61,22 @@ fn run_small(dir: &Path, database: &str) -> (String, std::path::PathBuf) {
     (console, Path::new(&md).parent().unwrap().to_owned())
 }
 
+/// `measured report latest` again, into `<dir>/again`; returns the report's folder.
+fn report_again(dir: &Path, db: &Path) -> std::path::PathBuf {
+    let out = run(bin()
+        .arg("--database")
+        .arg(db)
+        .args(["report", "latest", "--results-dir"])
+        .arg(dir.join("again")));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    std::fs::read_dir(dir.join("again/facts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 fn facts_of(database: &str, stage: &str) -> Vec<serde_json::Map<String, serde_json::Value>> {
     strings(
         database,
@@ -175,18 +191,7 @@ fn runs_stored_before_facts_still_report() {
             "DELETE FROM _sqlx_migrations WHERE description = 'stage facts'",
         ],
     );
-    let out = run(bin()
-        .arg("--database")
-        .arg(&db)
-        .args(["report", "latest", "--results-dir"])
-        .arg(dir.path().join("again")));
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let folder = std::fs::read_dir(dir.path().join("again/facts"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let folder = report_again(dir.path(), &db);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("report.json")).unwrap()).unwrap();
     assert!(json.get("facts").is_none(), "no facts key for a run without facts");
@@ -203,4 +208,45 @@ fn runs_stored_before_facts_still_report() {
         0,
         "the column is back, empty"
     );
+}
+
+/// A stage that fell back from cuDNN (as a CUDA training records it: the facts `rnn_engine` and
+/// `rnn_engine_fallback`, and a note), stored and read back: the report lists the fallback
+/// with the model quality and in `report.json`, and `measured show` prints the engine.
+#[test]
+fn a_recorded_engine_fallback_reaches_the_report_and_show_from_the_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.sqlite");
+    run_small(dir.path(), db.to_str().unwrap());
+    let reason = "cuDNN's RNN self-check failed: it failed: cudnnRNNForward returned 9 \
+                  (CUDNN_STATUS_EXECUTION_FAILED); ran on the dfdx path";
+    let wide = "trial_index IN (SELECT trial_index FROM trials t WHERE t.run_id = stage_results.run_id \
+                AND t.config = 'wide')";
+    let sql = reason.replace('\'', "''");
+    crate::stored::sqlite_exec(
+        &db,
+        &[
+            &format!(
+                "UPDATE stage_results SET facts = json_set(facts, '$.rnn_engine', 'dfdx', '$.rnn_engine_fallback', \
+                 '{sql}'), notes = json_array('{sql} (shape lstm train)') WHERE stage = 'train' AND {wide}"
+            ),
+            "UPDATE stage_results SET facts = json_set(facts, '$.rnn_engine', 'cudnn') WHERE stage = 'train' \
+             AND facts NOT LIKE '%rnn_engine%'",
+        ],
+    );
+    let folder = report_again(dir.path(), &db);
+    let md = std::fs::read_to_string(folder.join("report.md")).unwrap();
+    let quality = &md[md.find("## Model quality").expect("a model quality section")..md.find("## What ran").unwrap()];
+    assert!(quality.contains(&format!("- `train` (wide): {reason}")), "{quality}");
+    assert!(md.contains("| `train.rnn_engine` | cudnn | dfdx |"), "{md}");
+    assert!(
+        md.contains(&format!("{reason} (shape lstm train)")),
+        "the stage note: {md}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["facts"][1]["agreed"]["train.rnn_engine_fallback"], reason);
+    assert_eq!(json["facts"][0]["agreed"]["train.rnn_engine"], "cudnn");
+    let show = text(&run(bin().arg("--database").arg(&db).args(["show", "latest"])));
+    assert!(show.contains("train.rnn_engine = dfdx"), "{show}");
 }

@@ -3,6 +3,7 @@
 pub(crate) mod bandwidth;
 mod blocked;
 mod claims;
+mod facts;
 mod files;
 mod honest;
 mod json;

@@ -24,7 +24,7 @@ fn a_model_no_better_than_chance_gets_one_quality_verdict() {
 
 /// `simple_run` whose `check` stage also records the model-quality metrics: `reuse` trains a
 /// model whose validation MSE is `reuse_ratio` x that of predicting zero, the baseline 0.9 x.
-fn quality_run(reuse_ratio: f64) -> RunData {
+pub(super) fn quality_run(reuse_ratio: f64) -> RunData {
     let mut run = simple_run("q", 1.0, 0.5);
     for (c, ratio) in run.configs.iter_mut().zip([0.9, reuse_ratio]) {
         for (k, t) in c.trials.iter_mut().enumerate() {

@@ -7,6 +7,8 @@
 //! epoch's end, and a pinned slot whose previous copy the device has not done yet.
 
 mod context;
+mod cudnn_engine;
+mod cudnn_rnn;
 mod ring;
 
 use context::{bind, stream};
@@ -64,8 +66,14 @@ pub fn train_cuda(
     }
     // Declared after the device and before every tensor: dropped after the tensors, on every way
     // out, so their memory goes back as the settings below are undone.
+    // The self-check runs here, before any timed step, on its own throwaway models.
+    let cudnn = cudnn_engine::train_on_cudnn(&dev, &windows, params, seed, rec)?;
     let memory = DeviceMemory::keep(&dev, rec)?;
-    let model = train_loop::run::<_, AutodiffEngine<Cuda, PinnedRing>>(&dev, &windows, params, seed, rec, cancel)?;
+    let model = if cudnn {
+        train_loop::run::<_, cudnn_engine::CudnnEngine>(&dev, &windows, params, seed, rec, cancel)?
+    } else {
+        train_loop::run::<_, AutodiffEngine<Cuda, PinnedRing>>(&dev, &windows, params, seed, rec, cancel)?
+    };
     memory.record_peak(rec);
     Ok(model.to_trained(windows))
 }
@@ -134,6 +142,13 @@ impl Drop for DeviceMemory<'_> {
 
 pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorder) -> Result<Vec<f32>, TrainError> {
     let dev = device(0)?;
+    let cudnn = cudnn_engine::predict_on_cudnn(&dev, model, params.batch_size, params.rnn_engine, rec)?;
+    let per_batch = crate::kinds::train::HiddenState::PerBatch;
+    let mut rnn = if cudnn {
+        Some(cudnn_rnn::CudnnRnn::new(&dev, &model.arch, 0.0, 0, per_batch)?)
+    } else {
+        None
+    };
     let net = Model::from_trained(&dev, model)?;
     let (windows, valid) = (&model.windows, &model.windows.valid);
     let floats = params.batch_size.saturating_mul(windows.input_len());
@@ -146,7 +161,10 @@ pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams, rec: &mut Rec
         model.target,
         |b| {
             let x = uploads.upload(&dev, b)?;
-            let y = net.forward(x, false)?;
+            let y = match rnn.as_mut() {
+                Some(rnn) => cudnn_engine::predict(rnn, &net, &x)?,
+                None => net.forward(x, false)?,
+            };
             // A logged batch waits for its outputs, as a logged `.item()` does.
             log.batch(|| Ok(y.as_vec()))?;
             Ok(y)
