@@ -195,7 +195,7 @@ pub fn run_data(
             ));
         } else if trials.iter().any(|t| t.ok) && !crate::produced::produced(&spec.compare.primary, trials) {
             notes.push(format!(
-                "It stopped after its first block because no trial produced `{}`, the primary metric [compare] \
+                "It stopped after its first block because no trial produced \"{}\", the primary metric [compare] \
                  names: a typo, or a metric the stage does not print.",
                 spec.compare.primary
             ));
@@ -344,7 +344,8 @@ pub fn config_facts(configs: &[&str], trials: &[TrialRecord]) -> Vec<ConfigFacts
 /// the clock's jitter: its report suggests `repeat`.
 pub const SHORT_STAGE_SECONDS: f64 = 0.005;
 
-/// For each command stage that runs once per trial and takes a median under
+/// For each command stage that runs once per trial, whose time the comparison reads (the primary
+/// metric is its `seconds` or `trial.seconds`), and that takes a median under
 /// [`SHORT_STAGE_SECONDS`]: the `repeat` that would time about 20 ms per trial.
 fn short_command_notes(spec: &StoredSpec, trials: &[TrialRecord]) -> Vec<String> {
     let mut out = Vec::new();
@@ -363,7 +364,11 @@ fn short_command_notes(spec: &StoredSpec, trials: &[TrialRecord]) -> Vec<String>
             .filter(|s| s.name == stage.name && s.status == StageStatus::Ok && !s.cache_hit)
             .map(|s| s.seconds)
             .collect();
-        if repeats || seconds.is_empty() {
+        // Only where the comparison reads the stage's time: a program that prints its own
+        // metric is not timed by its process.
+        let primary = spec.compare.primary.as_str();
+        let timed = primary == "trial.seconds" || primary == format!("{}.seconds", stage.name);
+        if repeats || !timed || seconds.is_empty() {
             continue;
         }
         let median = crate::stats::median(&seconds);
@@ -375,9 +380,9 @@ fn short_command_notes(spec: &StoredSpec, trials: &[TrialRecord]) -> Vec<String>
             .find(|&n| f64::from(n) * median >= 0.02)
             .unwrap_or(10_000);
         out.push(format!(
-            "Stage `{}` took a median {:.2} ms per trial: in a program that short, process start-up and the \
-             clock's jitter are a large share of each time. `repeat = {n}` in [stages.{}] runs it {n} times per \
-             trial and records the mean per run (about {:.0} ms a trial).",
+            "Stage \"{}\" took a median {:.2} ms per trial: in a program that short, process start-up and the \
+             clock's jitter are a large share of each time. Setting repeat = {n} in [stages.{}] runs it {n} times \
+             per trial and records the mean per run (about {:.0} ms a trial).",
             stage.name,
             median * 1e3,
             stage.name,

@@ -308,6 +308,13 @@ fn a_command_of_a_few_milliseconds_gets_a_repeat_to_try() {
     let repeated = StoredSpec::of(&exp, 1);
     let notes = run_data(&row, &repeated, &short, None, "r.sqlite").notes;
     assert!(notes.iter().all(|n| !n.contains("repeat =")), "{notes:?}");
+    // A program that prints its own metric is not timed by its process: nothing to suggest.
+    let text = "[experiment]\nname = \"db\"\n[stages.work]\nkind = \"command\"\nargv = [\"true\"]\n\
+                [compare]\nprimary = \"work.latency\"\n";
+    let exp = crate::manifest::parse_str(std::path::Path::new("db.toml"), text, false).unwrap();
+    let printed = StoredSpec::of(&exp, 1);
+    let notes = run_data(&row, &printed, &short, None, "r.sqlite").notes;
+    assert!(notes.iter().all(|n| !n.contains("repeat =")), "{notes:?}");
 }
 
 /// Facts per config: agreed where every measured trial recorded one value, listed with their

@@ -57,7 +57,7 @@ fn a_primary_metric_no_trial_produced_stops_the_run_after_its_first_block() {
     assert_eq!(shown.status.code(), Some(0), "{}", text(&shown));
     let report = std::fs::read_to_string(dir.path().join(format!("compress/{id}/report.md"))).unwrap();
     assert!(
-        report.contains("It stopped after its first block because no trial produced `compress.second`"),
+        report.contains("It stopped after its first block because no trial produced \"compress.second\""),
         "{report}"
     );
 }
