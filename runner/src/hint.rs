@@ -6,10 +6,21 @@ pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = 
     closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
+/// Longest name, in bytes, compared for a suggestion.
+const MAX_SUGGESTED_LEN: usize = 256;
+
 /// The candidate most like `name`, when one is like it at all: spelled alike, or the name
 /// other tools use for it (`learning_rate` for `lr`, see [`ALIASES`]).
 pub(crate) fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    // A name this long is no mistyped key or program, and comparing it costs its length times
+    // each candidate's: untrusted input gets no suggestion.
+    if name.len() > MAX_SUGGESTED_LEN {
+        return None;
+    }
+    let candidates: Vec<&'a str> = candidates
+        .into_iter()
+        .filter(|c| c.len() <= MAX_SUGGESTED_LEN)
+        .collect();
     let plain = name.to_ascii_lowercase().replace('-', "_");
     if let Some(&(_, ours)) = ALIASES.iter().find(|(theirs, _)| *theirs == plain) {
         if let Some(c) = candidates.iter().find(|c| **c == ours) {
@@ -211,7 +222,17 @@ fn replace_word(text: &str, word: &str, with: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_types;
+    use super::{closest, plain_types, MAX_SUGGESTED_LEN};
+
+    /// A mistyped name gets the name it meant; a name longer than any key or program (an
+    /// untrusted 100,000-character argv[0], say) gets none, and costs no comparison.
+    #[test]
+    fn only_names_of_a_plausible_length_get_a_suggestion() {
+        assert_eq!(closest("gzipp", ["gzip", "zip", "bzip2"]), Some("gzip"));
+        let long = "g".repeat(MAX_SUGGESTED_LEN + 1);
+        assert_eq!(closest(&long, ["gzip", long.as_str()]), None);
+        assert_eq!(closest("gzip", [long.as_str()]), None);
+    }
 
     #[test]
     fn serde_messages_name_toml_types_not_rust_ones() {
