@@ -175,6 +175,12 @@ fn as_fact(v: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// Whether a recorded fact says what was asked: the same text, or for a per-layer list
+/// (`hidden = "64,64"` of a 2-layer RNN) a single width every layer has (`hidden = 64`).
+fn fact_is(fact: &str, asked: &str) -> bool {
+    fact == asked || (!asked.contains(',') && fact.contains(',') && fact.split(',').all(|part| part == asked))
+}
+
 /// The configs' requests their trials did not honour: a stage parameter that is also a fact
 /// (`precision`, `device`, `batch_size`, ...) whose recorded value differs from the one asked
 /// for, as `stage `train` ran precision = f32 (f16 asked for)`.
@@ -186,7 +192,7 @@ fn requested_unmet(ran: Ran<'_>) -> Vec<String> {
             let (Some(asked), Some(values)) = (as_fact(value), ran.facts.get(&format!("{stage}.{key}"))) else {
                 continue;
             };
-            if values.iter().any(|v| *v != asked) {
+            if values.iter().any(|v| !fact_is(v, &asked)) {
                 out.push(format!(
                     "stage `{stage}` ran {key} = {} ({asked} asked for)",
                     values_phrase(values)
@@ -205,7 +211,7 @@ fn params_unmet_ran(conditions: &ClaimConditions, ran: Ran<'_>) -> Vec<String> {
         let fact = path.strip_prefix("stages.").and_then(|p| ran.facts.get(p));
         match (fact, as_fact(want)) {
             (Some(values), Some(want_text)) => {
-                if values.iter().any(|v| *v != want_text) {
+                if values.iter().any(|v| !fact_is(v, &want_text)) {
                     missing.push(format!("{path} = {} (as it ran)", values_phrase(values)));
                 }
             }
@@ -474,6 +480,17 @@ mod tests {
         assert_eq!(
             judge(&f16, &env("16", H200), json!({"train": {"precision": "f16"}}), &ran16),
             None
+        );
+        // One width for every layer of an RNN is recorded per layer.
+        let rnn = [("train.device", "cuda"), ("train.hidden", "64,64")];
+        assert_eq!(
+            judge(&cuda(), &env("16", H200), json!({"train": {"hidden": 64}}), &rnn),
+            None
+        );
+        let why = judge(&cuda(), &env("16", H200), json!({"train": {"hidden": 32}}), &rnn).unwrap();
+        assert!(
+            why.ends_with("stage `train` ran hidden = 64,64 (32 asked for)"),
+            "{why}"
         );
         // `auto` and lists compare as the stage records them.
         let sized = json!({"train": {"device": "auto", "hidden": [64, 32]}});
