@@ -17,7 +17,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$bench_root"
 rounds=${ROUNDS:-10}
-[ "$smoke" = 1 ] && rounds=1
+# Smoke: one round, and `ab` stopped after 5 s whatever it has decided (its figures mean nothing).
+limits=()
+if [ "$smoke" = 1 ]; then
+  rounds=1
+  limits=(--max-time 5s)
+fi
 if [ -n "${ANALYSE:-}" ]; then
   work=$(realpath "$ANALYSE")
   rounds=$(find "$work" -name 'm-same-*.json' | wc -l)
@@ -35,7 +40,7 @@ for pair in slower same; do
   measured_side() {
     local t0
     t0=$(now)
-    (cd "$work" && "$bin" --quiet --database "$work/$pair.sqlite" ab -N 'sleep 0.100' "$b" \
+    (cd "$work" && "$bin" --quiet --database "$work/$pair.sqlite" ab -N "${limits[@]}" 'sleep 0.100' "$b" \
       --name "$pair" --results-dir "$work/results" --export-json "$work/m-$pair-$1.json" >/dev/null)
     awk -v a="$(now)" -v b="$t0" 'BEGIN { print a - b }' >"$work/m-$pair-$1.wall"
   }
