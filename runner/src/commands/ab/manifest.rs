@@ -23,18 +23,11 @@ const NAME_CHARS: usize = 32;
 /// be able to reach.
 const ALPHA: f64 = 0.01;
 
-/// Names a parameter cannot take: what a command template reads besides its `vars`.
-const RESERVED: [&str; 9] = [
-    "variant",
-    "config",
-    "repetition",
-    "trial",
-    "warmup",
-    "seed",
-    "run_id",
-    "stage",
-    "vars",
-];
+/// Names a parameter cannot take: the variables a command template reads besides its `vars`
+/// (`kinds::TEMPLATE_BUILTINS`), and `vars` itself.
+fn reserved(name: &str) -> bool {
+    name == "vars" || crate::kinds::TEMPLATE_BUILTINS.contains(&name)
+}
 
 /// The manifest of an `ab` invocation, and each command's name (its variant) in order.
 pub(super) struct AbManifest {
@@ -228,10 +221,10 @@ fn parameters(a: &AbArgs) -> Result<Vec<Param>, String> {
         let named = !name.is_empty()
             && !name.starts_with(|c: char| c.is_ascii_digit())
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !named || RESERVED.contains(&name) {
+        if !named || reserved(name) {
             return Err(format!(
                 "--parameter-list `{name}` cannot name a parameter\nhint: use letters, digits and `_`, not starting with a digit, and none of {}",
-                RESERVED.join(", ")
+                crate::kinds::TEMPLATE_BUILTINS.join(", ") + ", vars"
             ));
         }
         if out.iter().any(|(n, _)| n == name) {
