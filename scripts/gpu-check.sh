@@ -15,6 +15,9 @@
 #               run. Default: all
 #   --experiments  for check E, the experiments to run, comma-separated names (default: every
 #               committed experiment with a CUDA claim)
+#   --max-time  for checks D, E and H, sets each experiment's `max_time` (e.g. 90s) in the copies
+#               the checks run, for a short lease; the report then states the budget it ran under.
+#               Default: each experiment's own
 #
 # On a machine without a GPU it stops at the first check that needs one, says so, and exits 0.
 # Exit status otherwise: 0 when no check failed, 1 when one did.
@@ -26,6 +29,7 @@ python=python3
 out=""
 only=""
 experiments=""
+max_time=""
 die() { echo "gpu-check: error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,7 +39,8 @@ while [ $# -gt 0 ]; do
     --out) out=${2:?--out needs a value}; shift 2 ;;
     --only) only=${2:?--only needs a value}; shift 2 ;;
     --experiments) experiments=${2:?--experiments needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --max-time) max_time=${2:?--max-time needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -376,6 +381,10 @@ fi
 # and reports stay under $out.
 mkdir -p "$out/experiments"
 cp -r "$repo/experiments/." "$out/experiments/"
+if [ -n "$max_time" ]; then
+  [[ "$max_time" =~ ^[0-9]+(s|m|h|ms)$ ]] || die "--max-time takes a duration such as 90s or 2m, not '$max_time'"
+  sed -i "s/^max_time = .*/max_time = \"$max_time\"/" "$out"/experiments/*.toml
+fi
 
 # D: the committed transfers experiment (device = "auto": on CUDA here), against PyTorch
 # (check 7's figures).

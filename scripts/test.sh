@@ -33,27 +33,38 @@ eval "$(scripts/pg-start.sh "$pgdir")"
 trap 'scripts/pg-stop.sh' EXIT
 echo "PostgreSQL for tests: ${MEASURED_TEST_DATABASE_URL%%:*}://measured:***@${MEASURED_TEST_DATABASE_URL##*@}" >&2
 log=$(mktemp)
+# took NAME: appends NAME and the seconds since the last call to the closing timing line.
+timings=""
+mark=0
+took() { timings+="$1 $((SECONDS - mark)) s, "; mark=$SECONDS; }
+took setup
 set +e
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+took tests
 cargo clippy --workspace --all-targets --locked -- -D warnings
 clippy_status=$?
+took clippy
 # Every benchmark script in smoke mode (tiny sizes, one round, the debug build just tested,
 # the Postgres above, only the peers already installed), so none breaks unnoticed.
 bash bench/smoke.sh
 bench_status=$?
+took "bench smoke"
 # The CUDA build: compiled here (no GPU needed) and smoke-tested as one binary for CPU and GPU
 # machines (scripts/cuda-smoke.sh says what it checks).
 bash scripts/cuda-smoke.sh
 cuda_status=$?
+took "cuda smoke"
 # The CUDA build's lints, in the target folder and with the features the smoke just built.
 bash scripts/build-cuda.sh --target-dir "$PWD/target" -- clippy --all-targets --locked --features cuda -p measured -- -D warnings
 cuda_clippy_status=$?
+took "clippy --features cuda"
 set -e
 # One closing line over every test binary (cargo's own last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log"
+echo "time: ${timings}total ${SECONDS} s"
 if [ "$cuda_status" -ne 0 ]; then
   echo "cuda smoke: FAILED (exit $cuda_status)"
   [ "$status" -ne 0 ] || status=$cuda_status
