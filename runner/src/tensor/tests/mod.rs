@@ -9,6 +9,7 @@ mod precision;
 mod rnn;
 mod signal;
 mod torch;
+mod validate;
 mod warmup;
 
 use super::optim::clip_global_norm;
