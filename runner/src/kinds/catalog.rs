@@ -135,6 +135,12 @@ const TRAIN: &[MetricDecl] = &[
         "optimizer steps over all epochs, the warm-up step not included",
     ),
     m(
+        "batch_prep_host_seconds",
+        "s",
+        "host clock around getting each batch and handing it to the device (gather or prefetch \
+         wait, staging, allocation, queuing the copy), summed over the training",
+    ),
+    m(
         "samples_per_second",
         "samples/s",
         "training samples per second over all epochs",
@@ -182,6 +188,12 @@ const TRAIN: &[MetricDecl] = &[
         "readback_seconds_per_read",
         "s",
         "readback_seconds per loss read: what one read of the loss (an `.item()`) costs (phase_timing)",
+    ),
+    m(
+        "readback_host_seconds_per_read",
+        "s",
+        "host clock around the steps' loss reads, per read: on CUDA the wait for the step's \
+         queued work that an `.item()` stalls on, shared over the step's reads",
     ),
     also_per(
         "epoch",

@@ -40,7 +40,11 @@ use std::time::Instant;
 ///   the CPU, the device's timeline on CUDA. With `prefetch > 0`, prep is only the time spent
 ///   waiting for the producer thread, i.e. the part of batch preparation that was not hidden.
 ///   Also `loss_reads` (count: loss reads back to the host, the steps' and each epoch's mean)
-///   and `readback_seconds_per_read` (s): what one `.item()`-like read costs;
+///   and `readback_seconds_per_read` (s): the readback phase per read (on CUDA an interval
+///   of the device's timeline: the copy of four bytes, not the host's wait);
+/// - `readback_host_seconds_per_read` (s): the host clock around the steps' loss reads, per
+///   read: on CUDA the first read of a step waits for the step's queued work, the stall an
+///   `.item()` puts in the pipeline, and the wait is shared out over that step's reads;
 /// - on CUDA, `sync_calls` (count: driver calls that made the host wait for the device during
 ///   the training steps: synchronizations and blocking copies), `sync_calls_per_step`, and
 ///   `query_calls` (count: polls, which never wait), from the counting forwarders
@@ -48,7 +52,11 @@ use std::time::Instant;
 /// - `alloc_seconds` (s) and `allocations` (count) per epoch as series, and over all epochs:
 ///   the batch buffers the engine allocated (a new pair per batch, or once with
 ///   `buffer_reuse`) and the host time of those calls alone, timed apart from the copies into
-///   them (what a buffer-reuse claim about allocation is judged on).
+///   them (what a buffer-reuse claim about allocation is judged on);
+/// - `batch_prep_host_seconds` (s): the host clock around getting each batch and handing it to
+///   the device (gathering, or waiting for the prefetch thread; staging and allocating; queuing
+///   the copy), summed over all epochs: the batch preparation the host spends whether or not
+///   the device is busy meanwhile, which the device-timeline phases on CUDA do not show.
 ///
 /// `seed` drives three independent streams: weight init, the per-epoch visiting order, and the
 /// device RNG (dropout masks).
@@ -100,6 +108,9 @@ where
     let mut step_calls = crate::cuda_dl::CallCounts::default();
     // Loss reads back to the host: the steps' (`loss_sync_every`) and each epoch's mean.
     let mut reads = 0usize;
+    let mut prep_host = 0.0f64;
+    // The steps' loss reads on the host's clock, and how many there were.
+    let (mut read_host, mut step_reads) = (0.0f64, 0usize);
     let mut reached: Option<(usize, f64)> = None;
     let mut best: Option<(usize, f64)> = None;
 
@@ -117,10 +128,12 @@ where
             if cancel.load(Ordering::Relaxed) {
                 return Err(TrainError::Cancelled);
             }
+            let prep_start = Instant::now();
             let batch = source.next_batch(epoch)?;
             clock.lap(Phase::Prep)?;
 
             engine.upload(dev, batch, params.buffer_reuse)?;
+            prep_host += prep_start.elapsed().as_secs_f64();
             clock.lap(Phase::HostToDevice)?;
 
             let loss_value = engine.step(dev, &mut model)?;
@@ -132,9 +145,12 @@ where
 
             let k = params.loss_sync_every;
             if k > 0 && (step + 1) % k == 0 {
+                let read_start = Instant::now();
                 for _ in 0..params.loss_reads_per_step {
                     last_read = Some(loss_value.array());
                 }
+                read_host += read_start.elapsed().as_secs_f64();
+                step_reads += params.loss_reads_per_step;
                 reads += params.loss_reads_per_step;
                 clock.lap(Phase::Readback)?;
             }
@@ -212,6 +228,10 @@ where
     rec.record("allocations", allocated.count as f64, "count");
     rec.record("samples_per_second", (n * params.epochs) as f64 / total, "samples/s");
     rec.record("train_steps", global_step as f64, "count");
+    rec.record("batch_prep_host_seconds", prep_host, "s");
+    if step_reads > 0 {
+        rec.record("readback_host_seconds_per_read", read_host / step_reads as f64, "s");
+    }
     if params.phase_timing {
         for (phase, spent) in Phase::ALL.iter().zip(clock.spent) {
             rec.record(phase.metric(), spent.as_secs_f64(), "s");

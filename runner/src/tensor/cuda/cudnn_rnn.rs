@@ -80,7 +80,7 @@ pub struct CudnnRnn {
     blocks: Vec<Block>,
     packed: Option<(Vector<Cuda>, Vector<Cuda>)>,
     /// Zeroed initial states kept per batch shape (`hidden_state = "reuse"`).
-    reused: Vec<(usize, Vector<Cuda>)>,
+    reused: Vec<(usize, Vector<Cuda>, Option<Vector<Cuda>>)>,
 }
 
 impl CudnnRnn {
@@ -223,23 +223,49 @@ impl CudnnRnn {
         Ok(())
     }
 
-    /// A zeroed `[layers, rows, hidden]` state: a new one, or the kept one zeroed in place.
-    fn zero_state(&mut self, rows: usize) -> Result<Vector<Cuda>, TrainError> {
+    /// The zeroed initial states `[layers, rows, hidden]`, `h` and (for an LSTM) `c`.
+    /// In training, `hidden_state = "per_batch"` does what the source's baseline does every
+    /// batch, `torch.zeros(...).to(device)`: zeros made on the host and copied to the device,
+    /// one copy per state; predictions get new zeroed states on the device, as `nn.LSTM`
+    /// called without a state does. `"reuse"` keeps one pair per batch shape on the device and
+    /// zeroes it in place.
+    fn zero_state(&mut self, rows: usize, train: bool) -> Result<(Vector<Cuda>, Option<Vector<Cuda>>), TrainError> {
         let len = self.shape(rows, true).state_len();
-        if self.hidden_state == HiddenState::PerBatch {
-            return Ok(self.dev.try_zeros_like(&(len,))?);
+        let lstm = self.arch.kind == ModelKind::Lstm;
+        if self.hidden_state == HiddenState::PerBatch && !train {
+            let cx = if lstm {
+                Some(self.dev.try_zeros_like(&(len,))?)
+            } else {
+                None
+            };
+            return Ok((self.dev.try_zeros_like(&(len,))?, cx));
         }
-        let at = match self.reused.iter().position(|(r, _)| *r == rows) {
+        if self.hidden_state == HiddenState::PerBatch {
+            let from_host = |dev: &Cuda| dev.try_tensor_from_vec(vec![0.0f32; len], (len,));
+            let cx = if lstm { Some(from_host(&self.dev)?) } else { None };
+            return Ok((from_host(&self.dev)?, cx));
+        }
+        let at = match self.reused.iter().position(|(r, _, _)| *r == rows) {
             Some(at) => {
-                self.reused[at].1.try_fill_with_zeros()?;
+                let (_, h, c) = &mut self.reused[at];
+                h.try_fill_with_zeros()?;
+                if let Some(c) = c {
+                    c.try_fill_with_zeros()?;
+                }
                 at
             }
             None => {
-                self.reused.push((rows, self.dev.try_zeros_like(&(len,))?));
+                let c = if lstm {
+                    Some(self.dev.try_zeros_like(&(len,))?)
+                } else {
+                    None
+                };
+                self.reused.push((rows, self.dev.try_zeros_like(&(len,))?, c));
                 self.reused.len() - 1
             }
         };
-        Ok(self.reused[at].1.clone())
+        let (_, h, c) = &self.reused[at];
+        Ok((h.clone(), c.clone()))
     }
 
     // Long because: the buffers of one forward pass, the call, and the top state's copy, in
@@ -251,11 +277,7 @@ impl CudnnRnn {
         let at = self.plan(rows, train)?;
         self.pack(model)?;
         let s = self.plans[at].shape;
-        let hx = self.zero_state(rows)?;
-        let cx = match s.kind {
-            ModelKind::Lstm => Some(self.dev.try_zeros_like(&(s.state_len(),))?),
-            _ => None,
-        };
+        let (hx, cx) = self.zero_state(rows, train)?;
         // SAFETY: written by cuDNN before it is read.
         let (mut y, mut hy, mut cy): (Vector<Cuda>, Vector<Cuda>, Vector<Cuda>) = unsafe {
             (

@@ -5,9 +5,10 @@
 //!
 //! The host waits only when it comes back to a slot whose last copy the device has not done
 //! yet, i.e. when it runs [`SLOTS`] batches ahead. `buffer_reuse` decides only where the copy
-//! lands: device tensors allocated once and overwritten (`true`), or a tensor allocated per
-//! batch (`false`, from dfdx's tensor cache once it holds a freed batch of that size, as
-//! PyTorch's caching allocator would serve it). Both copy the same bytes the same way.
+//! lands: device tensors allocated once and overwritten (`true`), or a zeroed tensor allocated
+//! per batch (`false`, from dfdx's tensor cache once it holds a freed batch of that size, as
+//! PyTorch's caching allocator would serve it, and filled with zeros first, as the source's
+//! per-batch `Tensor::zeros` is). Both copy the same bytes the same way.
 
 use super::context::{bind, stream};
 use crate::cuda_raw::{htod_async, Event, PinnedBuf};
@@ -17,7 +18,7 @@ use crate::tensor::engine::{Allocations, ReusedBuffers, Uploader};
 use crate::tensor::{Matrix, Model, TrainError};
 use cudarc::driver::sys;
 use dfdx::shapes::HasShape;
-use dfdx::tensor::Cuda;
+use dfdx::tensor::{Cuda, ZerosTensor};
 
 /// Batches in flight at most; the host waits for the oldest beyond this.
 pub const SLOTS: usize = 3;
@@ -96,16 +97,15 @@ impl Uploader<Cuda> for PinnedRing {
         let stream = self.stream;
         let allocated = &mut self.allocated;
         // The allocating calls alone are timed (host clock: what dfdx's cache or the
-        // stream-ordered pool costs the host), apart from the copies below.
-        let mut uninit = || -> Result<(Matrix<Cuda>, Matrix<Cuda>), TrainError> {
+        // stream-ordered pool costs the host, and queuing the fill), apart from the copies
+        // below. Zeroed, as the source's `Tensor::zeros(shape, device)` per batch is: an
+        // allocation and a fill kernel before the copy overwrites it.
+        let mut fresh = || -> Result<(Matrix<Cuda>, Matrix<Cuda>), TrainError> {
             allocated.time(2, || {
-                // SAFETY: `copy` below writes every element before the step reads them.
-                Ok(unsafe {
-                    (
-                        dev.try_alloc_uninit((batch.rows, input))?,
-                        dev.try_alloc_uninit((batch.rows, horizons))?,
-                    )
-                })
+                Ok((
+                    dev.try_zeros_like(&(batch.rows, input))?,
+                    dev.try_zeros_like(&(batch.rows, horizons))?,
+                ))
             })
         };
         let copy = |(x, y): &mut (Matrix<Cuda>, Matrix<Cuda>)| -> Result<(), TrainError> {
@@ -113,11 +113,11 @@ impl Uploader<Cuda> for PinnedRing {
             write(y, &slot.y, y_bytes, stream)
         };
         let pair = if reuse {
-            let pair = self.reused.pair(batch.rows, uninit)?;
+            let pair = self.reused.pair(batch.rows, fresh)?;
             copy(pair)?;
             pair.clone()
         } else {
-            let mut pair = uninit()?;
+            let mut pair = fresh()?;
             copy(&mut pair)?;
             pair
         };

@@ -134,4 +134,30 @@ fn cpu_phases_are_parts_of_the_epoch_time() {
     assert!(phases[Phase::Compute as usize] > 0.0, "{phases:?}");
     let total: f64 = phases.iter().sum();
     assert!(total <= epochs, "phases {total} s > epochs {epochs} s");
+    // The host-clock batch preparation covers the same calls as prep and h2d do on the CPU,
+    // so it is inside the epochs' time and leaves compute out.
+    let host_prep = rec
+        .single("batch_prep_host_seconds")
+        .expect("batch_prep_host_seconds recorded");
+    assert!(host_prep > 0.0 && host_prep <= epochs, "{host_prep} s of {epochs} s");
+    assert!(
+        host_prep < epochs - phases[Phase::Compute as usize] + 1e-3,
+        "host prep {host_prep} s took in compute ({phases:?} of {epochs} s)"
+    );
+    // One read per step, each timed on the host: together inside the epochs' time.
+    let per_read = rec
+        .single("readback_host_seconds_per_read")
+        .expect("per-read host time recorded");
+    let steps = rec.single("train_steps").unwrap();
+    assert!(
+        per_read >= 0.0 && per_read * steps <= epochs,
+        "{per_read} s x {steps} of {epochs} s"
+    );
+    // No step reads the loss: nothing to put a per-read figure on.
+    let quiet = TrainParams {
+        loss_sync_every: 0,
+        ..params
+    };
+    let (_, rec) = run_train(&windows, &quiet, 2);
+    assert_eq!(rec.single("readback_host_seconds_per_read"), None);
 }
