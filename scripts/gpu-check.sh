@@ -13,8 +13,10 @@
 #   --only      the checks to run, comma-separated (e.g. 3,6,C, E or G,H); checks 1 and 2 always run.
 #               A check runs the steps it reads from: 8 and D run check 7's copies, C check 6's
 #               run. Default: all
-#   --experiments  for check E, the experiments to run, comma-separated names (default: every
-#               committed experiment with a CUDA claim)
+#   --experiments [NAMES]  check E alone (unless --only says otherwise): runs the experiments
+#               named (comma-separated; default: every committed experiment with a CUDA claim)
+#               and prints a line per claim: its verdict, its interval, and the facts the
+#               trials it was judged on recorded (device, GPU, engine, precision, threads, ...)
 #   --max-time  for checks D, E and H, sets each experiment's `max_time` (e.g. 90s) in the copies
 #               the checks run, for a short lease; the report then states the budget it ran under.
 #               Default: each experiment's own
@@ -38,9 +40,11 @@ while [ $# -gt 0 ]; do
     --python) python=${2:?--python needs a value}; shift 2 ;;
     --out) out=${2:?--out needs a value}; shift 2 ;;
     --only) only=${2:?--only needs a value}; shift 2 ;;
-    --experiments) experiments=${2:?--experiments needs a value}; shift 2 ;;
+    --experiments)
+      only=${only:-E}
+      if [ $# -ge 2 ] && [[ "$2" != --* ]]; then experiments=$2; shift 2; else shift; fi ;;
     --max-time) max_time=${2:?--max-time needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -79,7 +83,7 @@ CHECKS=(
   "B|LSTM and GRU training and inference on cuDNN (rnn_engine = cudnn), samples/s against PyTorch CUDA, alternating rounds (goal >= 0.9x)"
   "C|GPU telemetry recorded during the CUDA stages"
   "D|experiments/transfers.toml on CUDA: pinned h2d at 256 MiB against PyTorch's .to(non_blocking) (goal >= 0.9x)"
-  "E|every committed experiment with a CUDA claim, device = auto, its own budget: each claim's verdict and CI, finished within 5 minutes"
+  "E|every committed experiment with a CUDA claim, device = auto, its own budget: finished within 5 minutes; a line per claim: verdict, CI and the recorded facts it was judged on"
   "F|the quickstart as an A/A run on CUDA, paired: no change or inconclusive, with its run chart and drift figures"
   "G|LSTM and GRU: check_step on CUDA against the CPU, one step from the same weights and batch: loss within 1e-5, gradients within 1e-4; the engine that trained"
   "H|experiments/hidden-state.toml and loss-sync.toml on CUDA: each claim's verdict and interval, and the engine that ran (rnn_engine)"
@@ -405,7 +409,8 @@ if want D; then
 fi
 
 # E: every committed experiment with a claim made on CUDA, as committed (device = "auto", its own
-# repetitions and budget): each claim's verdict and interval, and the run's wall time.
+# repetitions and budget): the run's wall time, then one line per claim: its verdict and
+# interval, and the facts its config's trials recorded (what the claim was judged on).
 for m in "$out"/experiments/*.toml; do
   want E || break
   grep -q 'device = "cuda"' "$m" || continue
@@ -415,7 +420,7 @@ for m in "$out"/experiments/*.toml; do
   (cd "$out" && "$bin" --database "$out/experiments.sqlite" run "$m" --results-dir "$out/results") >"$out/checkE-$name.log" 2>&1
   took=$(( $(date +%s) - start ))
   report=$(ls -t "$out"/results/"$name"/*/report.json 2>/dev/null | head -n1)
-  figure=$("$python" - "$report" "$took" <<'PY' 2>/dev/null
+  lines=$("$python" - "$report" "$took" <<'PY' 2>/dev/null
 import json, sys
 r = json.load(open(sys.argv[1]))
 took = int(sys.argv[2])
@@ -426,14 +431,20 @@ def ci(c):
       lo, hi = v.get("median_ci") or [None, None]
       return f"median {v.get('median')} {v.get('unit')} ({lo}-{hi})"
   return f"{c.get('speedup') or 0:.3f}x ({lo or 0:.3f}x-{hi or 0:.3f}x)" if lo else "no interval"
-claims = "; ".join(f"\"{c['claim']}\" on {c['config']}: {c['verdict']}, {ci(c)}" for c in r["claims"])
+facts = {f["config"]: f.get("agreed", {}) for f in r.get("facts", [])}
 seq = (r.get("method") or {}).get("sequential") or {}
 ok = r["status"] == "finished" and took <= 330
-print(("PASS" if ok else "FAIL") + f" {took} s, {seq.get('blocks', '?')} blocks ({seq.get('stop', 'fixed')}); {claims}")
+status = "PASS" if ok else "FAIL"
+print(f"{status} {took} s, {seq.get('blocks', '?')} blocks ({seq.get('stop', 'fixed')}), {len(r['claims'])} claim(s)")
+for c in r["claims"]:
+    ran = ", ".join(f"{k}={v}" for k, v in sorted(facts.get(c["config"], {}).items())) or "no facts recorded"
+    print(f"{status} \"{c['claim']}\" on {c['config']}: {c['verdict']}, {ci(c)}; judged on {ran}")
 PY
 )
-  if [ -n "$figure" ]; then
-    result E "${figure%% *}" "$name: ${figure#* }"
+  if [ -n "$lines" ]; then
+    while IFS= read -r line; do
+      result E "${line%% *}" "$name: ${line#* }"
+    done <<<"$lines"
   else
     result E FAIL "$name: no report after ${took} s (see $out/checkE-$name.log)"
   fi
