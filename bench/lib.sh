@@ -31,7 +31,10 @@ built() {
   local profile=release flags=(--release)
   if [ "$smoke" = 1 ]; then
     profile=debug
-    flags=()
+    # With the test targets, so that dependencies get the features `cargo test` gave them
+    # (dev-dependencies included) and what it built is reused: without them cargo resolves
+    # other features and compiles much of the dependency tree again.
+    flags=(--tests)
   fi
   (cd "$bench_root" && cargo build -q --locked "${flags[@]}" -p measured "$@") >&2
   echo "${CARGO_TARGET_DIR:-$bench_root/target}/$profile/$name"
