@@ -9,11 +9,13 @@
 # fail rather than skip when it cannot start. Then scripts/cuda-smoke.sh builds the CUDA binary
 # (the toolkit wheels are cached in .cuda/) and smoke-tests it without a GPU. Extra arguments go
 # to `cargo test`.
-# Lint gates: `cargo fmt --check`, and clippy with `-D warnings` (the workspace denies
-# `undocumented_unsafe_blocks`) on the CPU build after the tests and on the CUDA build after
-# the smoke, each in the target folder the build before it filled. After the CPU lints,
-# bench/smoke.sh runs every benchmark script in smoke mode. Every step runs; the script fails
-# when any of them failed.
+# Lint gates: `cargo fmt --check`, and Clippy with `-D warnings` (the workspace denies
+# `undocumented_unsafe_blocks`). Clippy runs inside the builds: every cargo command here
+# compiles the workspace's crates with clippy-driver (scripts/lint-rustc.sh), so the test build
+# is the CPU lint pass, and a build of every CUDA target after the smoke is the CUDA one;
+# the dependencies are compiled once instead of checked again by `cargo clippy`. After the
+# tests, bench/smoke.sh runs every benchmark script in smoke mode. Every step runs (the tests
+# only when their build passed); the script fails when any of them failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fmt_status=0
@@ -39,12 +41,19 @@ mark=0
 took() { timings+="$1 $((SECONDS - mark)) s, "; mark=$SECONDS; }
 took setup
 set +e
-cargo test --workspace --locked "$@" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-took tests
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# A lint is a build error from here on (scripts/lint-rustc.sh).
+export RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/lint-rustc.sh"
+cargo test --workspace --locked --no-run "$@"
 clippy_status=$?
-took clippy
+took "build and lints"
+if [ "$clippy_status" -eq 0 ]; then
+  cargo test --workspace --locked "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+else
+  echo "tests: not run: the build or its lints failed" | tee "$log"
+  status=$clippy_status
+fi
+took tests
 # Every benchmark script in smoke mode (tiny sizes, one round, the debug build just tested,
 # the Postgres above, only the peers already installed), so none breaks unnoticed.
 bash bench/smoke.sh
@@ -55,10 +64,11 @@ took "bench smoke"
 bash scripts/cuda-smoke.sh
 cuda_status=$?
 took "cuda smoke"
-# The CUDA build's lints, in the target folder and with the features the smoke just built.
-bash scripts/build-cuda.sh --target-dir "$PWD/target" -- clippy --all-targets --locked --features cuda -p measured -- -D warnings
+# The CUDA build's lints: every target built with the features the smoke just built, in its
+# target folder (a `cargo clippy` would check every dependency again).
+bash scripts/build-cuda.sh --target-dir "$PWD/target" -- test --no-run --all-targets --locked --features cuda -p measured
 cuda_clippy_status=$?
-took "clippy --features cuda"
+took "lints --features cuda"
 set -e
 # One closing line over every test binary (cargo's own last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
@@ -71,7 +81,7 @@ if [ "$cuda_status" -ne 0 ]; then
 else
   echo "cuda smoke: ok"
 fi
-for gate in "fmt:$fmt_status" "clippy:$clippy_status" "bench smoke:$bench_status" "clippy --features cuda:$cuda_clippy_status"; do
+for gate in "fmt:$fmt_status" "build and lints:$clippy_status" "bench smoke:$bench_status" "lints --features cuda:$cuda_clippy_status"; do
   if [ "${gate##*:}" -ne 0 ]; then
     echo "${gate%:*}: FAILED (exit ${gate##*:})"
     [ "$status" -ne 0 ] || status=${gate##*:}
