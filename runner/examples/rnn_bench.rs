@@ -163,12 +163,7 @@ fn main() {
             *engine.lock().unwrap() = e.clone();
         }
         if mode == "train" {
-            let whole = |name: &str| {
-                rec.metrics()
-                    .iter()
-                    .find(|m| m.name == name && m.step.is_none())
-                    .map(|m| m.value)
-            };
+            let whole = |name: &str| whole(&rec, name);
             // Where a step's time goes (device-timeline intervals on CUDA, see
             // docs/gpu-methodology.md), per step, for the run's log.
             let steps = whole("train_steps").unwrap_or(1.0).max(1.0);
@@ -196,12 +191,7 @@ fn main() {
         if let Some(e) = vrec.facts().get("rnn_engine") {
             *engine.lock().unwrap() = e.clone();
         }
-        let seconds = vrec
-            .metrics()
-            .iter()
-            .find(|m| m.name == "batch_loop_seconds")
-            .map(|m| m.value)
-            .expect("batch_loop_seconds is recorded");
+        let seconds = whole(&vrec, "batch_loop_seconds").expect("batch_loop_seconds is recorded");
         windows.valid.len() as f64 / seconds
     };
     run(0); // warm-up, not counted
@@ -213,4 +203,12 @@ fn main() {
         median(&rates),
         engine.lock().unwrap()
     );
+}
+
+/// A stage's whole-run value of metric `name` (not one of its per-epoch or per-step values).
+fn whole(rec: &Recorder, name: &str) -> Option<f64> {
+    rec.metrics()
+        .iter()
+        .find(|m| m.name == name && m.step.is_none())
+        .map(|m| m.value)
 }

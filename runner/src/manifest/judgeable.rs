@@ -1,7 +1,8 @@
 //! Claims no run of a manifest can judge, found before anything runs (`measured check`): a
 //! claim made on CUDA whose configs keep a model or transfer stage on the CPU, a claim made at
-//! parameter values (`requires.params`) no config of its variant has, or one about a change or
-//! a measurement the experiment does not make. Such a claim reports *not reproduced here* or
+//! parameter values (`requires.params`) no config of its variant has, one about a change or a
+//! measurement the experiment does not make, or a value stated for hardware no machine can be
+//! matched to (`made_on` without a GPU). Such a claim reports *not reproduced here* or
 //! *not this experiment's claim* on every machine; `check` says so at the claim's line, with
 //! what is missing. Warnings, not errors: the experiment still measures what it measures.
 
@@ -61,6 +62,18 @@ fn never_judged(exp: &Experiment, claim: &ClaimDef) -> Option<(String, String)> 
                 claim.change, claim.variant
             ),
             "judge it with an experiment whose variant makes that change, or remove it".to_owned(),
+        ));
+    }
+    if let Some(on) = claim.made_on.as_ref().filter(|on| on.gpu.is_none()) {
+        return Some((
+            format!(
+                "its figure was stated for {}, and `made_on` names no GPU a machine could be matched to, so every run \
+                 reports its value as context",
+                on.hardware
+            ),
+            "name the GPU in `made_on.gpu` where the source does; where it does not, the figure can be measured \
+             but not judged"
+                .to_owned(),
         ));
     }
     let configs: Vec<&Config> = exp.configs.iter().filter(|c| c.variant == claim.variant).collect();

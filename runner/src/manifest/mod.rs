@@ -167,6 +167,10 @@ pub struct ClaimDef {
     pub untestable: Option<String>,
     /// What the claim was made under; a run that does not meet it cannot judge it.
     pub requires: crate::stats::ClaimConditions,
+    /// Where the experiment deliberately measures differently from the source, in words.
+    pub differs: Option<String>,
+    /// A value claim's hardware: judged only there.
+    pub made_on: Option<crate::stats::MadeOn>,
 }
 
 impl Experiment {

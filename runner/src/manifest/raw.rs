@@ -325,6 +325,29 @@ pub(crate) struct RawClaim {
     /// What the claim was made under; a run that does not meet it reports "not reproduced
     /// here" instead of judging the claim.
     pub requires: Option<RawRequires>,
+    /// Where this experiment deliberately measures differently from the source, in words:
+    /// printed beside the verdict.
+    pub differs: Option<String>,
+    /// For a value claim: the hardware its figure was stated for. Judged only there; elsewhere
+    /// the measurement is context, scaled to the claim's link where `link_gbps` is given.
+    pub made_on: Option<RawMadeOn>,
+}
+
+/// `made_on = { hardware = "a V100 on a PCIe 3.0 x16 link", gpu = "V100", link_gbps = 15.75,
+/// link_metric = "copy.link_theoretical_gbps" }`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "MadeOn")]
+pub(crate) struct RawMadeOn {
+    /// The hardware in words, as the source states it.
+    #[schemars(required)]
+    pub hardware: Option<String>,
+    /// A part of the GPU's name that identifies it (`"V100"`); leave it out where the source
+    /// names no GPU: no machine is then that hardware.
+    pub gpu: Option<String>,
+    /// The claim's link rate, GB/s per direction; with `link_metric`, a time is scaled to it.
+    pub link_gbps: Option<f64>,
+    /// The metric in GB/s that gives this run's rate of the same link.
+    pub link_metric: Option<String>,
 }
 
 /// Where a claim is made: a document in `sources/` next to the manifest and a section of it.
@@ -352,4 +375,17 @@ pub(crate) struct RawRequires {
     #[serde(default)]
     #[schemars(with = "std::collections::BTreeMap<String, serde_json::Value>")]
     pub params: IndexMap<String, toml::Value>,
+    /// A condition on the workload: `metric` below `below`, medians of the baseline's trials
+    /// (`{ metric = "train.batch_prep_host_seconds", below = "train.compute_seconds" }`).
+    pub holds: Option<RawHolds>,
+}
+
+/// `holds = { metric = "<stage>.<metric>", below = "<stage>.<metric>" }`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "MetricBelow")]
+pub(crate) struct RawHolds {
+    /// The metric that must be smaller (a sum with ` + ` allowed).
+    pub metric: String,
+    /// The metric it must be smaller than.
+    pub below: String,
 }

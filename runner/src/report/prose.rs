@@ -224,13 +224,19 @@ pub(crate) fn no_comparison_reason(variant: &str, style: Style) -> String {
     format!("variant {} has no comparison in this run", style.code(variant))
 }
 
-/// A claim's reason in `style` (the stored reason is plain text).
+/// A claim's reason in `style` (the stored reason is plain text), and where the experiment
+/// deliberately differs from the source, that too.
 pub(crate) fn claim_reason(row: &ClaimRow, style: Style) -> String {
-    match row.against {
+    let reason = match row.against {
         None if row.verdict == ClaimVerdict::Untestable && row.quote.is_none() => {
             no_comparison_reason(&row.config, style)
         }
         _ => row.reason.clone(),
+    };
+    match &row.differs {
+        Some(how) if reason.is_empty() => format!("Unlike the source: {how}"),
+        Some(how) => format!("{}. Unlike the source: {how}", reason.trim_end_matches('.')),
+        None => reason,
     }
 }
 

@@ -24,11 +24,46 @@ pub struct ClaimConditions {
     /// size the claim was made at). Other configs of the variant are shown as context only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub params: Vec<(String, serde_json::Value)>,
+    /// A condition on the workload, as two measured metrics: the claim holds only where one is
+    /// below the other ("if prefetch time < GPU compute time"). Judged on the medians of the
+    /// baseline it is compared with, where nothing the variant changes hides either of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holds: Option<MetricBelow>,
+}
+
+/// `metric < below`, both `<stage>.<metric>` (or sums of them), of the baseline's trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricBelow {
+    pub metric: String,
+    pub below: String,
+}
+
+impl MetricBelow {
+    /// `train.batch_prep_host_seconds < train.compute_seconds`.
+    pub fn describe(&self) -> String {
+        format!("{} < {}", self.metric, self.below)
+    }
+}
+
+/// The baseline a claim's candidate is compared with, as [`MetricBelow`] reads it: its config's
+/// name and the median of a metric over its successful trials, with that median as a report
+/// shows it (`0.412 s`). `None` where no trial recorded the metric.
+pub struct Measured<'a> {
+    pub config: &'a str,
+    pub median: &'a dyn Fn(&str) -> Option<(f64, String)>,
+}
+
+impl std::fmt::Debug for Measured<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Measured")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClaimConditions {
     pub fn is_empty(&self) -> bool {
-        self.device.is_none() && self.min_cores.is_none() && self.params.is_empty()
+        self.device.is_none() && self.min_cores.is_none() && self.params.is_empty() && self.holds.is_none()
     }
 
     /// What a config must have for the claim to be judged at it, in words:
@@ -60,6 +95,9 @@ impl ClaimConditions {
         for (path, v) in &self.params {
             parts.push(format!("{path} = {}", show(v)));
         }
+        if let Some(h) = &self.holds {
+            parts.push(h.describe());
+        }
         parts.join(", ")
     }
 }
@@ -80,6 +118,9 @@ pub struct Ran<'a> {
     /// is judged on what they recorded, and a stage that recorded nothing (a run stored before
     /// facts) cannot meet one.
     pub device_stages: &'a [String],
+    /// The baseline the config is compared with, for a [`MetricBelow`] condition; `None` where
+    /// there is none (a value claim is judged on its own config, passed here).
+    pub baseline: Option<&'a Measured<'a>>,
 }
 
 /// Why a run cannot judge a claim, or `None` when it can. `env` holds the run's machine
@@ -104,6 +145,9 @@ pub fn unmet(conditions: &ClaimConditions, env: &BTreeMap<String, String>, ran: 
     }
     missing.extend(params_unmet_ran(conditions, ran));
     missing.extend(requested_unmet(ran));
+    if let Some(h) = &conditions.holds {
+        missing.extend(holds_unmet(h, ran.baseline));
+    }
     // A claim about N threads or workers is not about a config that asks for more of them than
     // the machine has: the extra ones only time-share cores.
     if let Some(have) = cores {
@@ -126,6 +170,24 @@ pub fn unmet(conditions: &ClaimConditions, env: &BTreeMap<String, String>, ran: 
             missing.join(", ")
         )
     })
+}
+
+/// Why `h` does not hold on what the baseline measured: both medians when it is not below, or
+/// the metric no trial recorded. `None` when it holds.
+fn holds_unmet(h: &MetricBelow, baseline: Option<&Measured<'_>>) -> Option<String> {
+    let Some(base) = baseline else {
+        return Some(format!("no baseline to measure {} on", h.describe()));
+    };
+    let (a, b) = ((base.median)(&h.metric), (base.median)(&h.below));
+    match (a, b) {
+        (Some((a, _)), Some((b, _))) if a < b => None,
+        (Some((_, a)), Some((_, b))) => Some(format!(
+            "{} = {a}, not below {} = {b} (medians in `{}`)",
+            h.metric, h.below, base.config
+        )),
+        (None, _) => Some(format!("no {} recorded in `{}`", h.metric, base.config)),
+        (_, None) => Some(format!("no {} recorded in `{}`", h.below, base.config)),
+    }
 }
 
 /// The stages that did not run on `want` (`cuda` or `cpu`), as their facts say.
@@ -341,257 +403,5 @@ fn show(v: &serde_json::Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn env(cores: &str, gpu: &str) -> BTreeMap<String, String> {
-        [("cores", cores), ("gpu", gpu)]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect()
-    }
-
-    fn params(v: serde_json::Value) -> indexmap::IndexMap<String, serde_json::Value> {
-        serde_json::from_value(v).unwrap()
-    }
-
-    /// Facts as trials recorded them: `("train.device", "cpu")`, a key given twice where
-    /// trials differed.
-    fn facts(pairs: &[(&str, &str)]) -> RanFacts {
-        let mut out = RanFacts::new();
-        for (k, v) in pairs {
-            out.entry((*k).to_owned()).or_default().insert((*v).to_owned());
-        }
-        out
-    }
-
-    /// `unmet` of a config with these parameters and recorded facts; `train` is its stage that
-    /// records a device.
-    fn judge(
-        c: &ClaimConditions,
-        env: &BTreeMap<String, String>,
-        p: serde_json::Value,
-        f: &[(&str, &str)],
-    ) -> Option<String> {
-        let (p, f) = (params(p), facts(f));
-        let stages = ["train".to_owned()];
-        let device_stages: &[String] = if f.keys().any(|k| k.starts_with("train.")) || p.contains_key("train") {
-            &stages
-        } else {
-            &[]
-        };
-        unmet(
-            c,
-            env,
-            Ran {
-                params: &p,
-                facts: &f,
-                device_stages,
-            },
-        )
-    }
-
-    fn cuda() -> ClaimConditions {
-        ClaimConditions {
-            device: Some("cuda".into()),
-            ..Default::default()
-        }
-    }
-
-    const H200: &str = "NVIDIA H200, 570";
-
-    #[test]
-    fn a_cuda_claim_on_a_cpu_build_is_not_reproduced() {
-        let why = judge(&cuda(), &env("2", "none (CPU build)"), json!({}), &[]).unwrap();
-        assert_eq!(
-            why,
-            "not reproduced here: the claim is for a CUDA device; this run had no CUDA device (none (CPU build))"
-        );
-    }
-
-    /// The machine has a GPU, but the trials say `train` ran on the CPU (its default, with no
-    /// `device` in the manifest): not reproduced, naming the stage. The manifest's text is not
-    /// read: a config that wrote `device = "cpu"` but whose trials ran on CUDA is judged.
-    #[test]
-    fn a_cuda_claim_is_judged_on_the_device_the_stage_ran_on() {
-        let why = judge(
-            &cuda(),
-            &env("16", H200),
-            json!({"train": {}}),
-            &[("train.device", "cpu")],
-        )
-        .unwrap();
-        assert_eq!(
-            why,
-            "not reproduced here: the claim is for a CUDA device; this run had stage `train` ran on the CPU"
-        );
-        let ran_cuda = [("train.device", "cuda"), ("train.gpu", "NVIDIA H200")];
-        assert_eq!(judge(&cuda(), &env("16", H200), json!({"train": {}}), &ran_cuda), None);
-        // A run stored before facts: what `train` ran on is unknown, so the claim is not judged.
-        let why = judge(&cuda(), &env("16", H200), json!({"train": {}}), &[]).unwrap();
-        assert!(
-            why.ends_with("stage `train` recorded no device (a run stored before facts)"),
-            "{why}"
-        );
-        // Some trials on the CPU are enough to leave the claim unjudged.
-        let mixed = [("train.device", "cuda"), ("train.device", "cpu")];
-        let why = judge(&cuda(), &env("16", H200), json!({"train": {}}), &mixed).unwrap();
-        assert!(why.ends_with("stage `train` ran on the CPU"), "{why}");
-    }
-
-    #[test]
-    fn a_cpu_claim_is_not_reproduced_by_a_stage_that_ran_on_cuda() {
-        let c = ClaimConditions {
-            device: Some("cpu".into()),
-            ..Default::default()
-        };
-        let ran = [("train.device", "cuda"), ("train.gpu", "NVIDIA H200")];
-        let why = judge(&c, &env("16", H200), json!({"train": {"device": "auto"}}), &ran).unwrap();
-        assert_eq!(
-            why,
-            "not reproduced here: the claim is for device cpu; this run had stage `train` ran on CUDA (NVIDIA H200)"
-        );
-        assert_eq!(
-            judge(&c, &env("16", H200), json!({"train": {}}), &[("train.device", "cpu")]),
-            None
-        );
-    }
-
-    /// f16 asked for, f32 recorded (a fallback, or a build without it): the claim about f16 is
-    /// not reproduced, whether the precision is the claim's condition or the config's request.
-    #[test]
-    fn f16_asked_for_and_f32_run_is_not_reproduced() {
-        let ran = [("train.device", "cuda"), ("train.precision", "f32")];
-        let asked = json!({"train": {"precision": "f16"}});
-        let why = judge(&cuda(), &env("16", H200), asked.clone(), &ran).unwrap();
-        assert_eq!(
-            why,
-            "not reproduced here: the claim is for a CUDA device; this run had stage `train` ran precision = f32 \
-             (f16 asked for)"
-        );
-        let f16 = ClaimConditions {
-            params: vec![("stages.train.precision".into(), json!("f16"))],
-            ..cuda()
-        };
-        let why = judge(&f16, &env("16", H200), asked, &ran).unwrap();
-        assert!(why.contains("stages.train.precision = f32 (as it ran)"), "{why}");
-        let ran16 = [("train.device", "cuda"), ("train.precision", "f16")];
-        assert_eq!(
-            judge(&f16, &env("16", H200), json!({"train": {"precision": "f16"}}), &ran16),
-            None
-        );
-        // One width for every layer of an RNN is recorded per layer.
-        let rnn = [("train.device", "cuda"), ("train.hidden", "64,64")];
-        assert_eq!(
-            judge(&cuda(), &env("16", H200), json!({"train": {"hidden": 64}}), &rnn),
-            None
-        );
-        let why = judge(&cuda(), &env("16", H200), json!({"train": {"hidden": 32}}), &rnn).unwrap();
-        assert!(
-            why.ends_with("stage `train` ran hidden = 64,64 (32 asked for)"),
-            "{why}"
-        );
-        // `auto` and lists compare as the stage records them.
-        let sized = json!({"train": {"device": "auto", "hidden": [64, 32]}});
-        let ran = [("train.device", "cuda"), ("train.hidden", "64,32")];
-        assert_eq!(judge(&cuda(), &env("16", H200), sized, &ran), None);
-    }
-
-    /// A claim made on 8 cores is judged at 8 threads: a run of 16 threads on a 16-core machine
-    /// measured something else, and so did one whose config asked for 8 but whose stage
-    /// recorded 16.
-    #[test]
-    fn sixteen_threads_do_not_reproduce_a_claim_made_on_eight_cores() {
-        let c = ClaimConditions {
-            device: Some("cpu".into()),
-            min_cores: Some(8),
-            ..Default::default()
-        };
-        let why = judge(
-            &c,
-            &env("16", "none (CPU build)"),
-            json!({"features": {}}),
-            &[("features.threads", "16")],
-        )
-        .unwrap();
-        assert_eq!(
-            why,
-            "not reproduced here: the claim is for device cpu, 8 cores or more; this run had stages.features.threads = 16"
-        );
-        let asked8 = json!({"features": {"threads": 8}});
-        let why = judge(
-            &c,
-            &env("16", "none (CPU build)"),
-            asked8.clone(),
-            &[("features.threads", "16")],
-        )
-        .unwrap();
-        assert!(why.contains("stage `features` ran threads = 16 (8 asked for)"), "{why}");
-        assert_eq!(
-            judge(
-                &c,
-                &env("16", "none (CPU build)"),
-                asked8.clone(),
-                &[("features.threads", "8")]
-            ),
-            None
-        );
-        // 8 threads on 2 cores time-share them.
-        let why = judge(&c, &env("2", "none (CPU build)"), asked8, &[("features.threads", "8")]).unwrap();
-        assert!(
-            why.ends_with("2 cores, stages.features.threads = 8 on 2 cores (oversubscribed)"),
-            "{why}"
-        );
-    }
-
-    #[test]
-    fn a_thirty_worker_claim_on_two_cores_is_not_reproduced() {
-        let c = ClaimConditions {
-            device: Some("cuda".into()),
-            min_cores: Some(30),
-            ..Default::default()
-        };
-        let why = judge(&c, &env("2", "none (CPU build)"), json!({}), &[]).unwrap();
-        assert_eq!(
-            why,
-            "not reproduced here: the claim is for a CUDA device, 30 cores or more; this run had no CUDA \
-             device (none (CPU build)), 2 cores"
-        );
-    }
-
-    /// The request side: which configs of a variant a claim is about, before anything ran.
-    #[test]
-    fn a_claim_made_on_eight_cores_is_about_configs_of_eight_threads() {
-        let c = ClaimConditions {
-            device: Some("cpu".into()),
-            min_cores: Some(8),
-            ..Default::default()
-        };
-        let at = |n: u64| params(json!({"features": {"threads": n, "parallel": true}}));
-        assert_eq!(params_unmet(&c, &at(2)), ["2 threads"]);
-        assert_eq!(params_unmet(&c, &at(16)), ["16 threads"]);
-        assert!(params_unmet(&c, &at(8)).is_empty());
-        assert_eq!(config_threads(&at(8)), Some(8));
-        // A config that names no thread count is bound by the machine alone.
-        assert!(params_unmet(&c, &params(json!({"train": {}}))).is_empty());
-    }
-
-    #[test]
-    fn met_conditions_leave_the_claim_to_be_judged() {
-        let c = ClaimConditions {
-            min_cores: Some(2),
-            params: vec![("stages.load.symbols".into(), json!({"first": 500}))],
-            ..Default::default()
-        };
-        let p = json!({"load": {"symbols": {"first": 500.0}}});
-        assert_eq!(judge(&c, &env("2", "none (CPU build)"), p, &[]), None);
-        let small = json!({"load": {"symbols": {"first": 10}}});
-        let why = judge(&c, &env("2", "none (CPU build)"), small, &[]).unwrap();
-        assert_eq!(
-            why,
-            "not reproduced here: the claim is for 2 cores or more, stages.load.symbols = { first = 500 }; \
-             this run had stages.load.symbols = { first = 10 }"
-        );
-    }
-}
+#[path = "tests/conditions.rs"]
+mod tests;

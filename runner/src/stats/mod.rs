@@ -96,6 +96,7 @@ mod conditions;
 mod dist;
 mod drift;
 mod guard;
+mod hardware;
 mod paired;
 mod rank;
 mod resolution;
@@ -115,10 +116,13 @@ pub use compare::{
     compare, compare_at, compare_paired, compare_paired_at, compare_run_levels, family_error, percent_level,
     question_error, Comparison, Design, ASSUMED_RUN_SPREAD, DETECTABLE_POWER, INTERVAL_ERROR,
 };
-pub use conditions::{params_unmet, thread_counts, unmet, ClaimConditions, Ran, RanFacts, PARALLELISM_PARAMS};
+pub use conditions::{
+    params_unmet, thread_counts, unmet, ClaimConditions, Measured, MetricBelow, Ran, RanFacts, PARALLELISM_PARAMS,
+};
 pub(crate) use dist::student_t_quantile;
 pub use drift::{stability, Stability, JITTER_CV, MIN_DRIFT_TRIALS, MIN_STABILITY_TRIALS};
 pub use guard::{guard, guard_paired, GuardResult, GuardVerdict, Tolerance, ToleranceParseError};
+pub use hardware::MadeOn;
 pub use paired::{hodges_lehmann, min_values_for_interval, walsh_interval};
 pub use rank::{benjamini_hochberg, mann_whitney_u, min_attainable_p, wilcoxon_signed_rank};
 pub use resolution::{resolution, Resolution};

@@ -78,6 +78,12 @@ pub struct ClaimSpec {
     /// Why the experiment cannot test the claim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untestable: Option<String>,
+    /// Where the experiment deliberately measures differently from the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differs: Option<String>,
+    /// A value claim's hardware: judged only there, context elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made_on: Option<crate::stats::MadeOn>,
 }
 
 impl ClaimSpec {
@@ -282,6 +288,8 @@ impl StoredSpec {
                                 variant_change: cl.variant_change.clone(),
                                 source_metric: cl.source_metric.clone(),
                                 untestable: cl.untestable.clone(),
+                                differs: cl.differs.clone(),
+                                made_on: cl.made_on.clone(),
                             })
                     })
                     .collect(),
@@ -447,6 +455,8 @@ fn lenient(run: &str, text: &str, smoke: bool, seed: u64, trials: &[TrialRecord]
                     .map(str::to_owned),
                 source_metric: get("source_metric").map(str::to_owned),
                 untestable: get("untestable").map(str::to_owned),
+                differs: get("differs").map(str::to_owned),
+                made_on: None,
             }),
             _ => notes.push(format!(
                 "A claim ({}) could not be read by this version and is not judged.",

@@ -273,14 +273,19 @@ fn check_names_the_first_look_that_can_decide() {
 }
 
 /// A claim no run of the manifest can judge (made on CUDA while its stage stays on the CPU, or
-/// about what the source measured and this does not) is flagged at its line, with what is
+/// about what the source measured and this does not, or a value stated for a GPU the source does
+/// not name) is flagged at its line, with what is
 /// missing; the manifest is still valid.
 #[test]
 fn check_flags_claims_no_run_can_judge() {
     let o = run(bin().arg("check").arg(fixture("unjudgeable/claims.toml")));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let stderr = String::from_utf8_lossy(&o.stderr).replace(&fixture("").display().to_string(), "fixtures/");
-    assert_eq!(stderr.matches(": warning: claim ").count(), 2, "{stderr}");
+    assert_eq!(stderr.matches(": warning: claim ").count(), 3, "{stderr}");
+    assert!(
+        stderr.contains("names no GPU a machine could be matched to"),
+        "{stderr}"
+    );
     assert!(stderr.contains("stage `copy` on the CPU"), "{stderr}");
     insta::assert_snapshot!("unjudgeable_claims", stderr.trim());
 }

@@ -135,6 +135,7 @@ impl Validator {
             ("change", Some(change)),
             ("untestable", c.untestable.as_ref()),
             ("source_metric", c.source_metric.as_ref()),
+            ("differs", c.differs.as_ref()),
         ] {
             if text.is_some_and(|t| t.trim().is_empty()) {
                 let span = self.value_span(&["compare", "claims", idx, key]);
@@ -145,6 +146,7 @@ impl Validator {
             }
         }
         let requires = self.claim_conditions(c.requires.as_ref(), idx, stages);
+        let made_on = self.made_on(c.made_on.as_ref(), idx, c.value.is_some(), stages);
         if !crate::paths::is_valid_name(document) {
             let span = self.value_span(&["compare", "claims", idx, "source", "document"]);
             self.err(
@@ -180,6 +182,8 @@ impl Validator {
             source_metric: c.source_metric.clone(),
             untestable: c.untestable.clone(),
             requires,
+            differs: c.differs.clone(),
+            made_on,
         })
     }
 
@@ -234,10 +238,35 @@ impl Validator {
                 ));
             }
         }
+        let holds = raw.holds.as_ref().and_then(|h| {
+            let at = |key: &'static str| ["compare", "claims", idx, "requires", "holds", key];
+            let known = self.metric_ref(&h.metric, &at("metric"), stages);
+            let known = self.metric_ref(&h.below, &at("below"), stages) && known;
+            let units = (metric_unit(&h.metric, stages), metric_unit(&h.below, stages));
+            if let (true, (Some(a), Some(b))) = (known, units) {
+                if a != b {
+                    let span = self.value_span(&at("below"));
+                    self.err(
+                        ManifestError::new(
+                            format!("`holds` compares `{}` ({a}) with `{}` ({b})", h.metric, h.below),
+                            span,
+                        )
+                        .label("another unit")
+                        .hint("compare two metrics of one unit, e.g. two times in seconds"),
+                    );
+                    return None;
+                }
+            }
+            known.then(|| crate::stats::MetricBelow {
+                metric: h.metric.clone(),
+                below: h.below.clone(),
+            })
+        });
         crate::stats::ClaimConditions {
             device: raw.device.clone(),
             min_cores: raw.min_cores,
             params,
+            holds,
         }
     }
 

@@ -288,6 +288,78 @@ impl Validator {
     /// none is N, no run anywhere could judge it. Claims this experiment does not
     /// judge whatever it measures (untestable, another change or measurement) ask nothing of
     /// the configs. Run once the claims are valid, so each claim's index is its entry's.
+    /// A claim's `made_on`: for a value claim only, with its hardware in words, and a link
+    /// rate that comes with the metric giving this run's rate (in GB/s), or neither.
+    pub(super) fn made_on(
+        &mut self,
+        raw: Option<&crate::manifest::raw::RawMadeOn>,
+        idx: &str,
+        is_value: bool,
+        stages: &[StageDef],
+    ) -> Option<crate::stats::MadeOn> {
+        let raw = raw?;
+        let at = |key: &'static str| ["compare", "claims", idx, "made_on", key];
+        let mut ok = true;
+        if !is_value {
+            let span = self.value_span(&["compare", "claims", idx, "made_on"]);
+            self.err(
+                ManifestError::new("`made_on` is for a value claim", span)
+                    .label("a speedup claim")
+                    .hint("a speedup is a ratio on one machine; state `requires` for the conditions it was made under"),
+            );
+            ok = false;
+        }
+        let hardware = raw.hardware.as_deref().map(str::trim).unwrap_or_default();
+        if hardware.is_empty() {
+            let span = self.value_span(&["compare", "claims", idx, "made_on"]);
+            self.err(
+                ManifestError::new("`made_on` does not say the hardware in words", span)
+                    .hint("add hardware = \"...\" as the source states it, e.g. \"a V100 on a PCIe 3.0 x16 link\""),
+            );
+            ok = false;
+        }
+        if let Some(rate) = raw.link_gbps.filter(|r| !(r.is_finite() && *r > 0.0)) {
+            let span = self.value_span(&at("link_gbps"));
+            self.err(ManifestError::new(
+                format!("link rate {rate} GB/s is not a positive number"),
+                span,
+            ));
+            ok = false;
+        }
+        match (&raw.link_gbps, &raw.link_metric) {
+            (Some(_), Some(metric)) => {
+                if self.metric_ref(metric, &at("link_metric"), stages) && metric_unit(metric, stages) != Some("GB/s") {
+                    let span = self.value_span(&at("link_metric"));
+                    self.err(
+                        ManifestError::new(format!("`{metric}` is not a rate in GB/s"), span)
+                            .hint("name the metric that gives this run's link rate, e.g. copy.link_theoretical_gbps"),
+                    );
+                    ok = false;
+                }
+            }
+            (None, None) => {}
+            (have, _) => {
+                let (key, missing) = if have.is_some() {
+                    ("link_gbps", "link_metric")
+                } else {
+                    ("link_metric", "link_gbps")
+                };
+                let span = self.value_span(&at(key));
+                self.err(
+                    ManifestError::new(format!("`{key}` without `{missing}`"), span)
+                        .hint("give both: the claim's link rate and the metric of this run's, to scale a time by"),
+                );
+                ok = false;
+            }
+        }
+        ok.then(|| crate::stats::MadeOn {
+            hardware: hardware.to_owned(),
+            gpu: raw.gpu.clone().filter(|g| !g.trim().is_empty()),
+            link_gbps: raw.link_gbps,
+            link_metric: raw.link_metric.clone(),
+        })
+    }
+
     pub(super) fn claims_reach_their_cores(&mut self, compare: &CompareDef, configs: &[Config], stages: &[StageDef]) {
         for (i, c) in compare.claims.iter().enumerate() {
             let Some(need) = c.requires.min_cores else { continue };

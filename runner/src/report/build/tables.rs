@@ -169,13 +169,25 @@ fn not_judged_at(
     run: &RunData,
     spec: &crate::store::spec::ClaimSpec,
     cand: &ConfigData,
+    base: &ConfigData,
 ) -> Option<(ClaimVerdict, String)> {
     spec.not_judged().or_else(|| {
         let (facts, device_stages) = ran_facts(cand);
+        let median = |metric: &str| {
+            let s = metric_samples(base, metric);
+            let m = median(&s.values);
+            m.is_finite()
+                .then(|| (m, crate::report::format::value(m, s.unit.as_deref().unwrap_or(""))))
+        };
+        let baseline = crate::stats::Measured {
+            config: &base.name,
+            median: &median,
+        };
         let ran = crate::stats::Ran {
             params: &cand.params,
             facts: &facts,
             device_stages: &device_stages,
+            baseline: Some(&baseline),
         };
         crate::stats::unmet(&spec.requires, &run.environment, ran).map(|why| (ClaimVerdict::NotReproduced, why))
     })
@@ -219,8 +231,15 @@ fn value_claim_row(
         _ => bootstrap_median_ci(&s.values, settings.resamples, settings.seed),
     };
     let mut e = assess_value(&spec.claim, m, ci, s.values.len(), run.compare.band);
-    if let Some((verdict, why)) = not_judged_at(run, spec, cand) {
+    let elsewhere = spec
+        .made_on
+        .as_ref()
+        .and_then(|on| other_hardware(run, on, cand, m, &s.unit.clone().unwrap_or_default(), &spec.claim));
+    if let Some((verdict, why)) = not_judged_at(run, spec, cand, cand) {
         e.verdict = verdict;
+        e.reason = why;
+    } else if let Some(why) = elsewhere {
+        e.verdict = ClaimVerdict::NotReproduced;
         e.reason = why;
     }
     ClaimRow {
@@ -235,6 +254,59 @@ fn value_claim_row(
         reps_needed: e.reps_needed.filter(|_| e.verdict == ClaimVerdict::Inconclusive),
         ..base
     }
+}
+
+/// Why a value claim stated for other hardware (`made_on`) is not judged at `cand`, with its
+/// median as context: scaled to the claim's link where the claim gives its rate and the run
+/// measured its own. `None` when `cand` ran on the claim's hardware.
+fn other_hardware(
+    run: &RunData,
+    on: &crate::stats::MadeOn,
+    cand: &ConfigData,
+    median: f64,
+    unit: &str,
+    claim: &crate::stats::Claim,
+) -> Option<String> {
+    let (facts, _) = ran_facts(cand);
+    let gpu = facts
+        .iter()
+        .find(|(k, _)| k.ends_with(".gpu"))
+        .and_then(|(_, v)| v.iter().next().cloned())
+        .or_else(|| run.environment.get("gpu").cloned())
+        .unwrap_or_else(|| "an unknown GPU".to_owned());
+    if on.is(&gpu) {
+        return None;
+    }
+    use crate::report::format;
+    let mut why = format!(
+        "not reproduced here: the figure was stated for {}; this run had {gpu}, so its median ({}) is context, not a \
+         verdict",
+        on.hardware,
+        format::value(median, unit)
+    );
+    let ours = on
+        .link_metric
+        .as_deref()
+        .map(|m| median_of(cand, m))
+        .filter(|r| r.is_finite());
+    if let (Some(ours), Some(theirs)) = (ours, on.link_gbps) {
+        if let Some(scaled) = on.scaled(median, ours) {
+            let inside = claim.low <= scaled && scaled <= claim.high;
+            why.push_str(&format!(
+                "; scaled from this link's {} to the claim's {}, it is {}, {} the claimed range",
+                format::value(ours, "GB/s"),
+                format::value(theirs, "GB/s"),
+                format::value(scaled, unit),
+                if inside { "inside" } else { "outside" }
+            ));
+        }
+    }
+    Some(why)
+}
+
+/// The median of `metric` over `config`'s successful trials (NaN where none recorded it).
+fn median_of(config: &ConfigData, metric: &str) -> f64 {
+    median(&metric_samples(config, metric).values)
 }
 
 /// A claim row with no measurement yet: what the claim says, and a verdict with its reason.
@@ -259,6 +331,7 @@ fn blank_claim_row(
         reason,
         reps_needed: None,
         value: None,
+        differs: spec.differs.clone(),
     }
 }
 
@@ -357,7 +430,7 @@ pub(crate) fn claim_rows(
             let direction: Direction = direction_of(run, &spec.metric, unit.as_deref());
             let c = compare_configs(base, cand, &spec.metric, direction, settings);
             let mut e = assess(&spec.claim, &c);
-            if let Some((verdict, why)) = not_judged_at(run, spec, cand) {
+            if let Some((verdict, why)) = not_judged_at(run, spec, cand, base) {
                 e.verdict = verdict;
                 e.reason = why;
             }

@@ -278,6 +278,9 @@ pub struct ClaimRow {
     /// is then a range of the metric's value in `unit`, not a speedup); `null` for a speedup
     /// claim.
     pub value: Option<ClaimedValue>,
+    /// Where the experiment deliberately measures differently from the source (the manifest's
+    /// `differs`); shown beside the verdict.
+    pub differs: Option<String>,
 }
 
 /// What a value claim is judged on: the config's median of the metric, with its 95% interval.

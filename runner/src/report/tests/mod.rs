@@ -244,6 +244,8 @@ fn claim(metric: &str, variant: &str, text: &str, source: Option<&str>) -> Claim
         variant_change: None,
         source_metric: None,
         untestable: None,
+        differs: None,
+        made_on: None,
     }
 }
 
