@@ -1,5 +1,6 @@
-//! Records the compiler version, stored with every run's environment fingerprint, and with the
-//! `cuda` feature generates the run-time loader of the CUDA libraries (see `cuda_shim`).
+//! Records the compiler version, stored with every run's environment fingerprint, embeds the
+//! SQL migrations, and with the `cuda` feature generates the run-time loader of the CUDA
+//! libraries (see `cuda_shim`).
 fn main() {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let version = std::process::Command::new(rustc)
@@ -10,10 +11,41 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=MEASURED_RUSTC_VERSION={}", version.trim());
     println!("cargo:rerun-if-changed=build.rs");
-    // sqlx::migrate! embeds these files; rebuild when they change.
-    println!("cargo:rerun-if-changed=../migrations");
+    embed_migrations();
     #[cfg(feature = "cuda")]
     cuda_shim::generate();
+}
+
+/// Embeds the SQL migrations (`migrations/sqlite`, `migrations/postgres`) in the binary:
+/// writes `$OUT_DIR/migrations.rs`, one `(file name, contents)` list per backend in file-name
+/// order, which `db.rs` hands to sqlx's migrator. sqlx's `migrate!` macro does the same, but
+/// its `macros` feature builds a second copy of sqlx, tokio and SQLite for the compiler.
+fn embed_migrations() {
+    let root = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("../migrations");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let mut out = String::new();
+    for (name, dir) in [("SQLITE", "sqlite"), ("POSTGRES", "postgres")] {
+        let dir = root.join(dir);
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+            .map(|e| e.expect("a readable migrations folder").path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "sql"))
+            .collect();
+        files.sort();
+        out.push_str(&format!("pub(crate) const {name}: &[(&str, &str)] = &[\n"));
+        for f in files {
+            let file = f.file_name().and_then(|n| n.to_str()).expect("a UTF-8 migration name");
+            let path = f.canonicalize().expect("an existing migration");
+            out.push_str(&format!(
+                "    ({file:?}, include_str!({:?})),\n",
+                path.display().to_string()
+            ));
+        }
+        out.push_str("];\n");
+    }
+    let dest = std::path::Path::new(&std::env::var("OUT_DIR").expect("cargo sets it")).join("migrations.rs");
+    std::fs::write(&dest, out).unwrap_or_else(|e| panic!("writing {}: {e}", dest.display()));
 }
 
 /// With the `cuda` feature, cudarc is built with `ci-check`, so it links no CUDA library and its

@@ -4,6 +4,7 @@
 //! Migrations are embedded in the binary and run on every connect, so a fresh machine needs
 //! no setup. One migration set per backend holds both the results tables and the stock tables.
 
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
@@ -142,12 +143,17 @@ impl Db {
     }
 
     async fn migrate(&self) -> Result<(), String> {
+        let source = |files| Embedded(files);
         match self {
-            Db::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite")
+            Db::Sqlite(pool) => Migrator::new(source(migrations::SQLITE))
+                .await
+                .map_err(|e| e.to_string())?
                 .run(pool)
                 .await
                 .map_err(|e| e.to_string()),
-            Db::Postgres(pool) => sqlx::migrate!("../migrations/postgres")
+            Db::Postgres(pool) => Migrator::new(source(migrations::POSTGRES))
+                .await
+                .map_err(|e| e.to_string())?
                 .run(pool)
                 .await
                 .map_err(|e| e.to_string()),
@@ -321,9 +327,74 @@ macro_rules! on_pool {
     };
 }
 
+/// The migrations embedded by `build.rs`: `SQLITE` and `POSTGRES`, `(file name, SQL)` each.
+mod migrations {
+    include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+}
+
+/// Embedded migration files, read the way sqlx reads a migrations folder (and its `migrate!`
+/// macro embeds one): `<version>_<description>.sql`, the description with `_` as spaces, the
+/// type from the suffix, `-- no-transaction` on the first line to run outside a transaction.
+/// The checksums are sqlx's own, so databases migrated by earlier builds verify.
+#[derive(Debug)]
+struct Embedded(&'static [(&'static str, &'static str)]);
+
+impl Embedded {
+    fn migrations(&self) -> Result<Vec<Migration>, String> {
+        let mut out = Vec::new();
+        for (file, sql) in self.0 {
+            let (version, rest) = file
+                .split_once('_')
+                .ok_or_else(|| format!("migration {file}: expected <version>_<description>.sql"))?;
+            let version: i64 = version
+                .parse()
+                .map_err(|_| format!("migration {file}: the version is not an integer"))?;
+            let kind = MigrationType::from_filename(rest);
+            let description = rest.trim_end_matches(kind.suffix()).replace('_', " ");
+            let no_tx = sql.starts_with("-- no-transaction");
+            out.push(Migration::new(
+                version,
+                description.into(),
+                kind,
+                std::borrow::Cow::Borrowed(*sql),
+                no_tx,
+            ));
+        }
+        out.sort_by_key(|m| m.version);
+        Ok(out)
+    }
+}
+
+impl<'s> MigrationSource<'s> for Embedded {
+    fn resolve(
+        self,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Vec<Migration>, sqlx::error::BoxDynError>> + Send + 's>,
+    > {
+        Box::pin(async move { self.migrations().map_err(Into::into) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The embedded migrations are the ones sqlx reads from the folders: the same versions,
+    /// descriptions, checksums and transaction modes, so a database migrated by an earlier build
+    /// (through sqlx's `migrate!`, which reads the folders the same way) still verifies.
+    #[test]
+    fn the_embedded_migrations_are_the_folders() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        for (files, dir) in [(migrations::SQLITE, "sqlite"), (migrations::POSTGRES, "postgres")] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations").join(dir);
+            let from_dir = rt.block_on(Migrator::new(path.as_path())).unwrap();
+            let embedded = rt.block_on(Migrator::new(Embedded(files))).unwrap();
+            let key = |m: &Migration| (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx);
+            let want: Vec<_> = from_dir.iter().map(key).collect();
+            assert!(want.len() >= 10, "{dir}: {} migrations", want.len());
+            assert_eq!(embedded.iter().map(key).collect::<Vec<_>>(), want, "{dir}");
+        }
+    }
 
     #[test]
     fn redacts_password_in_url_and_text() {
