@@ -111,6 +111,8 @@ pub struct RnnPlan<'a, M: DeviceMemory> {
 }
 
 impl<'a, M: DeviceMemory> RnnPlan<'a, M> {
+    // Long because: cuDNN's descriptors are created, set and sized in the order its API needs,
+    // each call with its own error, into the one plan whose drop frees whatever was made.
     /// Creates and sets every descriptor, asks for the weight, workspace and reserve sizes and
     /// allocates the last two. `seed` seeds the dropout masks.
     ///

@@ -228,18 +228,7 @@ fn long_functions_without_a_reason(text: &str, max: usize) -> Vec<(usize, String
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim_start();
         let indent = line.len() - trimmed.len();
-        let sig = [
-            "pub fn ",
-            "pub(crate) fn ",
-            "pub(super) fn ",
-            "fn ",
-            "pub async fn ",
-            "async fn ",
-            "pub(crate) async fn ",
-        ]
-        .iter()
-        .find_map(|p| trimmed.strip_prefix(p));
-        let Some(sig) = sig else { continue };
+        let Some(sig) = fn_signature(trimmed) else { continue };
         let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
         // The body opens on the first line ending in `{`; a declaration ends in `;` first.
         let Some(open) =
@@ -276,6 +265,60 @@ fn long_functions_without_a_reason(text: &str, max: usize) -> Vec<(usize, String
         }
     }
     found
+}
+
+/// What follows `fn ` on a line that starts a function: after any visibility (`pub`,
+/// `pub(crate)`, `pub(in path)`, ...) and qualifiers (`const`, `async`, `unsafe`, `extern "C"`).
+fn fn_signature(line: &str) -> Option<&str> {
+    let mut rest = line;
+    if let Some(after) = rest.strip_prefix("pub") {
+        rest = match after.strip_prefix('(') {
+            Some(inner) => inner.split_once(')')?.1,
+            None => after,
+        }
+        .trim_start();
+    }
+    loop {
+        let before = rest;
+        for qualifier in ["const ", "async ", "unsafe ", "default "] {
+            rest = rest.strip_prefix(qualifier).unwrap_or(rest).trim_start();
+        }
+        if let Some(after) = rest.strip_prefix("extern ") {
+            let after = after.trim_start();
+            rest = match after.strip_prefix('"') {
+                Some(abi) => abi.split_once('"')?.1.trim_start(),
+                None => after,
+            };
+        }
+        if rest == before {
+            break;
+        }
+    }
+    rest.strip_prefix("fn ")
+}
+
+#[test]
+fn the_long_function_check_reads_every_kind_of_signature() {
+    for line in [
+        "fn a() {",
+        "pub fn a() {",
+        "pub(crate) fn a() {",
+        "pub(super) async fn a() {",
+        "pub(in crate::manifest) fn a() {",
+        "pub const fn a() {",
+        "pub(crate) unsafe extern \"C\" fn a() {",
+        "async unsafe fn a() {",
+    ] {
+        assert_eq!(fn_signature(line), Some("a() {"), "{line}");
+    }
+    for line in [
+        "let f = fn_ptr;",
+        "pub struct Fn {",
+        "// fn a() {",
+        "pub(crate) use x::fn_y;",
+    ] {
+        assert_eq!(fn_signature(line), None, "{line}");
+    }
 }
 
 #[test]

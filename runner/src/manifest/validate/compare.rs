@@ -12,24 +12,7 @@ impl Validator {
     pub(in crate::manifest) fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[StageDef]) -> bool {
         let parts = crate::metrics::summed(metric);
         if parts.len() > 1 {
-            // A sum: every part a metric, all in one unit (`features.seconds + train.h2d_seconds`).
-            let known = parts.iter().all(|p| self.metric_ref(p, at, stages));
-            let units: std::collections::BTreeSet<&str> = parts.iter().filter_map(|p| metric_unit(p, stages)).collect();
-            if known && units.len() > 1 {
-                let span = self.value_span(at);
-                self.err(
-                    ManifestError::new(
-                        format!(
-                            "metric `{metric}` adds up metrics in different units ({})",
-                            units.into_iter().collect::<Vec<_>>().join(", ")
-                        ),
-                        span,
-                    )
-                    .hint("add up metrics of one unit, e.g. seconds: \"features.seconds + train.h2d_seconds\""),
-                );
-                return false;
-            }
-            return known;
+            return self.summed_metric_ref(metric, &parts, at, stages);
         }
         let span = self.value_span(at);
         let Some((stage, name)) = metric.split_once('.').filter(|(s, n)| !s.is_empty() && !n.is_empty()) else {
@@ -49,7 +32,7 @@ impl Validator {
             }
             return true;
         }
-        if !stages.iter().any(|s| s.name == stage) {
+        let Some(def) = stages.iter().find(|s| s.name == stage) else {
             let hint = did_you_mean(stage, stages.iter().map(|s| s.name.as_str())).unwrap_or_else(|| {
                 format!(
                     "defined stages: {}",
@@ -65,39 +48,11 @@ impl Validator {
                 .hint(hint),
             );
             return false;
+        };
+        if !self.stage_records(def, metric, name, span.clone()) {
+            return false;
         }
-        if let Some(def) = stages.iter().find(|s| s.name == stage) {
-            if let Some(known) = crate::kinds::catalog::names(&def.kind) {
-                if !known.iter().any(|(n, _)| n == name) {
-                    let hint = closest(name, known.iter().map(|(n, _)| n.as_str()))
-                        .map(|c| format!("did you mean `{stage}.{c}`?"))
-                        .unwrap_or_else(|| {
-                            let listed: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).take(12).collect();
-                            let more = known.len().saturating_sub(listed.len());
-                            format!(
-                                "a `{}` stage records {}{}; `measured schema` lists them all",
-                                def.kind,
-                                listed.join(", "),
-                                if more > 0 {
-                                    format!(" and {more} more")
-                                } else {
-                                    String::new()
-                                }
-                            )
-                        });
-                    self.err(
-                        ManifestError::new(
-                            format!("metric `{metric}`: a `{}` stage records no metric `{name}`", def.kind),
-                            span,
-                        )
-                        .label("no such metric")
-                        .hint(hint),
-                    );
-                    return false;
-                }
-            }
-        }
-        if stages.iter().any(|s| s.name == stage && s.cache) {
+        if def.cache {
             self.err(
                 ManifestError::new(
                     format!(
@@ -114,6 +69,71 @@ impl Validator {
             return false;
         }
         true
+    }
+
+    /// A sum of metrics (`features.seconds + train.h2d_seconds`): every part a metric, all in
+    /// one unit.
+    fn summed_metric_ref(&mut self, metric: &str, parts: &[&str], at: &[&str], stages: &[StageDef]) -> bool {
+        let known = parts.iter().all(|p| self.metric_ref(p, at, stages));
+        let units: std::collections::BTreeSet<&str> = parts.iter().filter_map(|p| metric_unit(p, stages)).collect();
+        if known && units.len() > 1 {
+            let span = self.value_span(at);
+            self.err(
+                ManifestError::new(
+                    format!(
+                        "metric `{metric}` adds up metrics in different units ({})",
+                        units.into_iter().collect::<Vec<_>>().join(", ")
+                    ),
+                    span,
+                )
+                .hint("add up metrics of one unit, e.g. seconds: \"features.seconds + train.h2d_seconds\""),
+            );
+            return false;
+        }
+        known
+    }
+
+    /// Whether stage `def`'s kind records metric `name` (a kind whose metrics are not known
+    /// before the run, a command's, records any); an error with the closest name otherwise.
+    fn stage_records(
+        &mut self,
+        def: &StageDef,
+        metric: &str,
+        name: &str,
+        span: Option<std::ops::Range<usize>>,
+    ) -> bool {
+        let Some(known) = crate::kinds::catalog::names(&def.kind) else {
+            return true;
+        };
+        if known.iter().any(|(n, _)| n == name) {
+            return true;
+        }
+        let stage = &def.name;
+        let hint = closest(name, known.iter().map(|(n, _)| n.as_str()))
+            .map(|c| format!("did you mean `{stage}.{c}`?"))
+            .unwrap_or_else(|| {
+                let listed: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).take(12).collect();
+                let more = known.len().saturating_sub(listed.len());
+                format!(
+                    "a `{}` stage records {}{}; `measured schema` lists them all",
+                    def.kind,
+                    listed.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                )
+            });
+        self.err(
+            ManifestError::new(
+                format!("metric `{metric}`: a `{}` stage records no metric `{name}`", def.kind),
+                span,
+            )
+            .label("no such metric")
+            .hint(hint),
+        );
+        false
     }
 
     // Long because: it reads `[compare]`'s keys one after another, each with its own check and
