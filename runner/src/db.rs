@@ -143,21 +143,16 @@ impl Db {
     }
 
     async fn migrate(&self) -> Result<(), String> {
-        let source = |files| Embedded(files);
+        let files = match self {
+            Db::Sqlite(_) => migrations::SQLITE,
+            Db::Postgres(_) => migrations::POSTGRES,
+        };
+        let migrator = Migrator::new(Embedded(files)).await.map_err(|e| e.to_string())?;
         match self {
-            Db::Sqlite(pool) => Migrator::new(source(migrations::SQLITE))
-                .await
-                .map_err(|e| e.to_string())?
-                .run(pool)
-                .await
-                .map_err(|e| e.to_string()),
-            Db::Postgres(pool) => Migrator::new(source(migrations::POSTGRES))
-                .await
-                .map_err(|e| e.to_string())?
-                .run(pool)
-                .await
-                .map_err(|e| e.to_string()),
+            Db::Sqlite(pool) => migrator.run(pool).await,
+            Db::Postgres(pool) => migrator.run(pool).await,
         }
+        .map_err(|e| e.to_string())
     }
 
     pub fn backend(&self) -> Backend {

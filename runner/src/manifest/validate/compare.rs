@@ -303,11 +303,6 @@ impl Validator {
 }
 
 impl Validator {
-    /// A claim made on N cores (`requires.min_cores`) is judged only at configs that run N
-    /// threads (`stats::params_unmet`): when the configs of its variant set a thread count and
-    /// none is N, no run anywhere could judge it. Claims this experiment does not
-    /// judge whatever it measures (untestable, another change or measurement) ask nothing of
-    /// the configs. Run once the claims are valid, so each claim's index is its entry's.
     /// A claim's `made_on`: for a value claim only, with its hardware in words, and a link
     /// rate that comes with the metric giving this run's rate (in GB/s), or neither.
     pub(super) fn made_on(
@@ -380,6 +375,11 @@ impl Validator {
         })
     }
 
+    /// A claim made on N cores (`requires.min_cores`) is judged only at configs that run N
+    /// threads (`stats::params_unmet`): when the configs of its variant set a thread count and
+    /// none is N, no run anywhere could judge it. Claims this experiment does not
+    /// judge whatever it measures (untestable, another change or measurement) ask nothing of
+    /// the configs. Run once the claims are valid, so each claim's index is its entry's.
     pub(super) fn claims_reach_their_cores(&mut self, compare: &CompareDef, configs: &[Config], stages: &[StageDef]) {
         for (i, c) in compare.claims.iter().enumerate() {
             let Some(need) = c.requires.min_cores else { continue };

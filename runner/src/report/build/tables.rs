@@ -231,15 +231,13 @@ fn value_claim_row(
         _ => bootstrap_median_ci(&s.values, settings.resamples, settings.seed),
     };
     let mut e = assess_value(&spec.claim, m, ci, s.values.len(), run.compare.band);
-    let elsewhere = spec
-        .made_on
-        .as_ref()
-        .and_then(|on| other_hardware(run, on, cand, m, &s.unit.clone().unwrap_or_default(), &spec.claim));
-    if let Some((verdict, why)) = not_judged_at(run, spec, cand, cand) {
+    let unit = s.unit.as_deref().unwrap_or("");
+    let not_judged = not_judged_at(run, spec, cand, cand).or_else(|| {
+        let on = spec.made_on.as_ref()?;
+        other_hardware(run, on, cand, m, unit, &spec.claim).map(|why| (ClaimVerdict::NotReproduced, why))
+    });
+    if let Some((verdict, why)) = not_judged {
         e.verdict = verdict;
-        e.reason = why;
-    } else if let Some(why) = elsewhere {
-        e.verdict = ClaimVerdict::NotReproduced;
         e.reason = why;
     }
     ClaimRow {
@@ -291,7 +289,8 @@ fn other_hardware(
         .filter(|r| r.is_finite());
     if let (Some(ours), Some(theirs)) = (ours, on.link_gbps) {
         if let Some(scaled) = on.scaled(median, ours) {
-            let inside = claim.low <= scaled && scaled <= claim.high;
+            let (low, high) = claim.value_interval();
+            let inside = low <= scaled && scaled <= high;
             why.push_str(&format!(
                 "; scaled from this link's {} to the claim's {}, it is {}, {} the claimed range",
                 format::value(ours, "GB/s"),
