@@ -6,9 +6,13 @@ which the Rust side also uses), and the loss read back every step. Prints one Ma
 per configuration with the median samples/s over the repetitions.
 
 With `--device cuda` the model runs on the GPU; batches are gathered on the host and copied per
-step, as measured does, and the clock is read after `torch.cuda.synchronize()`.
+step, as measured does, and the clock is read after `torch.cuda.synchronize()`. `--autocast
+bf16|f16` runs forward and loss under `torch.autocast` (f16 with a `GradScaler`), PyTorch's mixed
+precision, against which measured's `precision = "bf16"`/`"f16"` is compared. `--config quick`
+is the quickstart's model ([64, 32], batch 128), asked for by name.
 
-Usage: python bench/torch_mlp.py [--reps N] [--threads N] [--config small|large|all] [--device cpu|cuda]
+Usage: python bench/torch_mlp.py [--reps N] [--threads N] [--config quick|small|large|all]
+       [--device cpu|cuda] [--autocast none|bf16|f16]
 """
 
 import argparse
@@ -24,6 +28,7 @@ INPUT = SEQ_LEN * FEATURES
 
 CONFIGS = {
     # name: (hidden widths, batch size, steps per epoch)
+    "quick": ([64, 32], 128, 100),
     "small": ([256, 128], 256, 40),
     "large": ([2048, 1024, 512], 1024, 16),
 }
@@ -52,6 +57,7 @@ def mlp(hidden: list[int]) -> nn.Sequential:
 
 
 DEVICE = "cpu"
+AUTOCAST = None  # torch.bfloat16 or torch.float16 under --autocast
 
 
 def samples_per_second(x: torch.Tensor, y: torch.Tensor, hidden: list[int], batch: int, seed: int) -> float:
@@ -59,6 +65,7 @@ def samples_per_second(x: torch.Tensor, y: torch.Tensor, hidden: list[int], batc
     model = mlp(hidden).to(DEVICE)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.MSELoss()
+    scaler = torch.amp.GradScaler("cuda") if AUTOCAST == torch.float16 else None
     n = x.shape[0]
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     start = time.perf_counter()
@@ -67,9 +74,20 @@ def samples_per_second(x: torch.Tensor, y: torch.Tensor, hidden: list[int], batc
         # Gather into new contiguous tensors on the host and copy them, like the Rust loop.
         xb, yb = x[idx].to(DEVICE), y[idx].to(DEVICE)
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
-        loss.backward()
-        opt.step()
+        if AUTOCAST is None:
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+        else:
+            with torch.autocast(DEVICE, dtype=AUTOCAST):
+                loss = loss_fn(model(xb), yb)
+            if scaler is None:
+                loss.backward()
+                opt.step()
+            else:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
         assert loss.item() == loss.item()  # read the loss back every step (and reject NaN)
     if DEVICE == "cuda":
         torch.cuda.synchronize()
@@ -82,22 +100,25 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--config", default="all", choices=["all", *CONFIGS])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--autocast", default="none", choices=["none", "bf16", "f16"])
     args = parser.parse_args()
-    global DEVICE
+    global DEVICE, AUTOCAST
     DEVICE = args.device
+    AUTOCAST = {"none": None, "bf16": torch.bfloat16, "f16": torch.float16}[args.autocast]
     torch.set_num_threads(args.threads)
 
     print(f"| config | implementation | median samples/s | runs |  (torch {torch.__version__})")
     print("|---|---|---|---|")
     for name, (hidden, batch, steps) in CONFIGS.items():
-        if args.config not in ("all", name):
+        if (args.config == "all" and name == "quick") or args.config not in ("all", name):
             continue
         x, y = synthetic_windows(batch * steps, 7)
         samples_per_second(x, y, hidden, batch, 0)  # warm-up, not counted
         runs = [samples_per_second(x, y, hidden, batch, r + 1) for r in range(args.reps)]
         label = f"{name} {INPUT}-{hidden}-1 batch {batch}"
         shown = ", ".join(f"{r:.0f}" for r in runs)
-        print(f"| {label} | PyTorch {torch.__version__} | {statistics.median(runs):.0f} | [{shown}] |")
+        what = f"PyTorch {torch.__version__}" + ("" if AUTOCAST is None else f" autocast {args.autocast}")
+        print(f"| {label} | {what} | {statistics.median(runs):.0f} | [{shown}] |")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,34 @@ fn main() {
     embed_migrations();
     #[cfg(feature = "cuda")]
     cuda_shim::generate();
+    #[cfg(feature = "cuda")]
+    mlp_kernels();
+}
+
+/// With the `cuda` feature, compiles the MLP step's kernels (`src/tensor/tc/mlp.cu`) to PTX in
+/// `$OUT_DIR/mlp.ptx`, which the binary embeds: nothing is compiled at run time, and no CUDA
+/// header is needed there. The `nvcc` is the one `scripts/build-cuda.sh` puts on `PATH` (or
+/// `$NVCC`). The PTX targets compute capability 7.5, the oldest CUDA 13 builds for, so it loads
+/// on every GPU the driver does; tensor cores are cuBLAS's business, not these kernels'.
+#[cfg(feature = "cuda")]
+fn mlp_kernels() {
+    let root = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let dir = root.join("src/tensor/tc");
+    for f in ["mlp.cu", "mlp_math.h"] {
+        println!("cargo:rerun-if-changed={}", dir.join(f).display());
+    }
+    println!("cargo:rerun-if-env-changed=NVCC");
+    let nvcc = std::env::var("NVCC").unwrap_or_else(|_| "nvcc".into());
+    let out = std::path::Path::new(&std::env::var("OUT_DIR").expect("cargo sets it")).join("mlp.ptx");
+    let status = std::process::Command::new(&nvcc)
+        .args(["--ptx", "-arch=compute_75", "-O3", "-o"])
+        .arg(&out)
+        .arg(dir.join("mlp.cu"))
+        .status()
+        .unwrap_or_else(|e| {
+            panic!("running {nvcc} for the MLP kernels: {e}; build with scripts/build-cuda.sh, which provides nvcc")
+        });
+    assert!(status.success(), "{nvcc} failed on src/tensor/tc/mlp.cu ({status})");
 }
 
 /// Embeds the SQL migrations (`migrations/sqlite`, `migrations/postgres`) in the binary:

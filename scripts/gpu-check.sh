@@ -10,7 +10,7 @@
 #               next to the binary's folder, examples/); without them the model benchmarks SKIP
 #   --python    a Python with PyTorch for CUDA (default: python3)
 #   --out       where the runs, logs and summary.md go (default: a new folder under /tmp)
-#   --only      the checks to run, comma-separated (e.g. 3,6,C, E or G,H); checks 1 and 2 always run.
+#   --only      the checks to run, comma-separated (e.g. 3,6,C, E, G,H or I); checks 1 and 2 always run.
 #               A check runs the steps it reads from: 8 and D run check 7's copies, C check 6's
 #               run. Default: all
 #   --experiments [NAMES]  check E alone (unless --only says otherwise): runs the experiments
@@ -379,6 +379,47 @@ elif [ -x "$examples/train_bench" ] && [ -x "$examples/rnn_bench" ]; then
 else
   result A SKIP "no train_bench in $examples (build-cuda.sh -- build --release --features cuda --examples)"
   result B SKIP "no rnn_bench in $examples"
+fi
+
+# I: the MLP on tensor cores and under CUDA graphs, alternating rounds: the large MLP in bf16 and
+# f16 against this build's f32 and PyTorch's autocast bf16, and the quickstart's model on CUDA
+# with and without graphs against the machine's CPU cores. Each figure is the median of the
+# rounds' medians; the precision and graph mode that ran are read from train_bench's facts.
+if want I; then
+  if [ -x "$examples/train_bench" ]; then
+    for round in 1 2 3; do
+      for p in f32 bf16 f16; do
+        "$examples/train_bench" --device cuda --config large --precision "$p" --only-defaults --reps 3 \
+          >>"$out/I_large_$p.log" 2>&1
+      done
+      "$python" "$repo/bench/torch_mlp.py" --device cuda --config large --autocast bf16 --reps 3 \
+        >>"$out/I_large_torch_bf16.log" 2>&1
+      for g in true false; do
+        "$examples/train_bench" --device cuda --config quick --cuda-graph "$g" --only-defaults --reps 3 \
+          >>"$out/I_quick_graph_$g.log" 2>&1
+      done
+      "$examples/train_bench" --device cpu --threads "$(nproc)" --config quick --only-defaults --reps 3 \
+        >>"$out/I_quick_cpu.log" 2>&1
+    done
+    rate() { grep -E '\| (measured \(defaults\)|PyTorch[^|]*) \|' "$1" | awk -F'|' '{print $4}' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
+    ran() { grep -o 'train_bench: ran .*' "$1" | tail -n1 | cut -d' ' -f3-; }
+    f32=$(rate "$out/I_large_f32.log"); bf=$(rate "$out/I_large_bf16.log"); h=$(rate "$out/I_large_f16.log")
+    tb=$(rate "$out/I_large_torch_bf16.log")
+    qg=$(rate "$out/I_quick_graph_true.log"); qe=$(rate "$out/I_quick_graph_false.log"); qc=$(rate "$out/I_quick_cpu.log")
+    if [ -n "$f32" ] && [ -n "$bf" ] && [ -n "$h" ] && [ -n "$tb" ] && [ -n "$qg" ] && [ -n "$qe" ] && [ -n "$qc" ]; then
+      sI=$(awk -v f="$f32" -v b="$bf" -v t="$tb" -v g="$qg" -v c="$qc" 'BEGIN { print (b / f >= 1.5 && b / t >= 1.2 && g > c) ? "PASS" : "FAIL" }')
+      grep -q 'precision=bf16' <<<"$(ran "$out/I_large_bf16.log")" || sI=FAIL
+      grep -q 'cuda_graph=true' <<<"$(ran "$out/I_quick_graph_true.log")" || sI=FAIL
+      figure=$(awk -v f="$f32" -v b="$bf" -v h="$h" -v t="$tb" -v g="$qg" -v e="$qe" -v c="$qc" 'BEGIN {
+        printf "large MLP: bf16 %.0f samples/s (%.2fx our f32 %.0f, target >= 1.5x; %.2fx PyTorch autocast bf16 %.0f, target >= 1.2x), f16 %.0f (%.2fx f32); quickstart model: graphs %.0f, eager %.0f, CPU %.0f samples/s (graphs %.2fx the CPU, target > 1x)",
+          b, b / f, f, b / t, t, h, h / f, g, e, c, g / c }')
+      result I "$sI" "$figure; ran: bf16 [$(ran "$out/I_large_bf16.log")], f16 [$(ran "$out/I_large_f16.log")], graphs [$(ran "$out/I_quick_graph_true.log")]"
+    else
+      result I FAIL "missing figures (see $out/I_*.log)"
+    fi
+  else
+    result I SKIP "no train_bench in $examples (build-cuda.sh -- build --release --features cuda --examples)"
+  fi
 fi
 
 # The committed experiments, copied with their sources (claims quote them), so that their runs

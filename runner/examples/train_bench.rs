@@ -7,14 +7,16 @@
 //! layout). With `--device cuda` (a build with the `cuda` feature) only the `measured` rows run;
 //! their seed-1 loss can be compared with the CPU run's as a smoke test. `--only-defaults` runs
 //! just the `measured (defaults)` row, the one compared with PyTorch, for alternating rounds and
-//! profiles.
+//! profiles. `--precision f32|bf16|f16` and `--cuda-graph auto|true|false` set those parameters
+//! (bf16 and f16 on CUDA train on tensor cores; `scripts/gpu-check.sh` check I compares them);
+//! `--config quick` is the quickstart's model ([64, 32], batch 128).
 
 use dfdx::optim::Adam;
 use dfdx::prelude::*;
 use measured::artifact::{WindowSet, Windows};
 use measured::metrics::Recorder;
 use measured::stats::median;
-use measured::tensor::{train, CpuEngine, DeviceKind, TrainParams};
+use measured::tensor::{train, CpuEngine, CudaGraph, DeviceKind, Precision, TrainParams};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::atomic::AtomicBool;
@@ -57,6 +59,15 @@ fn measured_run(windows: &Arc<Windows>, params: &TrainParams, seed: u64) -> (f64
     if let Err(e) = train(windows.clone(), params, seed, &mut rec, &AtomicBool::new(false)) {
         eprintln!("train_bench: training failed: {e}");
         std::process::exit(1);
+    }
+    // What ran, where a self-check chose (CUDA): gpu-check reads these lines.
+    let facts = rec.facts();
+    let ran: Vec<String> = ["precision", "mlp_engine", "cuda_graph"]
+        .iter()
+        .filter_map(|f| facts.get(*f).map(|v| format!("{f}={v}")))
+        .collect();
+    if params.device == DeviceKind::Cuda {
+        eprintln!("train_bench: ran {}", ran.join(" "));
     }
     let value = |name: &str| {
         rec.metrics()
@@ -107,6 +118,7 @@ where
     set.len() as f64 / start.elapsed().as_secs_f64()
 }
 
+type Quick = (Linear<INPUT, 64>, ReLU, Linear<64, 32>, ReLU, Linear<32, 1>);
 type Small = (Linear<INPUT, 256>, ReLU, Linear<256, 128>, ReLU, Linear<128, 1>);
 type Large = (
     (Linear<INPUT, 2048>, ReLU),
@@ -121,6 +133,8 @@ fn main() {
     let mut config = String::from("all");
     let mut device = DeviceKind::Cpu;
     let mut only_defaults = false;
+    let mut precision = Precision::F32;
+    let mut cuda_graph = CudaGraph::Auto;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().expect("a value after the flag");
@@ -129,6 +143,22 @@ fn main() {
             "--threads" => threads = value().parse().expect("--threads N"),
             "--config" => config = value(),
             "--only-defaults" => only_defaults = true,
+            "--precision" => {
+                precision = match value().as_str() {
+                    "f32" => Precision::F32,
+                    "bf16" => Precision::Bf16,
+                    "f16" => Precision::F16,
+                    other => panic!("--precision f32|bf16|f16, got {other}"),
+                }
+            }
+            "--cuda-graph" => {
+                cuda_graph = match value().as_str() {
+                    "auto" => CudaGraph::Auto,
+                    "true" => CudaGraph::On,
+                    "false" => CudaGraph::Off,
+                    other => panic!("--cuda-graph auto|true|false, got {other}"),
+                }
+            }
             "--device" => {
                 device = match value().as_str() {
                     "cpu" => DeviceKind::Cpu,
@@ -147,7 +177,8 @@ fn main() {
     println!("| config | implementation | median samples/s | runs | train_loss, seed 1 |");
     println!("|---|---|---|---|---|");
     type Runner = fn(&Windows, usize, u64) -> f64;
-    let configs: [(&str, Vec<usize>, usize, usize, Runner); 2] = [
+    let configs: [(&str, Vec<usize>, usize, usize, Runner); 3] = [
+        ("quick", vec![64, 32], 128, 100, dfdx_samples_per_second::<Quick>),
         ("small", vec![256, 128], 256, 40, dfdx_samples_per_second::<Small>),
         (
             "large",
@@ -158,11 +189,12 @@ fn main() {
         ),
     ];
     for (name, hidden, batch_size, steps, compile_time) in configs {
-        if config != "all" && config != name {
+        // "all" is the two configurations compared with PyTorch; `quick` is asked for by name.
+        if (config == "all" && name == "quick") || (config != "all" && config != name) {
             continue;
         }
         let windows = synthetic_windows(batch_size * steps, 7);
-        let label = format!("{name} {INPUT}-{hidden:?}-1 batch {batch_size}");
+        let label = format!("{name} {INPUT}-{hidden:?}-1 batch {batch_size} {}", precision.as_str());
         let variants = [
             ("measured (defaults)", false, 0, 1, true, CpuEngine::Native),
             (
@@ -204,6 +236,8 @@ fn main() {
                 prefetch,
                 loss_sync_every,
                 phase_timing,
+                precision,
+                cuda_graph,
                 ..TrainParams::default()
             };
             measured_run(&windows, &params, 0); // warm-up, not counted

@@ -97,6 +97,15 @@ impl Event {
         call("cuEventRecord", unsafe { result::event::record(self.0, stream) })
     }
 
+    /// Makes `stream` wait for the work recorded before the event; the host does not wait.
+    pub fn wait_on(&self, stream: sys::CUstream) -> Result<(), CudaFailure> {
+        let flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
+        // SAFETY: the event is live; the stream is live or the null stream of the current context.
+        call("cuStreamWaitEvent", unsafe {
+            result::stream::wait_event(stream, self.0, flags)
+        })
+    }
+
     /// Waits until the work recorded before the event is done.
     pub fn wait(&self) -> Result<(), CudaFailure> {
         // SAFETY: the event is live.

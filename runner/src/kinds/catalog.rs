@@ -222,6 +222,12 @@ const TRAIN: &[MetricDecl] = &[
         "most device memory allocated from the memory pool at once, dfdx's tensor cache included (CUDA)",
     ),
     m(
+        "cuda_graph_captures",
+        "count",
+        "CUDA graphs of the training step captured during training: one, unless the weights moved \
+         (an MLP on CUDA with cuda_graph on)",
+    ),
+    m(
         "step_loss_rel_diff",
         "ratio",
         "one step's loss, CPU engine against the training device, relative difference (check_step)",

@@ -29,7 +29,27 @@ const MODEL_FACTS: &[FactDecl] = &[
     f("batch_size", "windows per batch"),
     f(
         "precision",
-        "`f32` or `f16`: the matrix products' precision (`validate` infers in f32)",
+        "`f32`, `bf16` or `f16`: the precision of the matrix products that ran (`validate` infers in f32; `f32` where a bf16 or f16 step's self-check failed on CUDA)",
+    ),
+    f(
+        "precision_fallback",
+        "why a bf16 or f16 MLP on CUDA trained in f32: the self-check's largest difference from the f32 step, or the error",
+    ),
+    f(
+        "mlp_engine",
+        "`cublas` or `dfdx`: the step an MLP ran on CUDA (this crate's cuBLAS step for bf16, f16 and CUDA graphs; dfdx's autodiff otherwise or when its self-check failed)",
+    ),
+    f(
+        "mlp_engine_fallback",
+        "why an f32 MLP on CUDA ran on dfdx when the cuBLAS step was wanted for its CUDA graph: the self-check's largest difference, or the error",
+    ),
+    f(
+        "cuda_graph",
+        "`true` or `false`: whether full training steps were replayed from a captured CUDA graph, on CUDA (`cuda_graph = \"auto\"` resolved by the graph's self-check)",
+    ),
+    f(
+        "cuda_graph_fallback",
+        "why steps ran eagerly where a CUDA graph was wanted: the replay's difference from the eager step, or the error",
     ),
     f("threads", "the CPU threads the stage's thread pool has"),
     f(

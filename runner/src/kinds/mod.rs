@@ -5,6 +5,7 @@
 
 pub mod catalog;
 mod command;
+pub mod cuda_graph;
 pub mod facts;
 pub mod features;
 pub mod memory;

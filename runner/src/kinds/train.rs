@@ -54,6 +54,7 @@ impl DeviceKind {
     }
 }
 
+pub use super::cuda_graph::CudaGraph;
 pub use super::rnn_engine::RnnEngine;
 pub use crate::arch::{Activation, ModelKind};
 
@@ -77,9 +78,11 @@ pub enum Precision {
     /// Everything in f32.
     #[default]
     F32,
-    /// bfloat16 products: no supported device in this build (`check()` says why).
+    /// bfloat16 products accumulated in f32, on CUDA's tensor cores (the MLP on CUDA only:
+    /// the CPU's matrix kernels have no bf16).
     Bf16,
-    /// f16 products accumulated in f32, with dynamic loss scaling (CPU only in this build).
+    /// f16 products accumulated in f32, with dynamic loss scaling (the CPU for every model,
+    /// CUDA's tensor cores for the MLP).
     F16,
 }
 
@@ -165,9 +168,16 @@ pub struct TrainParams {
     /// Emit a `tracing` debug event every this many steps (0: only per epoch).
     pub log_every: usize,
     /// Precision of the training step's matrix products: `"f32"`; `"f16"` (mixed precision:
-    /// f16 products with f32 accumulation and master weights, dynamic loss scaling; CPU only in
-    /// this build); `"bf16"` is recognised and rejected with the reason.
+    /// f16 products with f32 accumulation and master weights, dynamic loss scaling; on the CPU,
+    /// and for the MLP on CUDA); `"bf16"` (bf16 products, f32 accumulation and master weights;
+    /// the MLP on CUDA). On CUDA a one-step self-check against the f32 step comes first; where
+    /// it fails the stage trains in f32 and notes why.
     pub precision: Precision,
+    /// On CUDA, replay full training steps of an MLP from a captured CUDA graph: `"auto"` (where
+    /// it applies and a self-check against the eager step agrees, else eagerly with a note),
+    /// `true` (a failed self-check fails the stage) or `false`.
+    #[schemars(with = "super::cuda_graph::CudaGraphSchema")]
+    pub cuda_graph: CudaGraph,
     /// Time the prep / host-to-device / compute / readback phases of every step, without
     /// synchronizing: the host clock on the CPU, CUDA events on the training stream (read at the
     /// end of the epoch) on CUDA, so it changes neither the step nor when the host waits.
@@ -231,6 +241,7 @@ impl Default for TrainParams {
             loss_reads_per_step: 1,
             log_every: 0,
             precision: Precision::F32,
+            cuda_graph: CudaGraph::Auto,
             phase_timing: true,
             check_step: false,
             target: None,
@@ -403,6 +414,7 @@ impl TrainParams {
         check_device(self.device)?;
         self.rnn_engine
             .check(self.device == DeviceKind::Cpu, Some(self.model))?;
+        self.cuda_graph.check(self.device == DeviceKind::Cpu, self.model)?;
         self.memory_bound()?;
         self.hidden_widths()?;
         if !(0.0..1.0).contains(&self.dropout) {
@@ -472,25 +484,29 @@ impl TrainParams {
     /// Which precision runs where. Checked before the device, so a precision a device cannot
     /// run is named as such whether or not this binary has CUDA.
     fn check_precision(&self) -> Result<(), ParamError> {
-        const SUPPORTED: &str = "supported: \"f32\" on \"cpu\" and \"cuda\", \"f16\" on \"cpu\"";
+        const SUPPORTED: &str = "supported: \"f32\" everywhere; \"f16\" on \"cpu\" for every model and on \"cuda\" \
+                                 for the MLP; \"bf16\" on \"cuda\" for the MLP";
+        let mlp = self.model == ModelKind::Mlp;
         let reason = match (self.precision, self.device) {
             (Precision::F32, _) | (Precision::F16, DeviceKind::Cpu) => return Ok(()),
+            (Precision::Bf16 | Precision::F16, DeviceKind::Cuda) if mlp => return Ok(()),
+            (Precision::F16, DeviceKind::Auto) if mlp => return Ok(()),
             (Precision::Bf16, DeviceKind::Cpu) => {
-                "the CPU engine's matrix kernels (the `gemm` crate) come in f32, f64 and f16, not bf16"
+                "the CPU engine's matrix kernels (the `gemm` crate) come in f32, f64 and f16, not bf16".to_owned()
             }
-            (Precision::Bf16 | Precision::F16, DeviceKind::Auto) => {
-                "\"auto\" runs on CUDA where it can, and CUDA trains in f32 in this build"
+            (Precision::Bf16, DeviceKind::Auto) if mlp => {
+                "\"auto\" trains on the CPU where no GPU can be used, and the CPU has no bf16 kernels".to_owned()
             }
-            (Precision::Bf16 | Precision::F16, DeviceKind::Cuda) => {
-                "CUDA trains in f32 in this build: dfdx 0.13 converts dtypes on CUDA with a kernel it \
-                 compiles at run time against the build machine's CUDA headers, and panics where \
-                 they are missing"
-            }
+            (Precision::Bf16 | Precision::F16, _) => format!(
+                "on CUDA a recurrent model (here {}) trains in f32: cuDNN's RNN runs f32 in this build, and bf16 \
+                 and f16 run the MLP's step",
+                self.model.as_str()
+            ),
         };
         Err(ParamError::new(
             "precision",
             format!(
-                "\"{}\" is not supported on \"{}\": {reason}",
+                "\"{}\" is not supported on \"{}\" here: {reason}",
                 self.precision.as_str(),
                 self.device.as_str()
             ),

@@ -85,18 +85,7 @@ fn never_judged(exp: &Experiment, claim: &ClaimDef) -> Option<(String, String)> 
     let mut hint = "set what the claim was made under in the variant, or state the claim's conditions as its source \
                     made them"
         .to_owned();
-    let precision = claim
-        .requires
-        .params
-        .iter()
-        .find(|(p, _)| p.ends_with(".precision"))
-        .and_then(|(_, v)| v.as_str().map(str::to_owned));
-    if claim.requires.device.as_deref() == Some("cuda") && precision.as_deref().is_some_and(|p| p != "f32") {
-        hint = format!(
-            "this build trains in f32 on CUDA (`precision = \"{}\"` is refused there), so no run can meet it yet",
-            precision.unwrap_or_default()
-        );
-    } else if first.iter().any(|r| r.contains("on the CPU")) {
+    if first.iter().any(|r| r.contains("on the CPU")) {
         hint = "set `device = \"cuda\"` (or `\"auto\"`) on those stages in the claim's variant".to_owned();
     }
     Some((

@@ -50,32 +50,61 @@ pub struct Differences {
     pub grads: Option<f64>,
     /// The gradient tensor where `grads` was found.
     pub worst_grad: String,
+    /// The most each may differ.
+    pub tolerances: Tolerances,
 }
 
-/// Outputs are held to the gradients' tolerance: the same scaled measure of an f32 result
-/// computed in another order.
-pub const OUTPUT_TOLERANCE: f64 = GRAD_TOLERANCE;
+/// The most a fast path's loss, outputs and gradients may differ from the reference's, in the
+/// measures of [`Differences`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerances {
+    pub loss: f64,
+    pub outputs: f64,
+    pub grads: f64,
+}
+
+impl Tolerances {
+    /// Two f32 computations of the same step, summed in different orders (`check_step`'s);
+    /// outputs are held to the gradients' bound, the same scaled measure.
+    pub const F32: Tolerances = Tolerances {
+        loss: LOSS_TOLERANCE,
+        outputs: GRAD_TOLERANCE,
+        grads: GRAD_TOLERANCE,
+    };
+
+    /// The same kernels run twice (a CUDA graph's replay against an eager step): bit for bit.
+    pub const EXACT: Tolerances = Tolerances {
+        loss: 0.0,
+        outputs: 0.0,
+        grads: 0.0,
+    };
+}
 
 impl Differences {
     /// `None` when within every tolerance, else the largest difference against its tolerance.
     pub fn out_of_tolerance(&self) -> Option<String> {
         let mut worst: Option<(f64, String)> = None;
         let mut judge = |value: f64, tolerance: f64, what: String| {
-            let ratio = if value.is_nan() {
+            if !value.is_nan() && value <= tolerance {
+                return;
+            }
+            // How far over: a NaN, or anything over a zero tolerance, counts as the worst.
+            let ratio = if value.is_nan() || tolerance == 0.0 {
                 f64::INFINITY
             } else {
                 value / tolerance
             };
-            if ratio > 1.0 && worst.as_ref().is_none_or(|w| ratio > w.0) {
+            if worst.as_ref().is_none_or(|w| ratio > w.0) {
                 worst = Some((ratio, format!("{what} differ by {value:.2e} (tolerance {tolerance:e})")));
             }
         };
+        let t = self.tolerances;
         if let Some(loss) = self.loss {
-            judge(loss, LOSS_TOLERANCE, "the losses".into());
+            judge(loss, t.loss, "the losses".into());
         }
-        judge(self.outputs, OUTPUT_TOLERANCE, "the outputs".into());
+        judge(self.outputs, t.outputs, "the outputs".into());
         if let Some(grads) = self.grads {
-            judge(grads, GRAD_TOLERANCE, format!("the gradients of `{}`", self.worst_grad));
+            judge(grads, t.grads, format!("the gradients of `{}`", self.worst_grad));
         }
         worst.map(|w| w.1)
     }
@@ -157,6 +186,7 @@ mod tests {
             outputs,
             grads: Some(grads),
             worst_grad: "rnn.0.weight_hh".into(),
+            tolerances: Tolerances::F32,
         }
     }
 
@@ -233,7 +263,18 @@ mod tests {
             outputs: 1e-6,
             grads: None,
             worst_grad: String::new(),
+            tolerances: Tolerances::F32,
         };
         assert_eq!(forward.out_of_tolerance(), None);
+        // Bit for bit: any difference is out, and named; none is within.
+        let exact = |grads: f64| Differences {
+            tolerances: Tolerances::EXACT,
+            ..diffs(0.0, 0.0, grads)
+        };
+        assert_eq!(exact(0.0).out_of_tolerance(), None);
+        assert_eq!(
+            exact(1e-9).out_of_tolerance().unwrap(),
+            "the gradients of `rnn.0.weight_hh` differ by 1.00e-9 (tolerance 0e0)"
+        );
     }
 }

@@ -30,14 +30,15 @@ mod native;
 mod optim;
 mod phases;
 mod rnn;
+pub mod tc;
 mod train_loop;
 
 #[cfg(test)]
 mod tests;
 pub use crate::kinds::memory;
 pub use crate::kinds::train::{
-    Activation, CpuEngine, DeviceKind, HiddenState, ModelKind, Precision, RnnEngine, TrainParams, TrainTarget,
-    ValidateParams,
+    Activation, CpuEngine, CudaGraph, DeviceKind, HiddenState, ModelKind, Precision, RnnEngine, TrainParams,
+    TrainTarget, ValidateParams,
 };
 pub use device::TrainDevice;
 pub use error::TrainError;

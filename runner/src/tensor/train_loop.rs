@@ -35,6 +35,7 @@ use std::time::Instant;
 ///   epoch reaches it;
 /// - with `precision = "f16"`, `loss_scale` (the dynamic loss scale at the end) and
 ///   `skipped_steps` (count: steps skipped because their scaled gradients overflowed f16);
+/// - for an MLP on CUDA under a CUDA graph, `cuda_graph_captures` (count);
 /// - with `phase_timing`, the totals `prep_seconds`, `h2d_seconds`, `compute_seconds` and
 ///   `readback_seconds` (s), timed without synchronizing (see [`super::phases`]): host time on
 ///   the CPU, the device's timeline on CUDA. With `prefetch > 0`, prep is only the time spent

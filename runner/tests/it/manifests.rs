@@ -272,6 +272,17 @@ fn check_names_the_first_look_that_can_decide() {
     insta::assert_snapshot!("sequential_looks_warning", String::from_utf8_lossy(&o.stderr).trim());
 }
 
+/// Half precision where either device can run it: an MLP in f16 with `device = "auto"`, with
+/// `cuda_graph` left to "auto" or off, is a valid manifest (bf16 needs `device = "cuda"`, which
+/// a build with CUDA checks: `fixtures/cuda/`).
+#[test]
+fn check_accepts_f16_on_auto_and_cuda_graph_settings() {
+    let o = run(bin().arg("check").arg(fixture("valid/half_precision.toml")));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).replace(&fixture("").display().to_string(), "fixtures/");
+    insta::assert_snapshot!("half_precision_accepted", stdout.trim());
+}
+
 /// A claim no run of the manifest can judge (made on CUDA while its stage stays on the CPU, or
 /// about what the source measured and this does not, or a value stated for a GPU the source does
 /// not name) is flagged at its line, with what is

@@ -11,7 +11,7 @@ use crate::metrics::Recorder;
 use crate::tensor::batches::{first_batch, HostBatch};
 use crate::tensor::engine::{Allocations, StepEngine, Uploader};
 use crate::tensor::equivalence::scaled_max_diff;
-use crate::tensor::fastpath::{Differences, FastPath, Wanted};
+use crate::tensor::fastpath::{Differences, FastPath, Tolerances, Wanted};
 use crate::tensor::model::{LossAndGrads, Matrix, Model};
 use crate::tensor::optim::{clip_global_norm, AdamW};
 use crate::tensor::TrainError;
@@ -159,6 +159,7 @@ fn check_step(dev: &Cuda, windows: &Windows, params: &TrainParams, seed: u64) ->
         outputs: scaled_max_diff(&ref_out, &out),
         grads: Some(worst.0),
         worst_grad: worst.1,
+        tolerances: Tolerances::F32,
     })
 }
 
@@ -176,6 +177,7 @@ fn check_forward(dev: &Cuda, trained: &crate::artifact::TrainedModel, rows: usiz
         outputs: scaled_max_diff(&ref_out, &out),
         grads: None,
         worst_grad: String::new(),
+        tolerances: Tolerances::F32,
     })
 }
 

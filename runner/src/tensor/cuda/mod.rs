@@ -1,6 +1,8 @@
 //! The CUDA training path (`device = "cuda"`): the device, its memory settings and peak, phase
 //! stamps as CUDA events on the training stream, and batches copied from pinned memory
-//! ([`ring`]). The steps themselves are dfdx's autodiff ([`super::engine::AutodiffEngine`]).
+//! ([`ring`]). The steps are dfdx's autodiff ([`super::engine::AutodiffEngine`]), cuDNN's for
+//! an LSTM or GRU ([`cudnn_engine`]), or, for an MLP in bf16 or f16 or under a CUDA graph, this
+//! crate's cuBLAS step ([`tc_engine`], chosen by [`tc_check`]).
 //!
 //! Everything here queues work on dfdx's stream (cudarc's device stream: the context's null
 //! stream) and never synchronizes, except where a step must wait: reading the loss back, the
@@ -10,6 +12,9 @@ mod context;
 mod cudnn_engine;
 mod cudnn_rnn;
 mod ring;
+mod tc_check;
+mod tc_device;
+mod tc_engine;
 
 use context::{bind, stream};
 pub use ring::PinnedRing;
@@ -66,11 +71,19 @@ pub fn train_cuda(
     }
     // Declared after the device and before every tensor: dropped after the tensors, on every way
     // out, so their memory goes back as the settings below are undone.
-    // The self-check runs here, before any timed step, on its own throwaway models.
+    // The self-checks run here, before any timed step, on their own throwaway models.
     let cudnn = cudnn_engine::train_on_cudnn(&dev, &windows, params, seed, rec)?;
+    let cublas = if cudnn {
+        rec.fact("cuda_graph", "false");
+        None
+    } else {
+        tc_check::resolve(&dev, &windows, params, seed, rec)?
+    };
     let memory = DeviceMemory::keep(&dev, rec)?;
     let model = if cudnn {
         train_loop::run::<_, cudnn_engine::CudnnEngine>(&dev, &windows, params, seed, rec, cancel)?
+    } else if let Some(resolved) = &cublas {
+        train_loop::run::<_, tc_engine::TcEngine>(&dev, &windows, resolved, seed, rec, cancel)?
     } else {
         train_loop::run::<_, AutodiffEngine<Cuda, PinnedRing>>(&dev, &windows, params, seed, rec, cancel)?
     };

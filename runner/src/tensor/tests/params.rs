@@ -124,8 +124,8 @@ fn check_reports_the_offending_field() {
         );
         assert!(matches!(r, Err(TrainError::Params(e)) if e.field == field));
     }
-    // f16 runs on the CPU; bf16 nowhere, and neither half precision on CUDA, each saying why
-    // and what is supported (whether or not this binary has CUDA).
+    // f16 runs on the CPU; bf16 and f16 run the MLP on CUDA; elsewhere each says why and what
+    // is supported (whether or not this binary has CUDA).
     assert_eq!(
         TrainParams {
             precision: Precision::F16,
@@ -134,14 +134,56 @@ fn check_reports_the_offending_field() {
         .check(),
         Ok(())
     );
-    for (precision, device, why) in [
-        (Precision::Bf16, DeviceKind::Cpu, "not bf16"),
-        (Precision::Bf16, DeviceKind::Cuda, "CUDA trains in f32"),
-        (Precision::F16, DeviceKind::Cuda, "CUDA trains in f32"),
+    for (precision, device) in [
+        (Precision::Bf16, DeviceKind::Cuda),
+        (Precision::F16, DeviceKind::Cuda),
+        (Precision::F16, DeviceKind::Auto),
+    ] {
+        let checked = TrainParams {
+            precision,
+            device,
+            ..Default::default()
+        }
+        .check();
+        // Accepted; without the `cuda` feature the device is what is refused.
+        assert!(
+            checked.as_ref().is_ok() || checked.as_ref().is_err_and(|e| e.field == "device"),
+            "{} on {}: {checked:?}",
+            precision.as_str(),
+            device.as_str()
+        );
+    }
+    for (precision, device, model, why) in [
+        (Precision::Bf16, DeviceKind::Cpu, ModelKind::Mlp, "not bf16"),
+        (
+            Precision::Bf16,
+            DeviceKind::Auto,
+            ModelKind::Mlp,
+            "the CPU has no bf16 kernels",
+        ),
+        (
+            Precision::F16,
+            DeviceKind::Cuda,
+            ModelKind::Lstm,
+            "a recurrent model (here lstm) trains in f32",
+        ),
+        (
+            Precision::Bf16,
+            DeviceKind::Cuda,
+            ModelKind::Gru,
+            "a recurrent model (here gru) trains in f32",
+        ),
+        (
+            Precision::F16,
+            DeviceKind::Auto,
+            ModelKind::Gru,
+            "(here gru) trains in f32",
+        ),
     ] {
         let err = TrainParams {
             precision,
             device,
+            model,
             ..Default::default()
         }
         .check()
@@ -149,9 +191,39 @@ fn check_reports_the_offending_field() {
         assert_eq!(err.field, "precision");
         assert!(err.message.contains(why), "{}", err.message);
         assert!(
-            err.hint.as_deref().is_some_and(|h| h.contains("\"f16\" on \"cpu\"")),
+            err.hint
+                .as_deref()
+                .is_some_and(|h| h.contains("\"bf16\" on \"cuda\" for the MLP")),
             "{err:?}"
         );
+    }
+    // `cuda_graph = true` insists, so it is refused where no graph can apply; "auto" and false
+    // are accepted anywhere.
+    for (device, model, why) in [
+        (DeviceKind::Cpu, ModelKind::Mlp, "runs on \"cpu\""),
+        (
+            DeviceKind::Auto,
+            ModelKind::Lstm,
+            "trains a recurrent model (here lstm)",
+        ),
+    ] {
+        let err = TrainParams {
+            cuda_graph: CudaGraph::On,
+            device,
+            model,
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(err.field, "cuda_graph", "{err}");
+        assert!(err.message.contains(why), "{}", err.message);
+    }
+    for graph in [CudaGraph::Auto, CudaGraph::Off] {
+        let params = TrainParams {
+            cuda_graph: graph,
+            ..Default::default()
+        };
+        assert_eq!(params.check(), Ok(()));
     }
     assert!(ValidateParams {
         batch_size: 0,
