@@ -7,7 +7,8 @@
 //! The estimate counts f32 values: the weights, their gradients and Adam's two moments (four
 //! copies of every parameter), each layer's activations for one batch three times (the output,
 //! the value the backward pass keeps, and its gradient), and the input batches (the one being
-//! trained on plus `prefetch` prepared ahead). It leaves out the windows themselves, which are
+//! trained on plus `prefetch` prepared ahead), and in bf16 or f16 the weights' two-byte copies
+//! the products read. It leaves out the windows themselves, which are
 //! the `normalize` stage's, and the framework's own overhead, so it is a floor, not a ceiling.
 
 use super::train::TrainParams;
@@ -73,7 +74,8 @@ pub fn estimate(params: &TrainParams, seq_len: usize, n_features: usize, outputs
     MemoryEstimate {
         parameters,
         parameter_bytes: 4.0 * parameters * F32
-            + if params.precision == super::train::Precision::F16 {
+            + if params.precision != super::train::Precision::F32 {
+                // The weights' half copies (bf16 and f16 alike are two bytes).
                 parameters * F16
             } else {
                 0.0
@@ -184,6 +186,17 @@ mod tests {
         assert_eq!(e.parameter_bytes, 49.0 * 16.0);
         assert_eq!(e.activation_bytes, 3.0 * 2.0 * 5.0 * 4.0);
         assert_eq!(e.batch_bytes, 2.0 * 11.0 * 4.0);
+        // Half precisions add the weights' two-byte copies the products read.
+        for precision in [
+            super::super::train::Precision::F16,
+            super::super::train::Precision::Bf16,
+        ] {
+            let half = TrainParams {
+                precision,
+                ..params(vec![4], 2)
+            };
+            assert_eq!(estimate(&half, 1, 10, 1).parameter_bytes, 49.0 * 18.0);
+        }
     }
 
     #[test]
