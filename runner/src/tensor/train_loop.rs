@@ -23,8 +23,9 @@ use std::time::Instant;
 ///   [`warm_up`]), which keeps one-time costs out of `epoch_seconds`;
 /// - `epoch_seconds` (s) per epoch as a series, and their mean as a single value;
 /// - `train_loss` (loss): the MSE over all training windows, in target units, with the weights
-///   at the end of each epoch (a full pass, not timed, with the training step's products: f16
-///   ones under `precision = "f16"`) as a series, and the last epoch's value;
+///   at the end of each epoch (a full pass, not timed, with the engine's inference: f16 products
+///   under `precision = "f16"` on the CPU, f32 through dfdx on CUDA) as a series, and the last
+///   epoch's value;
 /// - `mean_batch_loss` (loss): the mean of the epoch's batch losses as a series, in standardized
 ///   target units, taken while the weights change (what the loop saw, not a model's MSE);
 /// - `samples_per_second` (samples/s) over all epochs, and `train_steps` (count: optimizer

@@ -73,19 +73,24 @@ pub fn train_cuda(
     // out, so their memory goes back as the settings below are undone.
     // The self-checks run here, before any timed step, on their own throwaway models.
     let cudnn = cudnn_engine::train_on_cudnn(&dev, &windows, params, seed, rec)?;
-    let cublas = if cudnn {
+    let mlp = if cudnn {
         rec.fact("cuda_graph", "false");
         None
     } else {
-        tc_check::resolve(&dev, &windows, params, seed, rec)?
+        Some(tc_check::resolve(&dev, &windows, params, seed, rec)?)
+    };
+    // What runs: the MLP's resolved parameters (a failed bf16 or f16 check trains in f32).
+    let (cublas, run) = match &mlp {
+        Some(r) => (r.cublas, &r.params),
+        None => (false, params),
     };
     let memory = DeviceMemory::keep(&dev, rec)?;
     let model = if cudnn {
-        train_loop::run::<_, cudnn_engine::CudnnEngine>(&dev, &windows, params, seed, rec, cancel)?
-    } else if let Some(resolved) = &cublas {
-        train_loop::run::<_, tc_engine::TcEngine>(&dev, &windows, resolved, seed, rec, cancel)?
+        train_loop::run::<_, cudnn_engine::CudnnEngine>(&dev, &windows, run, seed, rec, cancel)?
+    } else if cublas {
+        train_loop::run::<_, tc_engine::TcEngine>(&dev, &windows, run, seed, rec, cancel)?
     } else {
-        train_loop::run::<_, AutodiffEngine<Cuda, PinnedRing>>(&dev, &windows, params, seed, rec, cancel)?
+        train_loop::run::<_, AutodiffEngine<Cuda, PinnedRing>>(&dev, &windows, run, seed, rec, cancel)?
     };
     memory.record_peak(rec);
     Ok(model.to_trained(windows))

@@ -66,13 +66,14 @@ impl StepConfig {
 
 /// The tensor-core MLP engine (see the module's documentation).
 pub struct TcEngine {
+    /// Dropped first (after `Drop` synchronized the stream): the graph, then the cuBLAS handle
+    /// and the kernels' module it uses, then the buffers; the stream last.
+    graph: Option<Graph>,
+    blas: Blas,
+    kernels: Kernels,
+    bufs: HashMap<Buf, DeviceBuf>,
     widths: Vec<usize>,
     cfg: StepConfig,
-    /// Declared before the buffers and handles: dropped (synchronized) first.
-    stream: Stream,
-    kernels: Kernels,
-    blas: Blas,
-    bufs: HashMap<Buf, DeviceBuf>,
     /// The rows the buffers hold (the batch size).
     capacity: usize,
     /// The model's parameter addresses, as of the last step.
@@ -84,9 +85,18 @@ pub struct TcEngine {
     inbound: Event,
     outbound: Event,
     graphs: bool,
-    graph: Option<Graph>,
     eager_full_steps: u64,
     captures: u64,
+    stream: Stream,
+}
+
+impl Drop for TcEngine {
+    fn drop(&mut self) {
+        // Nothing is freed while the stream may still use it.
+        if let Err(e) = self.stream.sync() {
+            tracing::warn!("the MLP step's stream did not finish: {e}");
+        }
+    }
 }
 
 impl TcEngine {
@@ -137,16 +147,15 @@ impl TcEngine {
         alloc(Buf::Partials, 8 * 2 * (widths.len() - 1))?;
         let ones = DeviceBuf::new(4 * capacity)?;
         let control = DeviceBuf::new(std::mem::size_of::<Control>())?;
-        // SAFETY: both buffers hold what is copied; synchronous copies from host values.
+        let start = [Control::start(cfg.scaled)];
+        // SAFETY: both buffers hold what is copied: `capacity` f32 and one `Control` (copied as
+        // a value, padding included, never read as bytes here).
         unsafe {
             call(
                 "cuMemcpyHtoD (ones)",
                 result::memcpy_htod_sync(ones.ptr, &vec![1.0f32; capacity]),
             )?;
-            let start = Control::start(cfg.scaled);
-            let bytes =
-                std::slice::from_raw_parts((&start as *const Control).cast::<u8>(), std::mem::size_of::<Control>());
-            call("cuMemcpyHtoD (control)", result::memcpy_htod_sync(control.ptr, bytes))?;
+            call("cuMemcpyHtoD (control)", result::memcpy_htod_sync(control.ptr, &start))?;
         }
         bufs.insert(Buf::Ones, ones);
         bufs.insert(Buf::Control, control);
@@ -468,13 +477,19 @@ impl TcEngine {
                 result::memcpy_dtod_async(dst, src, 4 * rows * width, self.stream.0)
             })?;
         }
-        self.queue_step(rows, update)?;
-        if let Some(dst) = loss {
-            let src = self.ptr(Buf::Loss)?;
-            // SAFETY: one f32 each: the step's loss and the caller's scalar tensor.
-            call("cuMemcpyDtoDAsync (the loss)", unsafe {
-                result::memcpy_dtod_async(dst, src, 4, self.stream.0)
-            })?;
+        let queued = self.queue_step(rows, update).and_then(|()| match loss {
+            Some(dst) => {
+                let src = self.ptr(Buf::Loss)?;
+                // SAFETY: one f32 each: the step's loss and the caller's scalar tensor.
+                let copied = unsafe { result::memcpy_dtod_async(dst, src, 4, self.stream.0) };
+                Ok(call("cuMemcpyDtoDAsync (the loss)", copied)?)
+            }
+            None => Ok(()),
+        });
+        if let Err(e) = queued {
+            // The batch's memory goes back to dfdx only once this stream is done with it.
+            let _ = self.stream.sync();
+            return Err(e);
         }
         self.outbound.record(self.stream.0)?;
         self.outbound.wait_on(theirs)?;
@@ -498,13 +513,25 @@ impl TcEngine {
     /// The step's state on the device.
     pub(super) fn control(&self) -> Result<Control, TrainError> {
         self.stream.sync()?;
-        let mut bytes = vec![0u8; std::mem::size_of::<Control>()];
-        // SAFETY: the control buffer holds one `Control`; the stream is idle.
-        call("cuMemcpyDtoH", unsafe {
-            result::memcpy_dtoh_sync(&mut bytes, self.ptr(Buf::Control)?)
-        })?;
-        // SAFETY: `Control` is `repr(C)` plain data, and any bit pattern of its fields is valid.
-        Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<Control>()) })
+        let mut control = [Control::default()];
+        let src = self.ptr(Buf::Control)?;
+        // SAFETY: the control buffer holds one `Control` (plain `repr(C)` data: any bits of its
+        // fields are valid); the stream is idle.
+        let copied = unsafe { result::memcpy_dtoh_sync(&mut control, src) };
+        call("cuMemcpyDtoH (control)", copied)?;
+        Ok(control[0])
+    }
+
+    /// Sets the loss scale the next step seeds its backward pass with (the self-check's search
+    /// for a scale at which f16 gradients stay finite, as the dynamic scaler's first steps do).
+    pub(super) fn set_loss_scale(&mut self, scale: f32) -> Result<(), TrainError> {
+        let mut control = [self.control()?];
+        control[0].loss_scale = scale;
+        let dst = self.ptr(Buf::Control)?;
+        // SAFETY: the control buffer holds one `Control`; the stream is idle (`control` waited).
+        let copied = unsafe { result::memcpy_htod_sync(dst, &control) };
+        call("cuMemcpyHtoD (control)", copied)?;
+        Ok(())
     }
 
     /// The graphs captured so far.
@@ -512,7 +539,9 @@ impl TcEngine {
         self.captures
     }
 
-    /// The gradients the last step left, unscaled (the self-checks compare them).
+    /// The gradients the last step left, divided by the current loss scale: unscaled after a
+    /// step without the update (the scale is what seeded it), and after one whose update left
+    /// the scale unchanged; the self-checks call it only there, or on two engines alike.
     pub(super) fn grads(&self) -> Result<Vec<Vec<f32>>, TrainError> {
         let scale = self.control()?.loss_scale;
         plan::param_sizes(&self.widths)

@@ -46,7 +46,7 @@ impl Control {
         let inverse = 1.0 / self.loss_scale;
         let mut clip = 1.0f32;
         if max_norm > 0.0 {
-            let norm = sumsq.sqrt() as f32 * inverse;
+            let norm = (sumsq.sqrt() / f64::from(self.loss_scale)) as f32;
             clip = (max_norm / (norm + 1.0e-6)).min(1.0);
         }
         self.skip = 0;

@@ -162,7 +162,8 @@ MM_FN void mm_control(MmControl *c, double sumsq, float max_norm, int scaled) {
     float inverse = 1.0f / c->loss_scale;
     float clip = 1.0f;
     if (max_norm > 0.0f) {
-        float norm = (float)sqrt(sumsq) * inverse;
+        // In f64 until the end: a scaled sum of squares can exceed f32's range.
+        float norm = (float)(sqrt(sumsq) / (double)c->loss_scale);
         float s = max_norm / (norm + 1.0e-6f);
         clip = s < 1.0f ? s : 1.0f;
     }

@@ -3,6 +3,7 @@
 //! and the passes of `mlp.cu` between them, with f32 master weights and Adam state.
 //!
 //! - [`plan`]: a step as a list of operations, built and checked without a GPU;
+//! - [`decide`]: which step runs, from the manifest and the self-checks' outcomes;
 //! - [`math`]: the Rust reference of the kernels' per-element arithmetic (`mlp_math.h`);
 //! - the executor and engine, which need the `cuda` feature, are `tensor::cuda::tc_engine`.
 //!
@@ -11,6 +12,7 @@
 //! step (Adam's step count, the loss scale, whether to skip, the dropout counter) is read from
 //! device memory, written by the step's own control kernel.
 
+pub mod decide;
 pub mod math;
 pub mod plan;
 

@@ -3,6 +3,7 @@
 //! kernels' math, cuBLAS's column-major products with rounded operands) against dfdx's autodiff
 //! and the CPU engine, and the `cublasGemmEx` calls a bf16 step asks for (`plans.rs`).
 
+mod decide;
 mod host;
 mod plans;
 
