@@ -406,14 +406,10 @@ impl TcEngine {
     /// graph where one applies, else eagerly. `full_ops` stops before the update when false
     /// (the self-check's forward and backward only).
     fn queue_step(&mut self, rows: usize, update: bool) -> Result<(), TrainError> {
-        // Laid out only where it is queued or captured, not on every replay.
-        let ops = || {
-            let mut ops = plan::step(&self.widths, rows, self.cfg.elem);
-            if !update {
-                ops.retain(|op| !matches!(op, Op::SumSq { .. } | Op::Control { .. } | Op::Adam { .. }));
-            }
-            ops
-        };
+        let mut ops = plan::step(&self.widths, rows, self.cfg.elem);
+        if !update {
+            ops.retain(|op| !matches!(op, Op::SumSq { .. } | Op::Control { .. } | Op::Adam { .. }));
+        }
         if !self.halves_ready {
             for op in plan::refresh_half(&self.widths, self.cfg.elem) {
                 self.run(&op)?;
@@ -422,17 +418,17 @@ impl TcEngine {
         }
         let full = rows == self.capacity && update && self.graphs;
         if !full {
-            return ops().iter().try_for_each(|op| self.run(op));
+            return ops.iter().try_for_each(|op| self.run(op));
         }
         if self.graph.as_ref().is_some_and(|g| g.params != self.params) {
             self.graph = None;
         }
         if self.graph.is_none() && self.eager_full_steps == 0 {
             self.eager_full_steps += 1;
-            return ops().iter().try_for_each(|op| self.run(op));
+            return ops.iter().try_for_each(|op| self.run(op));
         }
         if self.graph.is_none() {
-            self.graph = Some(self.capture(&ops())?);
+            self.graph = Some(self.capture(&ops)?);
             self.captures += 1;
         }
         let exec = self.graph.as_ref().map(|g| g.exec).expect("captured above");
@@ -465,10 +461,7 @@ impl TcEngine {
                 self.capacity
             )));
         }
-        // Refilled in place: no allocation per step.
-        self.params.clear();
-        self.params
-            .extend(model.params.iter_mut().map(|p| p.cu_device_ptr_mut()));
+        self.params = model.params.iter_mut().map(|p| p.cu_device_ptr_mut()).collect();
         let theirs = stream(dev);
         self.inbound.record(theirs)?;
         self.inbound.wait_on(self.stream.0)?;
