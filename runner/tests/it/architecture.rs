@@ -6,7 +6,10 @@
 //! Test code (`tests.rs`, files under a `tests/` folder, and `#[cfg(test)]` items) may reach
 //! any module and is left out of the graph: tests sit above everything they test.
 
+mod cited;
 mod folders;
+mod lengths;
+mod rules;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -78,43 +81,6 @@ fn module_of(rel: &Path) -> String {
         .to_string_lossy()
         .into_owned();
     first.strip_suffix(".rs").map(str::to_owned).unwrap_or(first)
-}
-
-/// A file without its `#[cfg(test)]` items, and without `//` comments when `uncommented`.
-fn without_test_items(text: &str, uncommented: bool) -> String {
-    let mut out = String::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() == "#[cfg(test)]" {
-            let indent = line.len() - line.trim_start().len();
-            let close = format!("{}}}", " ".repeat(indent));
-            match lines.next() {
-                Some(item) if item.trim_end().ends_with('{') => {
-                    for l in lines.by_ref() {
-                        if l.strip_suffix(';').unwrap_or(l) == close {
-                            break;
-                        }
-                    }
-                }
-                Some(item) if !item.trim_end().ends_with(';') => {
-                    for l in lines.by_ref() {
-                        if l.trim_end().ends_with(';') {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            }
-            continue;
-        }
-        out.push_str(if uncommented {
-            line.split("//").next().unwrap_or("")
-        } else {
-            line
-        });
-        out.push('\n');
-    }
-    out
 }
 
 /// For each top-level module, the other top-level modules its non-test code uses.
@@ -221,33 +187,18 @@ fn no_source_file_is_over_600_lines() {
     assert!(long.is_empty(), "over {MAX_FILE_LINES} lines: {long:?}");
 }
 
-/// Functions over [`MAX_FN_LINES`] lines without a `// Long because: ...` line above them.
-fn long_functions_without_a_reason(text: &str, max: usize) -> Vec<(usize, String, usize)> {
+/// Functions over `max` lines without a `// Long because: ...` line above them, as
+/// `(line, name, length)`; `label` names the file in a parse error.
+fn long_functions_without_a_reason(label: &str, text: &str, max: usize) -> Vec<(usize, String, usize)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        let Some(sig) = fn_signature(trimmed) else { continue };
-        let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        // The body opens on the first line ending in `{`; a declaration ends in `;` first.
-        let Some(open) =
-            (i..lines.len()).find(|&j| lines[j].trim_end().ends_with('{') || lines[j].trim_end().ends_with(';'))
-        else {
-            continue;
-        };
-        if lines[open].trim_end().ends_with(';') {
-            continue;
-        }
-        let close = format!("{}}}", " ".repeat(indent));
-        let Some(end) = (open + 1..lines.len()).find(|&j| lines[j] == close) else {
-            continue;
-        };
-        let length = end - i + 1;
+    for f in lengths::functions(label, text) {
+        let length = f.end - f.line + 1;
         if length <= max {
             continue;
         }
-        let mut above = i;
+        // Up over the doc comment and attributes; `f.line` is the line of `fn`.
+        let mut above = f.line - 1;
         while above > 0 && {
             let t = lines[above - 1].trim_start();
             t.starts_with("///") || t.starts_with("#[")
@@ -261,64 +212,10 @@ fn long_functions_without_a_reason(text: &str, max: usize) -> Vec<(usize, String
             .take_while(|l| l.trim_start().starts_with("//"))
             .any(|l| l.trim_start().starts_with(LONG_REASON));
         if !explained {
-            found.push((i + 1, name, length));
+            found.push((f.line, f.name, length));
         }
     }
     found
-}
-
-/// What follows `fn ` on a line that starts a function: after any visibility (`pub`,
-/// `pub(crate)`, `pub(in path)`, ...) and qualifiers (`const`, `async`, `unsafe`, `extern "C"`).
-fn fn_signature(line: &str) -> Option<&str> {
-    let mut rest = line;
-    if let Some(after) = rest.strip_prefix("pub") {
-        rest = match after.strip_prefix('(') {
-            Some(inner) => inner.split_once(')')?.1,
-            None => after,
-        }
-        .trim_start();
-    }
-    loop {
-        let before = rest;
-        for qualifier in ["const ", "async ", "unsafe ", "default "] {
-            rest = rest.strip_prefix(qualifier).unwrap_or(rest).trim_start();
-        }
-        if let Some(after) = rest.strip_prefix("extern ") {
-            let after = after.trim_start();
-            rest = match after.strip_prefix('"') {
-                Some(abi) => abi.split_once('"')?.1.trim_start(),
-                None => after,
-            };
-        }
-        if rest == before {
-            break;
-        }
-    }
-    rest.strip_prefix("fn ")
-}
-
-#[test]
-fn the_long_function_check_reads_every_kind_of_signature() {
-    for line in [
-        "fn a() {",
-        "pub fn a() {",
-        "pub(crate) fn a() {",
-        "pub(super) async fn a() {",
-        "pub(in crate::manifest) fn a() {",
-        "pub const fn a() {",
-        "pub(crate) unsafe extern \"C\" fn a() {",
-        "async unsafe fn a() {",
-    ] {
-        assert_eq!(fn_signature(line), Some("a() {"), "{line}");
-    }
-    for line in [
-        "let f = fn_ptr;",
-        "pub struct Fn {",
-        "// fn a() {",
-        "pub(crate) use x::fn_y;",
-    ] {
-        assert_eq!(fn_signature(line), None, "{line}");
-    }
 }
 
 #[test]
@@ -326,16 +223,22 @@ fn the_long_function_check_finds_what_it_should() {
     let body = "    let x = 1;\n".repeat(MAX_FN_LINES);
     let text = format!(
         "/// Doc.\nfn long() {{\n{body}}}\n\n{LONG_REASON} it is a table,\n// one row per line.\n/// Doc.\n#[inline]\n\
-         pub fn explained() {{\n{body}}}\n\nfn short() {{\n    let y = 2;\n}}\n\nfn declared();\n\n// Not a \
-         reason.\nfn unexplained() {{\n{body}}}\n"
+         pub fn explained() {{\n{body}}}\n\nfn short() {{\n    let y = 2;\n}}\n\ntrait T {{\n    fn declared();\n}}\n\n\
+         // Not a reason.\nfn unexplained() {{\n{body}}}\n\nimpl S {{\n    pub(super) async fn in_impl(&self) {{\n{body}    }}\n}}\n\n\
+         #[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{body}    }}\n}}\n"
     );
-    let found = long_functions_without_a_reason(&text, MAX_FN_LINES);
-    let unexplained_at = text.lines().position(|l| l.starts_with("fn unexplained")).unwrap() + 1;
+    let found = long_functions_without_a_reason("planted.rs", &text, MAX_FN_LINES);
+    let at = |prefix: &str| text.lines().position(|l| l.trim_start().starts_with(prefix)).unwrap() + 1;
     assert_eq!(
         found,
         [
             (2, "long".to_owned(), MAX_FN_LINES + 2),
-            (unexplained_at, "unexplained".to_owned(), MAX_FN_LINES + 2)
+            (at("fn unexplained"), "unexplained".to_owned(), MAX_FN_LINES + 2),
+            (
+                at("pub(super) async fn in_impl"),
+                "in_impl".to_owned(),
+                MAX_FN_LINES + 2
+            ),
         ]
     );
 }
@@ -347,11 +250,8 @@ fn no_function_is_over_100_lines_without_a_reason_beside_it() {
         if is_test_file(&rel) {
             continue;
         }
-        for (line, name, length) in long_functions_without_a_reason(&without_test_items(&text, false), MAX_FN_LINES) {
-            long.push(format!(
-                "{} (line {line} without test items) {name}: {length} lines",
-                rel.display()
-            ));
+        for (line, name, length) in long_functions_without_a_reason(&rel.display().to_string(), &text, MAX_FN_LINES) {
+            long.push(format!("{} (line {line}) {name}: {length} lines", rel.display()));
         }
     }
     assert!(
@@ -367,8 +267,8 @@ fn no_function_in_commands_or_exec_is_over_80_lines_without_a_reason_beside_it()
         if is_test_file(&rel) || !ORCHESTRATION.contains(&module_of(&rel).as_str()) {
             continue;
         }
-        let code = without_test_items(&text, false);
-        for (line, name, length) in long_functions_without_a_reason(&code, MAX_ORCHESTRATION_FN_LINES) {
+        let label = rel.display().to_string();
+        for (line, name, length) in long_functions_without_a_reason(&label, &text, MAX_ORCHESTRATION_FN_LINES) {
             long.push(format!("{} (line {line}) {name}: {length} lines", rel.display()));
         }
     }

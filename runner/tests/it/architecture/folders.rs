@@ -51,7 +51,7 @@ pub fn module_path(rel: &Path) -> ModPath {
     parts
 }
 
-fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+pub fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
             && a.meta
