@@ -34,6 +34,8 @@ use dfdx::prelude::*;
 use std::collections::HashMap;
 use std::ffi::c_void;
 
+mod probe;
+
 /// Threads per block of every kernel (`MM_THREADS` in `mlp.cu` for the one-block reductions).
 const THREADS: u32 = 256;
 
@@ -406,10 +408,14 @@ impl TcEngine {
     /// graph where one applies, else eagerly. `full_ops` stops before the update when false
     /// (the self-check's forward and backward only).
     fn queue_step(&mut self, rows: usize, update: bool) -> Result<(), TrainError> {
-        let mut ops = plan::step(&self.widths, rows, self.cfg.elem);
-        if !update {
-            ops.retain(|op| !matches!(op, Op::SumSq { .. } | Op::Control { .. } | Op::Adam { .. }));
-        }
+        // Laid out only where it is queued or captured, not on every replay.
+        let ops = || {
+            let mut ops = plan::step(&self.widths, rows, self.cfg.elem);
+            if !update {
+                ops.retain(|op| !matches!(op, Op::SumSq { .. } | Op::Control { .. } | Op::Adam { .. }));
+            }
+            ops
+        };
         if !self.halves_ready {
             for op in plan::refresh_half(&self.widths, self.cfg.elem) {
                 self.run(&op)?;
@@ -418,17 +424,17 @@ impl TcEngine {
         }
         let full = rows == self.capacity && update && self.graphs;
         if !full {
-            return ops.iter().try_for_each(|op| self.run(op));
+            return ops().iter().try_for_each(|op| self.run(op));
         }
         if self.graph.as_ref().is_some_and(|g| g.params != self.params) {
             self.graph = None;
         }
         if self.graph.is_none() && self.eager_full_steps == 0 {
             self.eager_full_steps += 1;
-            return ops.iter().try_for_each(|op| self.run(op));
+            return ops().iter().try_for_each(|op| self.run(op));
         }
         if self.graph.is_none() {
-            self.graph = Some(self.capture(&ops)?);
+            self.graph = Some(self.capture(&ops())?);
             self.captures += 1;
         }
         let exec = self.graph.as_ref().map(|g| g.exec).expect("captured above");
@@ -461,7 +467,10 @@ impl TcEngine {
                 self.capacity
             )));
         }
-        self.params = model.params.iter_mut().map(|p| p.cu_device_ptr_mut()).collect();
+        // Refilled in place: no allocation per step.
+        self.params.clear();
+        self.params
+            .extend(model.params.iter_mut().map(|p| p.cu_device_ptr_mut()));
         let theirs = stream(dev);
         self.inbound.record(theirs)?;
         self.inbound.wait_on(self.stream.0)?;
@@ -496,59 +505,6 @@ impl TcEngine {
         // The batch's tensors go back to dfdx's cache only now, after the wait above is queued.
         drop((x, y));
         Ok(rows)
-    }
-
-    /// `n` values of `buf`, after everything queued so far (synchronizes; checks and the end of
-    /// training only).
-    pub(super) fn read(&self, buf: Buf, n: usize) -> Result<Vec<f32>, TrainError> {
-        self.stream.sync()?;
-        let mut out = vec![0f32; n];
-        // SAFETY: `buf` holds at least `n` f32 values; the stream is idle.
-        call("cuMemcpyDtoH", unsafe {
-            result::memcpy_dtoh_sync(&mut out, self.ptr(buf)?)
-        })?;
-        Ok(out)
-    }
-
-    /// The step's state on the device.
-    pub(super) fn control(&self) -> Result<Control, TrainError> {
-        self.stream.sync()?;
-        let mut control = [Control::default()];
-        let src = self.ptr(Buf::Control)?;
-        // SAFETY: the control buffer holds one `Control` (plain `repr(C)` data: any bits of its
-        // fields are valid); the stream is idle.
-        let copied = unsafe { result::memcpy_dtoh_sync(&mut control, src) };
-        call("cuMemcpyDtoH (control)", copied)?;
-        Ok(control[0])
-    }
-
-    /// Sets the loss scale the next step seeds its backward pass with (the self-check's search
-    /// for a scale at which f16 gradients stay finite, as the dynamic scaler's first steps do).
-    pub(super) fn set_loss_scale(&mut self, scale: f32) -> Result<(), TrainError> {
-        let mut control = [self.control()?];
-        control[0].loss_scale = scale;
-        let dst = self.ptr(Buf::Control)?;
-        // SAFETY: the control buffer holds one `Control`; the stream is idle (`control` waited).
-        let copied = unsafe { result::memcpy_htod_sync(dst, &control) };
-        call("cuMemcpyHtoD (control)", copied)?;
-        Ok(())
-    }
-
-    /// The graphs captured so far.
-    pub(super) fn captures(&self) -> u64 {
-        self.captures
-    }
-
-    /// The gradients the last step left, divided by the current loss scale: unscaled after a
-    /// step without the update (the scale is what seeded it), and after one whose update left
-    /// the scale unchanged; the self-checks call it only there, or on two engines alike.
-    pub(super) fn grads(&self) -> Result<Vec<Vec<f32>>, TrainError> {
-        let scale = self.control()?.loss_scale;
-        plan::param_sizes(&self.widths)
-            .into_iter()
-            .enumerate()
-            .map(|(p, n)| Ok(self.read(Buf::Grad(p), n)?.into_iter().map(|g| g / scale).collect()))
-            .collect()
     }
 }
 
