@@ -89,9 +89,6 @@ pub enum StageError {
     /// The command stage's program could not start, ran out of time, failed, or was killed.
     #[error("{0}")]
     Command(String),
-    /// The stage's parameters do not build it (validation rejects such a table first).
-    #[error("invalid parameters: {0}")]
-    Params(crate::params::ParamError),
 }
 
 impl StageError {
