@@ -1,5 +1,6 @@
 //! What stock data is, shared by every part of `market` (source -> write -> stock tables ->
-//! read): a daily bar, a symbol's bars and its `symbols` row, what makes a symbol code valid, and
+//! read): a daily bar, a symbol's bars and its `symbols` row, what makes a symbol code valid
+//! (`kinds`' `is_valid_code`, re-exported: the `load` stage's parameters check codes too), and
 //! the two errors of stock storage ([`MarketError`] while writing or inspecting stock data,
 //! [`StockError`] when the stock database cannot serve a manifest's loads, whose messages name
 //! the database, password redacted, and how to fix it).
