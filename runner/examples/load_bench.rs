@@ -6,7 +6,8 @@
 
 use clap::Parser;
 use measured::db::Db;
-use measured::market::{self, CodeStyle, FetchStrategy, LoadParams, SynthOptions};
+use measured::kinds::{FetchStrategy, LoadParams};
+use measured::market::{self, CodeStyle, SynthOptions};
 use measured::metrics::Recorder;
 use measured::stats::median;
 use std::time::Instant;

@@ -1,6 +1,6 @@
-//! Errors from checking one stage's parameters (manifest::validate -> stage registry): the one
-//! error type of building a stage, from its parameter struct's checks and from deserializing
-//! its table alike.
+//! Errors from checking one stage's parameters (manifest::validate -> `kinds`'
+//! `StageParams::read`): the one error type of reading a stage's parameters, from its
+//! parameter struct's checks and from deserializing its table alike.
 //!
 //! A stage's parameter struct reports which field is wrong; validation turns the field into a
 //! `file:line:col` location in the manifest (the stage's table when no one field is at fault).

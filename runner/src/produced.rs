@@ -70,7 +70,7 @@ pub fn unproduced(exp: &Experiment, trials: &[TrialRecord]) -> Vec<Unproduced> {
             .stages
             .iter()
             .find(|s| s.name == stage)
-            .and_then(|s| crate::kinds::catalog::find(&s.kind, name))
+            .and_then(|s| crate::kinds::catalog::find_in(s.kind, name))
             .is_some_and(|d| d.cuda_only())
         {
             continue;

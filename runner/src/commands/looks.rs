@@ -177,7 +177,11 @@ impl<'a> PrimaryCheck<'a> {
     pub(super) fn applies(exp: &crate::manifest::Experiment) -> bool {
         crate::metrics::summed(&exp.compare.primary).into_iter().any(|m| {
             m.split_once('.').is_some_and(|(stage, name)| {
-                name != "seconds" && exp.stages.iter().any(|s| s.name == stage && s.kind == "command")
+                name != "seconds"
+                    && exp
+                        .stages
+                        .iter()
+                        .any(|s| s.name == stage && s.kind == crate::kinds::StageKind::Command)
             })
         })
     }

@@ -81,7 +81,7 @@ pub(super) fn run_experiment(
 ) -> Result<Concluded, CommandError> {
     // A named stock database that does not exist is bad input: refuse before a run is stored.
     if let (Some(stock), Some(exp)) = (&g.stock_database, &fresh) {
-        if exp.stages.iter().any(|s| s.kind == "load") {
+        if exp.stages.iter().any(|s| s.kind == crate::kinds::StageKind::Load) {
             if let Some(missing) = crate::stage::missing_named_stock(stock) {
                 return Err(CommandError::BadInput(missing.to_string()));
             }

@@ -324,7 +324,11 @@ fn show_facts(out: &mut String, trials: &[TrialRecord]) {
 /// stages loaded from it.
 fn data_lines(row: &store::RunRow, trials: &[TrialRecord]) -> String {
     let hashes = crate::rundata::data_hashes(trials);
-    let reads = trials.iter().any(|t| t.stages.iter().any(|s| s.kind == "load"));
+    let reads = trials.iter().any(|t| {
+        t.stages
+            .iter()
+            .any(|s| s.kind.parse() == Ok(crate::kinds::StageKind::Load))
+    });
     let mut out = String::new();
     match crate::market::DataIdentity::from_json(row.stock_data.as_deref()) {
         Some(d) => {

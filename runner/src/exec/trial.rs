@@ -40,19 +40,11 @@ pub struct StageCache {
 
 impl StageCache {
     /// Stage `si` of config `config`, built once per run.
-    fn stage(
-        &mut self,
-        config: usize,
-        si: usize,
-        kind: &str,
-        params: &toml::Table,
-    ) -> Result<Arc<dyn Stage>, StageError> {
-        if let Some(stage) = self.built.get(&(config, si)) {
-            return Ok(stage.clone());
-        }
-        let stage = crate::stage::build(kind, params).map_err(StageError::Params)?;
-        self.built.insert((config, si), stage.clone());
-        Ok(stage)
+    fn stage(&mut self, config: usize, si: usize, params: &crate::kinds::StageParams) -> Arc<dyn Stage> {
+        self.built
+            .entry((config, si))
+            .or_insert_with(|| crate::stage::build(params))
+            .clone()
     }
 }
 
@@ -119,7 +111,7 @@ impl TrialRun<'_, '_> {
         let def = &exp.stages[si];
         let mut record = StageRecord {
             name: def.name.clone(),
-            kind: def.kind.clone(),
+            kind: def.kind.as_str().to_owned(),
             position: position as u32,
             status: StageStatus::Ok,
             cache_hit: false,
@@ -142,15 +134,15 @@ impl TrialRun<'_, '_> {
             record.error = Some(format!("skipped: needs {} which did not finish", blocked.join(", ")));
             return Some(record);
         }
-        // Cache identity: this stage's resolved parameters plus its inputs' identities, the
-        // same in every trial of the config.
+        // Cache identity: this stage's checked parameters, written canonically, plus its
+        // inputs' identities, the same in every trial of the config.
         let resolved = &exp.configs[self.trial.config].stages[si];
         let upstream = &self.cache_keys;
         let key = cache
             .keys
             .entry((self.trial.config, si))
             .or_insert_with(|| {
-                let mut key = format!("{}|{}", def.name, toml::Value::Table(resolved.params.clone()));
+                let mut key = format!("{}|{}", def.name, resolved.params.canonical());
                 for &d in &def.needs {
                     key.push('|');
                     key.push_str(&upstream[d]);
@@ -168,8 +160,8 @@ impl TrialRun<'_, '_> {
             }
         }
         // Built from the validated parameters before any clock starts.
-        let built = cache.stage(self.trial.config, si, &def.kind, &resolved.params);
-        match built.and_then(|stage| self.measure(stage.as_ref(), si, &mut record)) {
+        let stage = cache.stage(self.trial.config, si, &resolved.params);
+        match self.measure(stage.as_ref(), si, &mut record) {
             Ok(artifact) => {
                 if def.cache {
                     cache.entries.insert(key, (artifact.clone(), record.facts.clone()));

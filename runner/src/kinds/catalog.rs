@@ -8,6 +8,7 @@
 //! The catalog is the stages' contract: a test runs every built-in kind and fails when one
 //! records a name or unit the catalog does not declare.
 
+use super::kind::StageKind;
 use super::transfer::{Allocation, CopyDirection, HostMemory, Mode, SyncMode};
 
 /// One metric a built-in stage kind records.
@@ -367,21 +368,29 @@ const GPU_TELEMETRY: &[MetricDecl] = &[
     m("gpu_throttled", "count", "1 when a sample was throttled (CUDA)"),
 ];
 
-/// The metrics of a stage kind: `None` for `command` (its program names them) and unknown kinds.
-pub fn declared(kind: &str) -> Option<&'static [MetricDecl]> {
-    Some(match kind {
-        "load" => LOAD,
-        "normalize" => NORMALIZE,
-        "train" => TRAIN,
-        "validate" => VALIDATE,
-        "transfer" => TRANSFER,
-        _ => return None,
-    })
+/// The metrics of a stage kind: `None` for `command` (its program names them).
+pub fn declared(kind: StageKind) -> Option<&'static [MetricDecl]> {
+    match kind {
+        StageKind::Command => None,
+        StageKind::Load => Some(LOAD),
+        StageKind::Normalize => Some(NORMALIZE),
+        StageKind::Train => Some(TRAIN),
+        StageKind::Validate => Some(VALIDATE),
+        StageKind::Transfer => Some(TRANSFER),
+    }
+}
+
+/// Whether a stage of `kind` can run on CUDA, and so records the GPU telemetry.
+fn records_gpu_telemetry(kind: StageKind) -> bool {
+    match kind {
+        StageKind::Train | StageKind::Validate | StageKind::Transfer => true,
+        StageKind::Command | StageKind::Load | StageKind::Normalize => false,
+    }
 }
 
 /// Every concrete metric name of a stage kind with its declaration, patterns expanded, `seconds`
 /// included; `None` when the kind's names are open.
-pub fn names(kind: &str) -> Option<Vec<(String, &'static MetricDecl)>> {
+pub fn names(kind: StageKind) -> Option<Vec<(String, &'static MetricDecl)>> {
     let decls = declared(kind)?;
     let mut out: Vec<(String, &'static MetricDecl)> = Vec::new();
     for d in decls {
@@ -397,7 +406,7 @@ pub fn names(kind: &str) -> Option<Vec<(String, &'static MetricDecl)>> {
             out.push((d.name.to_owned(), d));
         }
     }
-    if matches!(kind, "train" | "validate" | "transfer") {
+    if records_gpu_telemetry(kind) {
         out.extend(GPU_TELEMETRY.iter().map(|d| (d.name.to_owned(), d)));
     }
     if !out.iter().any(|(n, _)| n == "seconds") {
@@ -408,8 +417,14 @@ pub fn names(kind: &str) -> Option<Vec<(String, &'static MetricDecl)>> {
 
 /// The declaration of `name` in a stage of `kind`; `None` when the kind's names are open or it
 /// records no such metric.
-pub fn find(kind: &str, name: &str) -> Option<&'static MetricDecl> {
+pub fn find_in(kind: StageKind, name: &str) -> Option<&'static MetricDecl> {
     names(kind)?.into_iter().find(|(n, _)| n == name).map(|(_, d)| d)
+}
+
+/// [`find_in`] for a kind written as text, as a stored run keeps it (read with
+/// [`StageKind::parse`]); `None` also for text that names no kind.
+pub fn find(kind: &str, name: &str) -> Option<&'static MetricDecl> {
+    find_in(StageKind::parse(kind)?, name)
 }
 
 /// Every transfer mode name, in a fixed order.
@@ -435,7 +450,7 @@ fn mode_names() -> Vec<String> {
 
 /// The catalog of a kind as one sentence for `measured schema`: `Records: `mse` (loss):
 /// validation mean squared error of the model; ...`.
-pub fn describe(kind: &str) -> String {
+pub fn describe(kind: StageKind) -> String {
     match declared(kind) {
         None => "Records the metrics its program prints as JSON lines, and `seconds`, its wall time.".to_owned(),
         Some(decls) => {
@@ -457,7 +472,11 @@ mod tests {
 
     #[test]
     fn patterns_expand_to_every_transfer_mode_and_direction() {
-        let names: Vec<String> = names("transfer").unwrap().into_iter().map(|(n, _)| n).collect();
+        let names: Vec<String> = names(StageKind::Transfer)
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         for n in [
             "h2d_pinned_reuse_seconds",
             "d2h_pageable_per_copy_non_blocking_gbps",
@@ -482,12 +501,13 @@ mod tests {
         assert_eq!(find("load", "seconds").unwrap().about, LOAD[0].about);
         assert_eq!(find("train", "seconds").unwrap().about, STAGE_SECONDS.about);
         assert!(find("train", "epoch_secnds").is_none());
-        assert!(names("command").is_none());
+        assert!(names(StageKind::Command).is_none());
+        assert!(find("lod", "seconds").is_none());
     }
 
     #[test]
     fn no_name_is_declared_twice_in_a_kind() {
-        for kind in ["load", "normalize", "train", "validate", "transfer"] {
+        for kind in StageKind::ALL.into_iter().filter(|&k| k != StageKind::Command) {
             let names: Vec<String> = names(kind).unwrap().into_iter().map(|(n, _)| n).collect();
             let unique: std::collections::BTreeSet<&String> = names.iter().collect();
             assert_eq!(unique.len(), names.len(), "{kind}: {names:?}");

@@ -4,6 +4,8 @@
 //! conditions, so these names are stable; a test runs every built-in kind and fails when one
 //! records a fact not declared here.
 
+use super::kind::StageKind;
+
 /// One fact a built-in stage kind records.
 #[derive(Debug)]
 pub struct FactDecl {
@@ -70,22 +72,23 @@ const NORMALIZE_FACTS: &[FactDecl] = &[f(
 const TRANSFER_FACTS: &[FactDecl] = &[DEVICE, GPU];
 
 /// The facts of a stage kind; empty for kinds that record none (`load`, `command`).
-pub fn declared_facts(kind: &str) -> &'static [FactDecl] {
+pub fn declared_facts(kind: StageKind) -> &'static [FactDecl] {
     match kind {
-        "train" | "validate" => MODEL_FACTS,
-        "normalize" => NORMALIZE_FACTS,
-        "transfer" => TRANSFER_FACTS,
-        _ => &[],
+        StageKind::Train | StageKind::Validate => MODEL_FACTS,
+        StageKind::Normalize => NORMALIZE_FACTS,
+        StageKind::Transfer => TRANSFER_FACTS,
+        StageKind::Load | StageKind::Command => &[],
     }
 }
 
-/// The declaration of fact `name` in a stage of `kind`.
+/// The declaration of fact `name` in a stage of `kind`, the kind written as text as a stored
+/// run keeps it (read with [`StageKind::parse`]); `None` also for text that names no kind.
 pub fn find_fact(kind: &str, name: &str) -> Option<&'static FactDecl> {
-    declared_facts(kind).iter().find(|d| d.name == name)
+    declared_facts(StageKind::parse(kind)?).iter().find(|d| d.name == name)
 }
 
 /// The facts of a kind as one sentence for `measured schema`; empty when it records none.
-pub fn describe_facts(kind: &str) -> String {
+pub fn describe_facts(kind: StageKind) -> String {
     let decls = declared_facts(kind);
     if decls.is_empty() {
         return String::new();
@@ -100,7 +103,7 @@ mod tests {
 
     #[test]
     fn fact_names_are_unique_per_kind_and_valid_fact_names() {
-        for kind in ["train", "validate", "normalize", "transfer", "load", "command"] {
+        for kind in StageKind::ALL {
             let names: Vec<&str> = declared_facts(kind).iter().map(|d| d.name).collect();
             let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
             assert_eq!(names.len(), unique.len(), "{kind}: {names:?}");
@@ -112,7 +115,7 @@ mod tests {
         }
         assert!(find_fact("train", "device").is_some());
         assert!(find_fact("load", "device").is_none());
-        assert!(describe_facts("transfer").starts_with("Facts (what it ran on): `device`: "));
-        assert_eq!(describe_facts("command"), "");
+        assert!(describe_facts(StageKind::Transfer).starts_with("Facts (what it ran on): `device`: "));
+        assert_eq!(describe_facts(StageKind::Command), "");
     }
 }

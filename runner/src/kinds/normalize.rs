@@ -56,7 +56,7 @@ pub struct NormalizeParams {
     /// First day of the validation period (a TOML date or `"YYYY-MM-DD"`); mutually exclusive
     /// with `valid_fraction`.
     #[serde(default, deserialize_with = "date_opt")]
-    #[schemars(schema_with = "crate::market::date_schema")]
+    #[schemars(schema_with = "crate::kinds::date_schema")]
     pub split_date: Option<NaiveDate>,
     /// Share of the calendar range (earliest to latest date) that is validation; 0.2 when
     /// neither this nor `split_date` is set.

@@ -1,6 +1,6 @@
 //! Turning a stage's parameter table into its typed parameter struct (manifest::validate ->
-//! **kinds** -> stage), with the failing key named so the validator can point at it in the
-//! manifest.
+//! `StageParams::read` -> **params**), with the failing key named so the validator can point at
+//! it in the manifest.
 
 use crate::params::ParamError;
 use serde::de::{self, DeserializeOwned, Visitor};

@@ -1,37 +1,17 @@
-//! The stage kinds this binary knows, as data (manifest::validate -> **registry** -> each kind's
-//! parameters): what each kind consumes and produces, the parameters it accepts, their JSON
-//! schema, and the check of a parameter table. `stage::build` makes the runnable stage from the
-//! same table where it runs.
+//! A stage's checked parameters, as one type (manifest::validate -> **registry** -> each kind's
+//! parameter struct): [`StageParams`] holds the typed parameters of whichever kind the stage
+//! is. The manifest's validation reads each stage table into it once ([`StageParams::read`]);
+//! everything after (plan, exec, stage) uses the typed value and never reads the table again.
 
 use super::command::CommandParams;
+use super::kind::StageKind;
+use super::load::{FetchStrategy, LoadParams};
 use super::normalize::NormalizeParams;
-use super::params::{field_names, params_from_table};
+use super::params::params_from_table;
 use super::train::{TrainParams, ValidateParams};
 use super::transfer::TransferParams;
-use crate::artifact::ArtifactKind;
-use crate::market::{FetchStrategy, LoadParams};
 use crate::params::ParamError;
 use serde::de::DeserializeOwned;
-
-/// What one stage kind consumes and produces, and how its parameters are read and checked.
-pub struct KindSpec {
-    pub kind: &'static str,
-    /// The artifact this kind needs from upstream, if any.
-    pub input: Option<ArtifactKind>,
-    pub output: ArtifactKind,
-    /// Parameter names accepted in the stage table (besides kind/needs/cache).
-    pub fields: fn() -> &'static [&'static str],
-    /// JSON Schema of the parameter struct, for `measured schema` (editor completion).
-    pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
-    /// Reads the stage table into the kind's parameters and checks them.
-    pub check: fn(&toml::Table) -> Result<(), ParamError>,
-    /// The checked parameters with their defaults applied, written out: two tables that mean
-    /// the same parameters give the same text.
-    pub resolved: fn(&toml::Table) -> Option<String>,
-    /// A parameter value that only a PostgreSQL stock database supports, as
-    /// `(parameter, what it needs)`, so that `check` rejects it on SQLite before any trial runs.
-    pub needs_postgres_stock: fn(&toml::Table) -> Option<(&'static str, &'static str)>,
-}
 
 /// A stage kind's parameter struct: read from the stage table, then checked.
 pub trait KindParams: DeserializeOwned + std::fmt::Debug + schemars::JsonSchema + 'static {
@@ -57,91 +37,141 @@ kind_params!(
     TransferParams
 );
 
-/// Reads `table` into `P` and checks it: the parameters a stage of that kind is built from.
+/// Reads `table` into `P` and checks it.
 pub fn checked<P: KindParams>(table: &toml::Table) -> Result<P, ParamError> {
     let params: P = params_from_table(table)?;
     params.check()?;
     Ok(params)
 }
 
-fn check<P: KindParams>(table: &toml::Table) -> Result<(), ParamError> {
-    checked::<P>(table).map(drop)
+/// One stage's parameters, read and checked against its kind, defaults applied: what the stage
+/// is built from, what `plan` previews and what identifies the stage's work.
+#[derive(Debug, Clone)]
+pub enum StageParams {
+    Command(CommandParams),
+    Load(LoadParams),
+    Normalize(NormalizeParams),
+    Train(TrainParams),
+    Validate(ValidateParams),
+    Transfer(TransferParams),
 }
 
-fn resolved<P: KindParams>(table: &toml::Table) -> Option<String> {
-    checked::<P>(table).ok().map(|p| format!("{p:?}"))
-}
+impl StageParams {
+    /// Reads a stage table (without `kind`, `needs` and `cache`) into the parameters of `kind`
+    /// and checks them; the error names the key at fault.
+    pub fn read(kind: StageKind, table: &toml::Table) -> Result<StageParams, ParamError> {
+        Ok(match kind {
+            StageKind::Command => StageParams::Command(checked(table)?),
+            StageKind::Load => StageParams::Load(checked(table)?),
+            StageKind::Normalize => StageParams::Normalize(checked(table)?),
+            StageKind::Train => StageParams::Train(checked(table)?),
+            StageKind::Validate => StageParams::Validate(checked(table)?),
+            StageKind::Transfer => StageParams::Transfer(checked(table)?),
+        })
+    }
 
-fn no_stock_need(_: &toml::Table) -> Option<(&'static str, &'static str)> {
-    None
-}
-
-fn load_needs_postgres_stock(table: &toml::Table) -> Option<(&'static str, &'static str)> {
-    let params = checked::<LoadParams>(table).ok()?;
-    (params.strategy == FetchStrategy::Copy).then_some((
-        "strategy",
-        "strategy = \"copy\" streams bars with PostgreSQL's COPY protocol",
-    ))
-}
-
-/// Every stage kind this binary knows.
-pub fn registry() -> &'static [KindSpec] {
-    &REGISTRY
-}
-
-pub fn find_kind(kind: &str) -> Option<&'static KindSpec> {
-    REGISTRY.iter().find(|k| k.kind == kind)
-}
-
-macro_rules! kind {
-    ($kind:literal, $input:expr, $output:expr, $params:ty) => {
-        kind!($kind, $input, $output, $params, no_stock_need)
-    };
-    ($kind:literal, $input:expr, $output:expr, $params:ty, $stock:expr) => {
-        KindSpec {
-            kind: $kind,
-            input: $input,
-            output: $output,
-            fields: field_names::<$params>,
-            schema: <$params as schemars::JsonSchema>::json_schema,
-            check: check::<$params>,
-            resolved: resolved::<$params>,
-            needs_postgres_stock: $stock,
+    /// The kind these parameters belong to.
+    pub fn kind(&self) -> StageKind {
+        match self {
+            StageParams::Command(_) => StageKind::Command,
+            StageParams::Load(_) => StageKind::Load,
+            StageParams::Normalize(_) => StageKind::Normalize,
+            StageParams::Train(_) => StageKind::Train,
+            StageParams::Validate(_) => StageKind::Validate,
+            StageParams::Transfer(_) => StageKind::Transfer,
         }
-    };
-}
+    }
 
-static REGISTRY: [KindSpec; 6] = [
-    kind!("command", None, ArtifactKind::None, CommandParams),
-    kind!("load", None, ArtifactKind::Bars, LoadParams, load_needs_postgres_stock),
-    kind!(
-        "normalize",
-        Some(ArtifactKind::Bars),
-        ArtifactKind::Windows,
-        NormalizeParams
-    ),
-    kind!("train", Some(ArtifactKind::Windows), ArtifactKind::Model, TrainParams),
-    kind!(
-        "validate",
-        Some(ArtifactKind::Model),
-        ArtifactKind::None,
-        ValidateParams
-    ),
-    kind!("transfer", None, ArtifactKind::None, TransferParams),
-];
+    /// The parameters written out canonically: every field of the typed struct, defaults
+    /// applied, in the struct's declaration order, floats in their shortest form that reads
+    /// back to the same value (Rust's `Debug`). Two tables that mean the same parameters (a
+    /// default written out or left implicit, keys in another order) give the same text; any
+    /// difference in a value gives another. It identifies a stage's work within one binary —
+    /// the stage cache of a run and the validator's check for identical configs — and is
+    /// never stored.
+    pub fn canonical(&self) -> String {
+        match self {
+            StageParams::Command(p) => format!("{p:?}"),
+            StageParams::Load(p) => format!("{p:?}"),
+            StageParams::Normalize(p) => format!("{p:?}"),
+            StageParams::Train(p) => format!("{p:?}"),
+            StageParams::Validate(p) => format!("{p:?}"),
+            StageParams::Transfer(p) => format!("{p:?}"),
+        }
+    }
+
+    /// A parameter value that only a PostgreSQL stock database supports, as
+    /// `(parameter, what it needs)`, so that `check` rejects it on SQLite before any trial runs.
+    pub fn needs_postgres_stock(&self) -> Option<(&'static str, &'static str)> {
+        match self {
+            StageParams::Load(p) => (p.strategy == FetchStrategy::Copy).then_some((
+                "strategy",
+                "strategy = \"copy\" streams bars with PostgreSQL's COPY protocol",
+            )),
+            StageParams::Command(_)
+            | StageParams::Normalize(_)
+            | StageParams::Train(_)
+            | StageParams::Validate(_)
+            | StageParams::Transfer(_) => None,
+        }
+    }
+}
 
 /// The memory check of a `train` stage before any trial runs: its model on the input width the
 /// upstream `normalize` stage gives (`seq_len` x features). Without a readable `normalize`
 /// table the width is unknown and the check waits for `train` itself, which repeats it on the
 /// real windows before allocating.
-pub(crate) fn check_train_memory(train: &toml::Table, normalize: Option<&toml::Table>) -> Result<(), ParamError> {
-    let params: TrainParams = params_from_table(train)?;
+pub(crate) fn check_train_memory(train: &TrainParams, normalize: Option<&toml::Table>) -> Result<(), ParamError> {
     let Some(norm) = normalize.and_then(|t| params_from_table::<NormalizeParams>(t).ok()) else {
         return Ok(());
     };
     let Ok(features) = norm.feature_list() else {
         return Ok(());
     };
-    super::memory::check(&params, norm.seq_len, features.len(), 1)?;
+    super::memory::check(train, norm.seq_len, features.len(), 1)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(kind: StageKind, text: &str) -> StageParams {
+        StageParams::read(kind, &toml::from_str(text).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_same_parameters_written_differently_are_one_canonical_text() {
+        let implicit = read(StageKind::Load, "symbols = { first = 3 }");
+        let explicit = read(
+            StageKind::Load,
+            "strategy = \"batched\"\nsymbols = { first = 3 }\nfetch_size = 10000\nadjust = true",
+        );
+        assert_eq!(implicit.canonical(), explicit.canonical());
+        let other = read(StageKind::Load, "symbols = { first = 3 }\nfetch_size = 9999");
+        assert_ne!(implicit.canonical(), other.canonical());
+        // Floats: one value, one text, however the manifest wrote it.
+        let a = read(StageKind::Train, "lr = 0.001");
+        let b = read(StageKind::Train, "lr = 1e-3");
+        let c = read(StageKind::Train, "lr = 0.0010000000000000002");
+        assert_eq!(a.canonical(), b.canonical());
+        assert_ne!(a.canonical(), c.canonical());
+        assert_eq!(a.kind(), StageKind::Train);
+    }
+
+    #[test]
+    fn the_canonical_text_is_the_typed_struct_written_out() {
+        // The text the validator compared configs by before the typed parameters: unchanged.
+        let table: toml::Table = toml::from_str("argv = [\"echo\", \"{{ seed }}\"]\ntimeout = 1.5").unwrap();
+        let typed: CommandParams = checked(&table).unwrap();
+        let params = StageParams::read(StageKind::Command, &table).unwrap();
+        assert_eq!(params.canonical(), format!("{typed:?}"));
+    }
+
+    #[test]
+    fn only_a_copy_load_needs_postgres() {
+        assert!(read(StageKind::Load, "").needs_postgres_stock().is_none());
+        let copy = read(StageKind::Load, "strategy = \"copy\"");
+        assert_eq!(copy.needs_postgres_stock().map(|(p, _)| p), Some("strategy"));
+    }
 }

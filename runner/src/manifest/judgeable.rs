@@ -7,10 +7,16 @@
 //! what is missing. Warnings, not errors: the experiment still measures what it measures.
 
 use super::{ClaimDef, Config, Experiment};
+use crate::kinds::StageKind;
 use crate::manifest::spans::{Seg, SpanIndex};
 
-/// Stage kinds that record the device they ran on, and their default when `device` is unset.
-const DEVICE_KINDS: [(&str, &str); 3] = [("train", "cpu"), ("validate", "cpu"), ("transfer", "cpu")];
+/// For a stage kind that records the device it ran on, its default when `device` is unset.
+fn default_device(kind: StageKind) -> Option<&'static str> {
+    match kind {
+        StageKind::Train | StageKind::Validate | StageKind::Transfer => Some("cpu"),
+        StageKind::Command | StageKind::Load | StageKind::Normalize => None,
+    }
+}
 
 /// One warning per claim no run can judge: `file:line:col: warning: ...` with a hint line.
 pub fn unjudgeable_claims(exp: &Experiment) -> Vec<String> {
@@ -115,10 +121,10 @@ fn config_misses(exp: &Experiment, claim: &ClaimDef, c: &Config) -> Vec<String> 
     let mut out = Vec::new();
     if let Some(want) = claim.requires.device.as_deref() {
         for (def, stage) in exp.stages.iter().zip(&c.stages) {
-            let Some((_, default)) = DEVICE_KINDS.iter().find(|(k, _)| *k == def.kind) else {
+            let Some(default) = default_device(def.kind) else {
                 continue;
             };
-            let device = stage.params.get("device").and_then(toml::Value::as_str);
+            let device = stage.table.get("device").and_then(toml::Value::as_str);
             let runs = device.unwrap_or(default);
             let never = match want {
                 "cuda" => runs == "cpu",
@@ -142,7 +148,7 @@ fn config_misses(exp: &Experiment, claim: &ClaimDef, c: &Config) -> Vec<String> 
         .stages
         .iter()
         .zip(&c.stages)
-        .map(|(d, s)| (d.name.clone(), serde_json::to_value(&s.params).unwrap_or_default()))
+        .map(|(d, s)| (d.name.clone(), serde_json::to_value(&s.table).unwrap_or_default()))
         .collect();
     let only_params = crate::stats::ClaimConditions {
         params: claim.requires.params.clone(),

@@ -26,9 +26,11 @@ pub use sources::{find_quote, sources_dir, SourceError};
 pub use validate::check_stock_backend;
 pub use validate::{parse_file, parse_str};
 
+use crate::kinds::{StageKind, StageParams};
 use std::path::{Path, PathBuf};
 
-/// A validated experiment: every config is resolved and every stage built.
+/// A validated experiment: every config is resolved and every stage's parameters are read and
+/// checked against its kind.
 #[derive(Debug, Clone)]
 pub struct Experiment {
     pub name: String,
@@ -82,10 +84,13 @@ pub struct Schedule {
     pub keep_going: bool,
 }
 
+/// One `[stages.<name>]` table's place in the DAG. `K` is the kind: a [`StageKind`] in a
+/// validated [`Experiment`]; while validation runs, an `Option` that is `None` for a kind that
+/// is missing or unknown (reported), so the other checks go on.
 #[derive(Debug, Clone)]
-pub struct StageDef {
+pub struct StageDef<K = StageKind> {
     pub name: String,
-    pub kind: String,
+    pub kind: K,
     /// Indices of the stages this one needs.
     pub needs: Vec<usize>,
     pub cache: bool,
@@ -98,7 +103,7 @@ pub struct SweepAxis {
     pub values: Vec<toml::Value>,
 }
 
-/// One point of the experiment: a variant at one sweep point, with its stages built.
+/// One point of the experiment: a variant at one sweep point, with its stages' parameters.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub name: String,
@@ -112,9 +117,16 @@ pub struct Config {
     pub revision: Option<Revision>,
 }
 
+/// One stage of one config.
 #[derive(Debug, Clone)]
 pub struct ResolvedStage {
-    pub params: toml::Table,
+    /// Its parameters, read and checked against its kind, defaults applied: what the stage is
+    /// built from and what identifies its work.
+    pub params: StageParams,
+    /// The parameter table as the manifest gives it, overrides applied and defaults not: kept
+    /// for what shows or stores the manifest's own words (the stored run spec, `plan`'s
+    /// differences, claim conditions). Nothing reads it into parameters again.
+    pub table: toml::Table,
 }
 
 /// The comparison settings from `[compare]`, with defaults filled in.

@@ -250,7 +250,7 @@ pub fn same_code_twice(exp: &Experiment) -> Option<(String, String, String)> {
     }
     // A command stage that renders `{{ variant }}` or `{{ config }}` differs by name alone.
     let by_name = exp.configs.iter().flat_map(|c| &c.stages).any(|s| {
-        crate::kinds::template_variables(&s.params).is_none_or(|v| v.contains("variant") || v.contains("config"))
+        crate::kinds::template_variables(&s.table).is_none_or(|v| v.contains("variant") || v.contains("config"))
     });
     if by_name {
         return None;
@@ -271,7 +271,7 @@ pub fn same_code_twice(exp: &Experiment) -> Option<(String, String, String)> {
                         && x.stages
                             .iter()
                             .zip(&y.stages)
-                            .all(|(p, q)| same_table(&p.params, &q.params))
+                            .all(|(p, q)| same_table(&p.table, &q.table))
                 });
             if same {
                 let commit = ca.first().and_then(|c| code(c)).map(|(c, _)| c).unwrap_or_default();
@@ -352,7 +352,7 @@ mod tests {
             [("before", "main", Some("make")), ("after", "HEAD", Some("make"))]
         );
         // Nothing else differs, yet the configs are not identical: their code is not the same.
-        assert!(exp.configs.iter().all(|c| c.stages[0].params.get("git").is_none()));
+        assert!(exp.configs.iter().all(|c| c.stages[0].table.get("git").is_none()));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! shape errors while a manifest is written.
 //!
 //! It is generated from the same types the manifest is read into (`raw`, and each stage kind's
-//! parameter struct from the stage registry), so it cannot drift from what `measured check`
+//! parameter struct through `StageKind::schema`), so it cannot drift from what `measured check`
 //! accepts. The schema only describes shapes; `check` remains the authority on meaning (a
 //! `needs` naming an undefined stage, an override of a parameter its stage lacks, and so on).
 //!
@@ -15,7 +15,7 @@ use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
 use super::raw::RawManifest;
-use crate::kinds::{registry, KindSpec};
+use crate::kinds::StageKind;
 
 /// Stage, variant and axis names: what `validate` accepts as an identifier.
 const NAME_PATTERN: &str = "^[A-Za-z0-9_-]{1,64}$";
@@ -51,12 +51,12 @@ fn define(generator: &mut SchemaGenerator, name: &str, schema: Value) -> Value {
 
 /// `[stages.<name>]`: each stage's keys depend on its `kind`.
 pub(super) fn stages(generator: &mut SchemaGenerator) -> Schema {
-    let kinds: Vec<&str> = registry().iter().map(|k| k.kind).collect();
-    let alternatives: Vec<Value> = registry()
-        .iter()
-        .map(|spec| {
-            let def = stage_kind(generator, spec);
-            define(generator, &definition_name(spec.kind), def)
+    let kinds: Vec<&str> = StageKind::ALL.map(StageKind::as_str).to_vec();
+    let alternatives: Vec<Value> = StageKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let def = stage_kind(generator, kind);
+            define(generator, &definition_name(kind.as_str()), def)
         })
         .collect();
     let stage = json!({
@@ -83,21 +83,21 @@ fn definition_name(kind: &str) -> String {
 }
 
 /// One stage kind: its parameter struct's schema with `kind`, `needs` and `cache` added.
-fn stage_kind(generator: &mut SchemaGenerator, spec: &KindSpec) -> Value {
-    let params = (spec.schema)(generator).to_value();
+fn stage_kind(generator: &mut SchemaGenerator, kind: StageKind) -> Value {
+    let params = kind.schema(generator).to_value();
     let mut def = params.as_object().cloned().unwrap_or_default();
     let params_doc = def
         .remove("description")
         .and_then(|d| d.as_str().map(str::to_owned))
         .unwrap_or_default();
-    let takes = spec.input.map_or_else(|| "nothing".to_owned(), |i| i.to_string());
+    let takes = kind.input().map_or_else(|| "nothing".to_owned(), |i| i.to_string());
     def.insert(
         "description".into(),
         format!(
             "{params_doc} Takes {takes}; produces {}. {} {}",
-            spec.output,
-            crate::kinds::catalog::describe(spec.kind),
-            crate::kinds::facts::describe_facts(spec.kind)
+            kind.output(),
+            crate::kinds::catalog::describe(kind),
+            crate::kinds::facts::describe_facts(kind)
         )
         .trim()
         .into(),
@@ -106,7 +106,7 @@ fn stage_kind(generator: &mut SchemaGenerator, spec: &KindSpec) -> Value {
     let mut properties = Map::new();
     properties.insert(
         "kind".into(),
-        json!({ "description": format!("The stage kind: `{}`.", spec.kind), "const": spec.kind }),
+        json!({ "description": format!("The stage kind: `{kind}`."), "const": kind.as_str() }),
     );
     properties.insert(
         "needs".into(),
@@ -334,12 +334,12 @@ mod tests {
     fn every_stage_kind_has_a_definition_with_the_dag_keys() {
         let schema = manifest_schema();
         let alternatives = schema["definitions"]["Stage"]["oneOf"].as_array().unwrap().len();
-        assert_eq!(alternatives, registry().len());
-        for spec in registry() {
-            let def = stage_def(&schema, spec.kind);
-            assert_eq!(def["properties"]["kind"]["const"], spec.kind, "{def}");
+        assert_eq!(alternatives, StageKind::ALL.len());
+        for kind in StageKind::ALL {
+            let def = stage_def(&schema, kind.as_str());
+            assert_eq!(def["properties"]["kind"]["const"], kind.as_str(), "{def}");
             for key in ["needs", "cache"] {
-                assert!(def["properties"][key].is_object(), "{}: {key}", spec.kind);
+                assert!(def["properties"][key].is_object(), "{kind}: {key}");
             }
             // Every parameter the Rust side accepts is described, and nothing else.
             let mut described: Vec<&str> = def["properties"]
@@ -349,11 +349,11 @@ mod tests {
                 .map(String::as_str)
                 .filter(|k| !["kind", "needs", "cache"].contains(k))
                 .collect();
-            let mut accepted = (spec.fields)().to_vec();
+            let mut accepted = kind.fields().to_vec();
             described.sort_unstable();
             accepted.sort_unstable();
-            assert_eq!(described, accepted, "{}", spec.kind);
-            assert_eq!(def["additionalProperties"], false, "{}", spec.kind);
+            assert_eq!(described, accepted, "{kind}");
+            assert_eq!(def["additionalProperties"], false, "{kind}");
         }
         assert_eq!(stage_def(&schema, "command")["required"], json!(["kind", "argv"]));
     }

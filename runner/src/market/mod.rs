@@ -29,7 +29,6 @@ pub use identity::{
 pub use read::error::LoadError;
 pub(crate) use read::load::{describe as describe_selection, resolve as resolve_selection, view_codes};
 pub use read::load::{load, load_within};
-pub use read::select::{date_schema, FetchStrategy, LoadParams, SymbolSelection};
 pub use source::catalog;
 pub use source::import::{file_sha256, prepare, FileSummary, ImportPlan};
 pub use source::import_options::{BadRow, ImportError, ImportOptions, ImportReport, Layout};

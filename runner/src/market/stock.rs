@@ -1,10 +1,13 @@
 //! What stock data is, shared by every part of `market` (source -> write -> stock tables ->
-//! read): a daily bar, a symbol's bars and its `symbols` row, what makes a symbol code valid, and
+//! read): a daily bar, a symbol's bars and its `symbols` row, what makes a symbol code valid
+//! (`kinds`' `is_valid_code`, re-exported: the `load` stage's parameters check codes too), and
 //! the two errors of stock storage ([`MarketError`] while writing or inspecting stock data,
 //! [`StockError`] when the stock database cannot serve a manifest's loads, whose messages name
 //! the database, password redacted, and how to fix it).
 
 use chrono::NaiveDate;
+
+pub use crate::kinds::is_valid_code;
 
 /// A failure while writing or inspecting stock data. Messages never contain a password.
 #[derive(Debug, thiserror::Error)]
@@ -25,18 +28,6 @@ impl From<sqlx::Error> for MarketError {
 /// URL (connecting, where a URL could appear, is `Db::connect`'s job and redacts it).
 pub(crate) fn db_message(e: &sqlx::Error) -> String {
     e.to_string()
-}
-
-/// Whether `code` may be a symbol code: 1 to 32 characters from `[A-Za-z0-9._^=-]`.
-///
-/// None of these characters can end or escape an SQL string literal (no quote, no backslash,
-/// no whitespace), which is what makes a validated code safe to embed in a `COPY` statement.
-/// `^` and `=` admit index and currency tickers such as `^GSPC` and `EURUSD=X`.
-pub fn is_valid_code(code: &str) -> bool {
-    (1..=32).contains(&code.len())
-        && code
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'^' | b'='))
 }
 
 /// One row of `symbols`.

@@ -1,5 +1,6 @@
 //! Planning: a validated experiment -> the ordered list of trials to run (validate -> **plan**
-//! -> exec).
+//! -> exec). It reads only the validated experiment: a command it shows is rendered from the
+//! stage's typed parameters, and no stage is built.
 
 mod schedule;
 
@@ -105,18 +106,17 @@ fn describe_config(out: &mut String, exp: &Experiment, i: usize) {
     }
     for &si in &exp.order {
         let name = &exp.stages[si].name;
-        let params = &c.stages[si].params;
+        let stage = &c.stages[si];
         if i > 0 {
-            for (k, v) in params {
-                if first.stages[si].params.get(k) != Some(v) {
+            for (k, v) in &stage.table {
+                if first.stages[si].table.get(k) != Some(v) {
                     let _ = writeln!(out, "        {name}.{k} = {v}");
                 }
             }
         }
         // A git variant's commands resolve against the manifest's folder in its checkout.
         let dir = c.checkout_dir().unwrap_or(exp.dir());
-        let stage = crate::stage::build(&exp.stages[si].kind, params).ok();
-        if let Some(cmd) = stage.and_then(|s| s.preview(&c.name, &c.variant, dir)) {
+        if let Some(cmd) = stage.params.preview(&c.name, &c.variant, dir) {
             let _ = writeln!(out, "        {name}: {cmd}");
         }
     }

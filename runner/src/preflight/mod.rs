@@ -7,8 +7,9 @@ use crate::db;
 use crate::db::Db;
 use crate::error::CommandError;
 use crate::globals::Globals;
+use crate::kinds::{LoadParams, StageKind, StageParams};
 use crate::manifest::{self, Experiment, ManifestError};
-use crate::market::{self, DataIdentity, DataSpec, DataView, LoadError, LoadParams, StockPlace};
+use crate::market::{self, DataIdentity, DataSpec, DataView, LoadError, StockPlace};
 use crate::paths::Root;
 use indexmap::IndexMap;
 use windows::{window_problems, Loaded};
@@ -35,7 +36,7 @@ pub struct Prepared {
 
 /// Whether a stage of `exp` reads the stock database.
 pub fn reads_stock(exp: &Experiment) -> bool {
-    exp.stages.iter().any(|s| s.kind == "load")
+    exp.stages.iter().any(|s| s.kind == StageKind::Load)
 }
 
 /// The stock database of these options, as the data policy sees it.
@@ -283,21 +284,17 @@ async fn problems(
     let mut out = requirement_problems(exp, db, view, identity).await?;
     let holds = format!("{} holds {identity}", place.shown);
     let holds = holds.as_str();
-    for (si, def) in exp.stages.iter().enumerate().filter(|(_, s)| s.kind == "load") {
+    for (si, def) in exp.stages.iter().enumerate().filter(|(_, s)| s.kind == StageKind::Load) {
         // Configs that load with the same parameters are checked once.
         let mut groups: IndexMap<String, Vec<usize>> = IndexMap::new();
         for (ci, c) in exp.configs.iter().enumerate() {
             let Some(r) = c.stages.get(si) else { continue };
-            groups
-                .entry(toml::Value::Table(r.params.clone()).to_string())
-                .or_default()
-                .push(ci);
+            groups.entry(r.params.canonical()).or_default().push(ci);
         }
         for configs in groups.values() {
             let first = configs[0];
-            let Ok(params) = crate::kinds::params_from_table::<LoadParams>(&exp.configs[first].stages[si].params)
-            else {
-                continue; // validation built this stage; a table it accepted always parses
+            let StageParams::Load(params) = &exp.configs[first].stages[si].params else {
+                continue; // a load stage's parameters are a load's
             };
             let which = which_configs(exp, configs);
             let codes = match market::resolve_selection(db, &params.symbols, view).await {
@@ -338,7 +335,7 @@ async fn problems(
                             codes.len(),
                             market::describe_selection(&params.symbols),
                             params.min_history,
-                            range_words(&params)
+                            range_words(params)
                         ),
                         manifest::param_span(exp, first, &def.name, param),
                     )
@@ -350,7 +347,7 @@ async fn problems(
             let loaded = Loaded {
                 stage: si,
                 configs,
-                params: &params,
+                params,
                 spans: &spans,
             };
             out.extend(window_problems(exp, db, view, &loaded).await?);

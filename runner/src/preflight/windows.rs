@@ -4,8 +4,9 @@
 //! with the largest that fits, not in every trial.
 
 use crate::db::Db;
+use crate::kinds::{LoadParams, StageKind, StageParams};
 use crate::manifest::{self, Experiment, ManifestError};
-use crate::market::{self, DataView, LoadParams};
+use crate::market::{self, DataView};
 
 /// What one load stage loads for some of the configs: the symbols it keeps, with their bars.
 pub(super) struct Loaded<'a> {
@@ -34,7 +35,7 @@ pub(super) async fn window_problems(
     };
     let codes: Vec<String> = loaded.spans.keys().cloned().collect();
     for (ni, def) in exp.stages.iter().enumerate() {
-        if def.kind != "normalize" || !def.needs.contains(&loaded.stage) {
+        if def.kind != StageKind::Normalize || !def.needs.contains(&loaded.stage) {
             continue;
         }
         let mut reported: Vec<String> = Vec::new();
@@ -42,7 +43,7 @@ pub(super) async fn window_problems(
             let Some(r) = exp.configs[ci].stages.get(ni) else {
                 continue;
             };
-            let Ok(p) = crate::kinds::params_from_table::<crate::features::NormalizeParams>(&r.params) else {
+            let StageParams::Normalize(p) = &r.params else {
                 continue;
             };
             let split = p.split_between(first, last);
@@ -53,7 +54,7 @@ pub(super) async fn window_problems(
                 .iter()
                 .map(|(code, s)| (before.get(code).map_or(0, |b| b.bars), s.bars))
                 .collect();
-            let Some(problem) = Windows::of(&p, split, &rows).problem() else {
+            let Some(problem) = Windows::of(p, split, &rows).problem() else {
                 continue;
             };
             if reported.contains(&problem.0) {

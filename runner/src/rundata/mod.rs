@@ -1,6 +1,7 @@
 //! From stored rows to the report's input (store -> **rundata** -> stats/report).
 
 use crate::db::Db;
+use crate::kinds::StageKind;
 use crate::manifest::Order;
 use crate::measure::{Fingerprint, MachineLoad};
 use crate::record::{StageStatus, TrialRecord};
@@ -349,7 +350,11 @@ pub const SHORT_STAGE_SECONDS: f64 = 0.005;
 /// [`SHORT_STAGE_SECONDS`]: the `repeat` that would time about 20 ms per trial.
 fn short_command_notes(spec: &StoredSpec, trials: &[TrialRecord]) -> Vec<String> {
     let mut out = Vec::new();
-    for stage in spec.stages.iter().filter(|s| s.kind == "command" && !s.cache) {
+    for stage in spec
+        .stages
+        .iter()
+        .filter(|s| s.kind.parse() == Ok(StageKind::Command) && !s.cache)
+    {
         let repeats = spec.configs.iter().any(|c| {
             c.params
                 .get(&stage.name)

@@ -2,8 +2,8 @@
 
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::market::{load_within, LoadParams};
-use crate::params::ParamError;
+use crate::kinds::LoadParams;
+use crate::market::load_within;
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -11,9 +11,8 @@ struct LoadStage {
     params: LoadParams,
 }
 
-pub(super) fn build_load(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: LoadParams = crate::kinds::checked(table)?;
-    Ok(Arc::new(LoadStage { params }))
+pub(super) fn build_load(params: &LoadParams) -> Arc<dyn Stage> {
+    Arc::new(LoadStage { params: params.clone() })
 }
 
 impl Stage for LoadStage {

@@ -1,8 +1,8 @@
 //! Stages: the trait every stage kind implements, and the registry that builds a stage from
-//! its kind and parameter table (exec -> stage -> features, tensor, transfer, market).
+//! its typed parameters (exec -> stage -> features, tensor, transfer, market).
 //!
-//! Parameters are checked when the manifest is validated (`crate::kinds`); the stage itself is
-//! built from the validated table where it runs, just before it is timed.
+//! Parameters are read and checked once, when the manifest is validated (`crate::kinds`'s
+//! `StageParams`); the stage itself is built from them where it runs, just before it is timed.
 
 mod command;
 mod load;

@@ -3,8 +3,6 @@
 
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
-use crate::kinds::checked;
-use crate::params::ParamError;
 use crate::tensor::{train, validate, TrainParams, ValidateParams};
 use std::sync::Arc;
 
@@ -13,9 +11,8 @@ struct TrainStage {
     params: TrainParams,
 }
 
-pub(super) fn build_train(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: TrainParams = checked(table)?;
-    Ok(Arc::new(TrainStage { params }))
+pub(super) fn build_train(params: &TrainParams) -> Arc<dyn Stage> {
+    Arc::new(TrainStage { params: params.clone() })
 }
 
 impl Stage for TrainStage {
@@ -42,9 +39,8 @@ struct ValidateStage {
     params: ValidateParams,
 }
 
-pub(super) fn build_validate(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: ValidateParams = checked(table)?;
-    Ok(Arc::new(ValidateStage { params }))
+pub(super) fn build_validate(params: &ValidateParams) -> Arc<dyn Stage> {
+    Arc::new(ValidateStage { params: params.clone() })
 }
 
 impl Stage for ValidateStage {

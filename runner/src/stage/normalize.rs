@@ -3,7 +3,6 @@
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::{Artifact, ArtifactKind};
 use crate::features::{build_windows, NormalizeParams};
-use crate::params::ParamError;
 use std::sync::Arc;
 
 #[derive(Debug)]
@@ -11,9 +10,8 @@ struct NormalizeStage {
     params: NormalizeParams,
 }
 
-pub(super) fn build_normalize(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: NormalizeParams = crate::kinds::checked(table)?;
-    Ok(Arc::new(NormalizeStage { params }))
+pub(super) fn build_normalize(params: &NormalizeParams) -> Arc<dyn Stage> {
+    Arc::new(NormalizeStage { params: params.clone() })
 }
 
 impl Stage for NormalizeStage {

@@ -1,23 +1,20 @@
-//! Building a runnable stage where it runs (exec, plan -> **registry** -> each kind): maps a
-//! stage's `kind` and its validated parameter table to the stage. What each kind accepts is
-//! `crate::kinds`'s.
+//! Building a runnable stage where it runs (exec -> **registry** -> each kind): maps a stage's
+//! validated, typed parameters to the stage. What each kind accepts is `crate::kinds`'s.
 
 use super::runnable::Stage;
 use super::{command, load, model, normalize, transfer};
-use crate::params::ParamError;
+use crate::kinds::StageParams;
 use std::sync::Arc;
 
-/// Builds the stage of kind `kind` from its parameter table. The manifest's validation has
-/// checked the same table, so this fails only for a table it never saw.
-pub fn build(kind: &str, table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let build = match kind {
-        "command" => command::build,
-        "load" => load::build_load,
-        "normalize" => normalize::build_normalize,
-        "train" => model::build_train,
-        "validate" => model::build_validate,
-        "transfer" => transfer::build,
-        _ => return Err(ParamError::unlocated(format!("unknown stage kind `{kind}`"))),
-    };
-    build(table)
+/// Builds the stage its parameters are of. The manifest's validation read and checked them, so
+/// this cannot fail.
+pub fn build(params: &StageParams) -> Arc<dyn Stage> {
+    match params {
+        StageParams::Command(p) => command::build(p),
+        StageParams::Load(p) => load::build_load(p),
+        StageParams::Normalize(p) => normalize::build_normalize(p),
+        StageParams::Train(p) => model::build_train(p),
+        StageParams::Validate(p) => model::build_validate(p),
+        StageParams::Transfer(p) => transfer::build(p),
+    }
 }

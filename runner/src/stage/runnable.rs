@@ -16,13 +16,6 @@ use std::sync::atomic::AtomicBool;
 pub trait Stage: Send + Sync + std::fmt::Debug {
     fn run(&self, ctx: &mut StageCtx<'_>, inputs: &Inputs) -> Result<Artifact, StageError>;
 
-    /// What the stage would run for a config, for `measured plan --show-commands` (a command
-    /// stage renders its templates; paths resolve against `manifest_dir`, as in a run); `None`
-    /// when there is nothing to show beyond parameters.
-    fn preview(&self, _config: &str, _variant: &str, _manifest_dir: &Path) -> Option<String> {
-        None
-    }
-
     /// GPU telemetry while the stage runs: the samples per second, or `None` for none. CUDA
     /// stages are monitored; a `command` stage when it sets `gpu_monitor = true`.
     fn gpu_monitor(&self) -> Option<f64> {
@@ -96,9 +89,6 @@ pub enum StageError {
     /// The command stage's program could not start, ran out of time, failed, or was killed.
     #[error("{0}")]
     Command(String),
-    /// The stage's parameters do not build it (validation rejects such a table first).
-    #[error("invalid parameters: {0}")]
-    Params(crate::params::ParamError),
 }
 
 impl StageError {

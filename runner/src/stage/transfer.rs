@@ -3,7 +3,6 @@
 
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::params::ParamError;
 use crate::transfer::{run_transfer, TransferParams};
 use std::sync::Arc;
 
@@ -12,9 +11,8 @@ struct TransferStage {
     params: TransferParams,
 }
 
-pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: TransferParams = crate::kinds::checked(table)?;
-    Ok(Arc::new(TransferStage { params }))
+pub(super) fn build(params: &TransferParams) -> Arc<dyn Stage> {
+    Arc::new(TransferStage { params: params.clone() })
 }
 
 impl Stage for TransferStage {

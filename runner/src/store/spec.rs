@@ -218,7 +218,7 @@ impl StoredSpec {
                 .iter()
                 .map(|s| StageSpec {
                     name: s.name.clone(),
-                    kind: s.kind.clone(),
+                    kind: s.kind.as_str().to_owned(),
                     needs: s.needs.iter().map(|&j| exp.stages[j].name.clone()).collect(),
                     cache: s.cache,
                 })
@@ -236,7 +236,7 @@ impl StoredSpec {
                         .iter()
                         .zip(&cfg.stages)
                         .map(|(s, r)| {
-                            let json = serde_json::to_value(&r.params).unwrap_or(serde_json::Value::Null);
+                            let json = serde_json::to_value(&r.table).unwrap_or(serde_json::Value::Null);
                             (s.name.clone(), json)
                         })
                         .collect(),

@@ -84,11 +84,11 @@ fn smoke_overrides_validate_and_apply() {
     assert_eq!(exp.schedule.repetitions, 1);
     assert_eq!(exp.schedule.warmup, 0);
     assert_eq!(exp.configs.len(), 2);
-    let t = &exp.configs[1].stages[0].params;
+    let t = &exp.configs[1].stages[0].table;
     assert_eq!(t["timeout"].as_float(), Some(10.0));
     assert_eq!(t["vars"]["n"].as_integer(), Some(2), "nested variant override applied");
     let full = measured::manifest::parse_file(&fixture("valid/nested_overrides.toml"), false).unwrap();
-    assert!(full.configs[0].stages[0].params.get("timeout").is_none());
+    assert!(full.configs[0].stages[0].table.get("timeout").is_none());
 }
 
 /// `check --smoke` used to point at the `[sweep]` axis a `[smoke]` sweep replaces; plain

@@ -332,7 +332,7 @@ stages.work.vars.a = 6
 allow_identical = true
 "#;
     let exp = measured::manifest::parse_str(std::path::Path::new("nested.toml"), text, false).unwrap();
-    let vars = |i: usize| exp.configs[i].stages[0].params["vars"].clone();
+    let vars = |i: usize| exp.configs[i].stages[0].table["vars"].clone();
     assert_eq!(vars(1).to_string(), "{ a = 5, b = 2 }");
     // Before, the nested form replaced the whole table and dropped `b`.
     assert_eq!(vars(2).to_string(), "{ a = 6, b = 2 }");

@@ -38,7 +38,9 @@ fn commands(exp: &Experiment) -> Vec<Vec<String>> {
     exp.configs
         .iter()
         .map(|c| {
-            let p: crate::kinds::CommandParams = crate::kinds::checked(&c.stages[si].params).unwrap();
+            let crate::kinds::StageParams::Command(p) = &c.stages[si].params else {
+                panic!("stage {si} is not a command stage")
+            };
             let (_, r) = p.render_all(&trial, 0, STAGE);
             r.unwrap().argv
         })

@@ -3,16 +3,14 @@
 //! stock database cannot do. Each is located in the file like every other manifest error.
 
 use super::compare::{check_claim, metric_unit};
-use super::{Override, Validator};
+use super::{Def, Override, Validator};
 use crate::hint::did_you_mean;
-use crate::kinds::find_kind;
 use crate::manifest::diag::{in_file_order, ManifestError, ManifestErrors};
 use crate::manifest::raw::{
     RawClaim, RawCompare, RawExperiment, RawGuard, RawManifest, RawRequires, RawSchedule, RawSource,
 };
-use crate::manifest::revisions::same_table;
 use crate::manifest::spans::{Seg, SpanIndex};
-use crate::manifest::{ClaimDef, Config, Experiment, StageDef};
+use crate::manifest::{ClaimDef, Config, Experiment};
 use std::ops::Range;
 use std::path::Path;
 
@@ -27,7 +25,7 @@ impl Validator {
         c: &RawClaim,
         idx: &str,
         baseline: &str,
-        stages: &[StageDef],
+        stages: &[Def],
         variants: &[String],
         dir: &Path,
         time_cost: bool,
@@ -190,12 +188,7 @@ impl Validator {
     /// Whether `metric` is a time where lower is better: `trial.seconds`, `<stage>.seconds`, or a
     /// metric the stage catalog declares in seconds, unless `[compare] direction` says otherwise
     /// for the primary metric. `false` when unknown (a command's own metrics).
-    pub(super) fn is_time_cost(
-        metric: &str,
-        primary: &str,
-        higher_is_better: Option<bool>,
-        stages: &[StageDef],
-    ) -> bool {
+    pub(super) fn is_time_cost(metric: &str, primary: &str, higher_is_better: Option<bool>, stages: &[Def]) -> bool {
         !(metric == primary && higher_is_better == Some(true)) && metric_unit(metric, stages) == Some("s")
     }
 
@@ -205,7 +198,7 @@ impl Validator {
         &mut self,
         raw: Option<&RawRequires>,
         idx: &str,
-        stages: &[StageDef],
+        stages: &[Def],
     ) -> crate::stats::ClaimConditions {
         let Some(raw) = raw else {
             return crate::stats::ClaimConditions::default();
@@ -335,7 +328,7 @@ impl Validator {
     /// per group of identical configs, at the override (or variant) that was meant to differ.
     pub(super) fn identical_configs(
         &mut self,
-        stages: &[StageDef],
+        stages: &[Def],
         configs: &[Config],
         variants: &[(String, Vec<Override>)],
         sweep: &[(String, Vec<toml::Value>, Vec<String>)],
@@ -352,17 +345,11 @@ impl Validator {
         if by_name {
             return;
         }
-        // Each stage's checked parameters, defaults applied: an override that sets a parameter
-        // to its default changes nothing, though the tables differ.
-        let resolved: Vec<Vec<Option<String>>> = configs
+        // Each stage's checked parameters, defaults applied, written canonically: an override
+        // that sets a parameter to its default changes nothing, though the tables differ.
+        let resolved: Vec<Vec<String>> = configs
             .iter()
-            .map(|c| {
-                c.stages
-                    .iter()
-                    .zip(stages)
-                    .map(|(s, def)| find_kind(&def.kind).and_then(|k| (k.resolved)(&s.params)))
-                    .collect()
-            })
+            .map(|c| c.stages.iter().map(|s| s.params.canonical()).collect())
             .collect();
         let mut reported = vec![false; configs.len()];
         for i in 0..configs.len() {
@@ -372,13 +359,7 @@ impl Validator {
             let same: Vec<usize> = (i + 1..configs.len())
                 .filter(|&j| {
                     // Variants naming different revisions (or builds) run different code.
-                    configs[i].revision == configs[j].revision
-                        && configs[i]
-                            .stages
-                            .iter()
-                            .zip(&configs[j].stages)
-                            .zip(resolved[i].iter().zip(&resolved[j]))
-                            .all(|((a, b), (ra, rb))| same_table(&a.params, &b.params) || ra == rb)
+                    configs[i].revision == configs[j].revision && resolved[i] == resolved[j]
                 })
                 .collect();
             let Some(&j) = same.first() else { continue };
@@ -477,8 +458,7 @@ pub fn check_stock_backend(exp: &Experiment, stock_is_postgres: bool) -> Result<
     let mut found: Vec<Needing<'_>> = Vec::new();
     for config in &exp.configs {
         for (si, (def, resolved)) in exp.stages.iter().zip(&config.stages).enumerate() {
-            let Some((param, why)) = find_kind(&def.kind).and_then(|k| (k.needs_postgres_stock)(&resolved.params))
-            else {
+            let Some((param, why)) = resolved.params.needs_postgres_stock() else {
                 continue;
             };
             let dotted = format!("stages.{}.{param}", def.name);

@@ -5,11 +5,11 @@ use super::*;
 use crate::hint::{closest, did_you_mean};
 use crate::manifest::diag::ManifestError;
 use crate::manifest::raw::RawCompare;
-use crate::manifest::{CompareDef, Config, GuardDef, StageDef};
+use crate::manifest::{CompareDef, Config, GuardDef};
 use std::path::Path;
 
 impl Validator {
-    pub(in crate::manifest) fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[StageDef]) -> bool {
+    pub(in crate::manifest) fn metric_ref(&mut self, metric: &str, at: &[&str], stages: &[Def]) -> bool {
         let parts = crate::metrics::summed(metric);
         if parts.len() > 1 {
             return self.summed_metric_ref(metric, &parts, at, stages);
@@ -73,7 +73,7 @@ impl Validator {
 
     /// A sum of metrics (`features.seconds + train.h2d_seconds`): every part a metric, all in
     /// one unit.
-    fn summed_metric_ref(&mut self, metric: &str, parts: &[&str], at: &[&str], stages: &[StageDef]) -> bool {
+    fn summed_metric_ref(&mut self, metric: &str, parts: &[&str], at: &[&str], stages: &[Def]) -> bool {
         let known = parts.iter().all(|p| self.metric_ref(p, at, stages));
         let units: std::collections::BTreeSet<&str> = parts.iter().filter_map(|p| metric_unit(p, stages)).collect();
         if known && units.len() > 1 {
@@ -95,16 +95,11 @@ impl Validator {
 
     /// Whether stage `def`'s kind records metric `name` (a kind whose metrics are not known
     /// before the run, a command's, records any); an error with the closest name otherwise.
-    fn stage_records(
-        &mut self,
-        def: &StageDef,
-        metric: &str,
-        name: &str,
-        span: Option<std::ops::Range<usize>>,
-    ) -> bool {
-        let Some(known) = crate::kinds::catalog::names(&def.kind) else {
+    fn stage_records(&mut self, def: &Def, metric: &str, name: &str, span: Option<std::ops::Range<usize>>) -> bool {
+        let Some(known) = def.kind.and_then(crate::kinds::catalog::names) else {
             return true;
         };
+        let kind = def.kind.map_or("", crate::kinds::StageKind::as_str);
         if known.iter().any(|(n, _)| n == name) {
             return true;
         }
@@ -115,8 +110,7 @@ impl Validator {
                 let listed: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).take(12).collect();
                 let more = known.len().saturating_sub(listed.len());
                 format!(
-                    "a `{}` stage records {}{}; `measured schema` lists them all",
-                    def.kind,
+                    "a `{kind}` stage records {}{}; `measured schema` lists them all",
                     listed.join(", "),
                     if more > 0 {
                         format!(" and {more} more")
@@ -127,7 +121,7 @@ impl Validator {
             });
         self.err(
             ManifestError::new(
-                format!("metric `{metric}`: a `{}` stage records no metric `{name}`", def.kind),
+                format!("metric `{metric}`: a `{kind}` stage records no metric `{name}`"),
                 span,
             )
             .label("no such metric")
@@ -141,7 +135,7 @@ impl Validator {
     pub(super) fn compare(
         &mut self,
         raw: Option<&RawCompare>,
-        stages: &[StageDef],
+        stages: &[Def],
         variants: &[String],
         dir: &Path,
     ) -> Option<CompareDef> {
@@ -310,7 +304,7 @@ impl Validator {
         raw: Option<&crate::manifest::raw::RawMadeOn>,
         idx: &str,
         is_value: bool,
-        stages: &[StageDef],
+        stages: &[Def],
     ) -> Option<crate::stats::MadeOn> {
         let raw = raw?;
         let at = |key: &'static str| ["compare", "claims", idx, "made_on", key];
@@ -380,7 +374,7 @@ impl Validator {
     /// none is N, no run anywhere could judge it. Claims this experiment does not
     /// judge whatever it measures (untestable, another change or measurement) ask nothing of
     /// the configs. Run once the claims are valid, so each claim's index is its entry's.
-    pub(super) fn claims_reach_their_cores(&mut self, compare: &CompareDef, configs: &[Config], stages: &[StageDef]) {
+    pub(super) fn claims_reach_their_cores(&mut self, compare: &CompareDef, configs: &[Config], stages: &[Def]) {
         for (i, c) in compare.claims.iter().enumerate() {
             let Some(need) = c.requires.min_cores else { continue };
             let judged = c.untestable.is_none()
@@ -427,12 +421,12 @@ impl Validator {
 }
 
 /// Every thread or worker count the stages of `config` set, as `(stages.<stage>.<key>, n)`.
-fn thread_counts(config: &Config, stages: &[StageDef]) -> Vec<(String, u64)> {
+fn thread_counts(config: &Config, stages: &[Def]) -> Vec<(String, u64)> {
     let params: indexmap::IndexMap<String, serde_json::Value> = config
         .stages
         .iter()
         .zip(stages)
-        .map(|(s, def)| (def.name.clone(), serde_json::to_value(&s.params).unwrap_or_default()))
+        .map(|(s, def)| (def.name.clone(), serde_json::to_value(&s.table).unwrap_or_default()))
         .collect();
     crate::stats::thread_counts(&params)
 }
@@ -466,7 +460,7 @@ pub(super) fn check_claim(s: &str) -> Result<(), (String, Option<String>)> {
 
 /// The unit of a metric as far as the manifest tells: `s` for stage and trial wall times, the
 /// catalog's unit for a built-in stage's metric; `None` for what a command prints.
-pub(super) fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static str> {
+pub(super) fn metric_unit(metric: &str, stages: &[Def]) -> Option<&'static str> {
     let parts = crate::metrics::summed(metric);
     if parts.len() > 1 {
         // A sum has its parts' unit when they share one.
@@ -478,7 +472,7 @@ pub(super) fn metric_unit(metric: &str, stages: &[StageDef]) -> Option<&'static 
         return (name == "seconds").then_some("s");
     }
     let def = stages.iter().find(|s| s.name == stage)?;
-    match crate::kinds::catalog::find(&def.kind, name) {
+    match def.kind.and_then(|k| crate::kinds::catalog::find_in(k, name)) {
         Some(decl) => Some(decl.unit),
         None => (name == "seconds").then_some("s"),
     }

@@ -1,16 +1,17 @@
-//! Configs: every variant at every sweep point, each with its stages built and checked.
+//! Configs: every variant at every sweep point, each with its stages' parameters read into
+//! their typed form and checked.
 
 use super::*;
-use crate::kinds::find_kind;
+use crate::kinds::{StageKind, StageParams};
 use crate::manifest::diag::ManifestError;
-use crate::manifest::{Config, ResolvedStage, StageDef};
+use crate::manifest::{Config, ResolvedStage};
 
 impl Validator {
     // Long because: one nested loop (variants, sweep points, stages) that builds every config's
     // stages and locates each failure at the override that caused it.
     pub(super) fn configs(
         &mut self,
-        stages: &[StageDef],
+        stages: &[Def],
         base: &[toml::Table],
         variants: &[(String, Vec<Override>)],
         sweep: &[(String, Vec<toml::Value>, Vec<String>)],
@@ -68,17 +69,18 @@ impl Validator {
                 let name = config_name(vname, &sweep_point);
                 let mut resolved = Vec::new();
                 for (si, s) in stages.iter().enumerate() {
-                    let Some(spec) = find_kind(&s.kind) else { continue };
-                    let checked = (spec.check)(&tables[si]).and_then(|()| {
-                        if s.kind == "train" {
-                            let normalize = s.needs.iter().find(|&&n| stages[n].kind == "normalize");
-                            crate::kinds::check_train_memory(&tables[si], normalize.map(|&n| &tables[n]))?;
+                    let Some(kind) = s.kind else { continue };
+                    let checked = StageParams::read(kind, &tables[si]).and_then(|params| {
+                        if let StageParams::Train(train) = &params {
+                            let normalize = s.needs.iter().find(|&&n| stages[n].kind == Some(StageKind::Normalize));
+                            crate::kinds::check_train_memory(train, normalize.map(|&n| &tables[n]))?;
                         }
-                        Ok(())
+                        Ok(params)
                     });
                     match checked {
-                        Ok(()) => resolved.push(ResolvedStage {
-                            params: tables[si].clone(),
+                        Ok(params) => resolved.push(ResolvedStage {
+                            params,
+                            table: tables[si].clone(),
                         }),
                         Err(e) => {
                             // An unlocated error (empty field) comes from no override.

@@ -1,8 +1,8 @@
 //! Manifest validation: raw structs -> [`Experiment`] (file -> raw -> **validate** -> plan).
 //!
-//! Every check runs here, and every error is located in the file. Stages of every config are
-//! built (their parameters checked) so that nothing fails at run time for a reason the
-//! manifest already showed.
+//! Every check runs here, and every error is located in the file. Every stage of every config
+//! has its parameters read into its kind's typed parameters and checked, once, so that nothing
+//! fails at run time for a reason the manifest already showed.
 
 mod checks;
 mod compare;
@@ -22,9 +22,10 @@ pub(super) use variants::set_path;
 use super::diag::{in_file_order, ManifestError, ManifestErrors};
 use super::raw::RawManifest;
 use super::spans::{Located, Seg, SpanIndex};
-use super::{Experiment, SweepAxis};
+use super::{Experiment, StageDef, SweepAxis};
 use crate::digest::hex_sha256;
 use crate::hint::serde_hint;
+use crate::kinds::StageKind;
 use indexmap::IndexMap;
 use std::ops::Range;
 use std::path::Path;
@@ -175,6 +176,10 @@ fn serde_error(message: &str, span: Option<Range<usize>>) -> ManifestError {
     ManifestError::new(message.to_owned(), span).maybe_hint(serde_hint(message))
 }
 
+/// A stage while the manifest is validated: its kind is `None` when missing or unknown
+/// (reported), and the checks that need it skip the stage.
+pub(super) type Def = StageDef<Option<StageKind>>;
+
 /// One `dotted.path = value` override, from a variant, a sweep axis or `[smoke]`.
 #[derive(Debug, Clone)]
 pub(super) struct Override {
@@ -228,9 +233,9 @@ pub const MAX_WARMUP: u32 = 10_000;
 pub const MAX_TRIALS: u64 = 1_000_000;
 
 /// The keys of a command stage's `vars` (none for other kinds).
-fn vars_keys(kind: &str, table: &toml::Table) -> std::collections::BTreeSet<String> {
+fn vars_keys(kind: Option<StageKind>, table: &toml::Table) -> std::collections::BTreeSet<String> {
     match (kind, table.get("vars").and_then(toml::Value::as_table)) {
-        ("command", Some(vars)) => vars.keys().cloned().collect(),
+        (Some(StageKind::Command), Some(vars)) => vars.keys().cloned().collect(),
         _ => Default::default(),
     }
 }
@@ -343,7 +348,7 @@ impl Validator {
             .iter()
             .zip(&base)
             .map(|(s, t)| {
-                (s.kind == "command")
+                (s.kind == Some(StageKind::Command))
                     .then(|| crate::kinds::template_variables(t))
                     .flatten()
             })
@@ -352,7 +357,7 @@ impl Validator {
             .iter()
             .zip(&base)
             .map(|(s, t)| {
-                let mut names = vars_keys(&s.kind, t);
+                let mut names = vars_keys(s.kind, t);
                 names.extend(crate::kinds::template_variables(t).unwrap_or_default());
                 names.retain(|n| !is_builtin_var(n));
                 names
@@ -362,7 +367,7 @@ impl Validator {
         // stage's check (reported there).
         self.broken_templates = (0..stages.len())
             .filter(|&i| {
-                let keys = vars_keys(&stages[i].kind, &base[i]);
+                let keys = vars_keys(stages[i].kind, &base[i]);
                 self.template_vars[i]
                     .as_ref()
                     .is_some_and(|used| used.iter().any(|v| !keys.contains(v) && !is_builtin_var(v)))
@@ -456,6 +461,18 @@ impl Validator {
         if !self.errors.is_empty() {
             return None;
         }
+        // Without errors, every stage's kind is known.
+        let stages = stages
+            .into_iter()
+            .map(|s| {
+                Some(StageDef {
+                    kind: s.kind?,
+                    name: s.name,
+                    needs: s.needs,
+                    cache: s.cache,
+                })
+            })
+            .collect::<Option<Vec<StageDef>>>()?;
         Some(Experiment {
             name,
             description: raw.experiment.description,

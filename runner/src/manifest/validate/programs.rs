@@ -2,10 +2,10 @@
 //! up as the trial would look it up, so that `gzipp` is a located error in `check` rather than
 //! a failed first trial.
 
-use super::Validator;
-use crate::kinds::CommandParams;
+use super::{Def, Validator};
+use crate::kinds::{StageKind, StageParams};
 use crate::manifest::diag::ManifestError;
-use crate::manifest::{Config, StageDef};
+use crate::manifest::Config;
 use std::path::Path;
 
 impl Validator {
@@ -13,18 +13,21 @@ impl Validator {
     /// where it cannot be told before the run: configs that run a git revision's code (its
     /// checkout and build come first), and a path under the manifest's folder when a stage this
     /// one needs is a command too (which may build it).
-    pub(super) fn programs_resolve(&mut self, stages: &[StageDef], configs: &[Config], manifest_dir: &Path) {
+    pub(super) fn programs_resolve(&mut self, stages: &[Def], configs: &[Config], manifest_dir: &Path) {
         let mut reported: Vec<(usize, String)> = Vec::new();
         for config in configs.iter().filter(|c| c.revision.is_none()) {
-            for (si, def) in stages.iter().enumerate().filter(|(_, s)| s.kind == "command") {
-                let Some(stage) = config.stages.get(si) else { continue };
-                let Ok(params) = crate::kinds::checked::<CommandParams>(&stage.params) else {
+            for (si, def) in stages
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.kind == Some(StageKind::Command))
+            {
+                let Some(StageParams::Command(params)) = config.stages.get(si).map(|s| &s.params) else {
                     continue;
                 };
                 let Some(problem) = params.unresolved_program(manifest_dir) else {
                     continue;
                 };
-                let built_before = stages_needed(stages, si).any(|j| stages[j].kind == "command");
+                let built_before = stages_needed(stages, si).any(|j| stages[j].kind == Some(StageKind::Command));
                 let is_path = params.argv.first().is_some_and(|p| p.contains('/'));
                 if (built_before && is_path) || reported.contains(&(si, problem.message.clone())) {
                     continue;
@@ -46,7 +49,7 @@ impl Validator {
 }
 
 /// Every stage `si` needs, directly or through others.
-fn stages_needed(stages: &[StageDef], si: usize) -> impl Iterator<Item = usize> {
+fn stages_needed(stages: &[Def], si: usize) -> impl Iterator<Item = usize> {
     let mut seen = vec![false; stages.len()];
     let mut todo = stages[si].needs.clone();
     while let Some(j) = todo.pop() {

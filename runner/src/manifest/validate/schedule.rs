@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::manifest::diag::ManifestError;
-use crate::manifest::{CompareDef, Order, Schedule, StageDef};
+use crate::manifest::{CompareDef, Order, Schedule};
 use crate::stats::SequentialPlan;
 
 /// Longest `max_time` accepted: 30 days.
@@ -226,7 +226,7 @@ impl Validator {
     pub(super) fn apply_smoke(
         &mut self,
         table: &toml::Table,
-        stages: &[StageDef],
+        stages: &[Def],
         base: &mut [toml::Table],
         schedule: &mut Schedule,
         sweep: &mut Option<IndexMap<String, toml::Value>>,

@@ -4,14 +4,13 @@
 use super::*;
 use crate::artifact::ArtifactKind;
 use crate::hint::did_you_mean;
-use crate::kinds::{find_kind, registry};
+use crate::kinds::StageKind;
 use crate::manifest::diag::ManifestError;
-use crate::manifest::StageDef;
 use indexmap::IndexMap;
 
 impl Validator {
     // Long because: one loop over the stage tables, with one located check per key.
-    pub(super) fn stages(&mut self, raw: &IndexMap<String, toml::Table>) -> Option<Vec<StageDef>> {
+    pub(super) fn stages(&mut self, raw: &IndexMap<String, toml::Table>) -> Option<Vec<Def>> {
         if raw.is_empty() {
             self.err(
                 ManifestError::new("the experiment has no stages", Some(0..0))
@@ -49,9 +48,10 @@ impl Validator {
                     String::new()
                 }
             };
-            if !kind.is_empty() && find_kind(&kind).is_none() {
+            let parsed = StageKind::parse(&kind);
+            if !kind.is_empty() && parsed.is_none() {
                 let span = self.value_span(&["stages", name, "kind"]);
-                let hint = did_you_mean(&kind, registry().iter().map(|k| k.kind))
+                let hint = did_you_mean(&kind, StageKind::ALL.map(StageKind::as_str))
                     .unwrap_or_else(|| format!("known kinds: {}", known_kinds()));
                 self.err(
                     ManifestError::new(format!("unknown stage kind `{kind}`"), span)
@@ -131,9 +131,9 @@ impl Validator {
             if malformed_needs {
                 self.malformed_needs.insert(name.clone());
             }
-            out.push(StageDef {
+            out.push(Def {
                 name: name.clone(),
-                kind,
+                kind: parsed,
                 needs,
                 cache,
             });
@@ -144,7 +144,7 @@ impl Validator {
     }
 
     /// Stage indices in dependency order; empty when the stages form a cycle (reported).
-    pub(super) fn dag(&mut self, stages: &[StageDef]) -> Vec<usize> {
+    pub(super) fn dag(&mut self, stages: &[Def]) -> Vec<usize> {
         let needs: Vec<Vec<usize>> = stages.iter().map(|s| s.needs.clone()).collect();
         let order = match crate::manifest::dag::topo_order(stages.len(), &needs) {
             Ok(o) => o,
@@ -165,18 +165,18 @@ impl Validator {
         };
         // Typed edges: a stage that takes an artifact must need exactly one producer of it.
         for s in stages {
-            let Some(spec) = find_kind(&s.kind) else { continue };
-            let Some(input) = spec.input else { continue };
+            let Some(kind) = s.kind else { continue };
+            let Some(input) = kind.input() else { continue };
             // A needed stage of an unknown kind, or `needs` that could not be read, is reported
             // already; guessing what it would produce would only add a second, misleading error.
-            if s.needs.iter().any(|&j| find_kind(&stages[j].kind).is_none()) || self.malformed_needs.contains(&s.name) {
+            if s.needs.iter().any(|&j| stages[j].kind.is_none()) || self.malformed_needs.contains(&s.name) {
                 continue;
             }
-            let producers: Vec<&StageDef> = s
+            let producers: Vec<&Def> = s
                 .needs
                 .iter()
                 .map(|&j| &stages[j])
-                .filter(|d| find_kind(&d.kind).is_some_and(|k| k.output == input))
+                .filter(|d| d.kind.is_some_and(|k| k.output() == input))
                 .collect();
             if producers.len() != 1 {
                 let span = if s.needs.is_empty() {
@@ -184,21 +184,20 @@ impl Validator {
                 } else {
                     self.value_span(&["stages", &s.name, "needs"])
                 };
-                let producer_kinds: Vec<&str> = registry()
-                    .iter()
-                    .filter(|k| k.output == input)
-                    .map(|k| k.kind)
+                let producer_kinds: Vec<&str> = StageKind::ALL
+                    .into_iter()
+                    .filter(|k| k.output() == input)
+                    .map(StageKind::as_str)
                     .collect();
                 let message = if producers.is_empty() {
                     format!(
-                        "stage `{}` (kind {}) takes {input}, but no stage it needs produces {input}",
-                        s.name, s.kind
+                        "stage `{}` (kind {kind}) takes {input}, but no stage it needs produces {input}",
+                        s.name
                     )
                 } else {
                     format!(
-                        "stage `{}` (kind {}) needs {} stages that produce {input}; it takes exactly one",
+                        "stage `{}` (kind {kind}) needs {} stages that produce {input}; it takes exactly one",
                         s.name,
-                        s.kind,
                         producers.len()
                     )
                 };
@@ -222,7 +221,7 @@ impl Validator {
     pub(in crate::manifest) fn check_path(
         &mut self,
         ov: &Override,
-        stages: &[StageDef],
+        stages: &[Def],
         what: &str,
     ) -> Option<(usize, Vec<String>)> {
         let at: Vec<&str> = ov.at.iter().map(String::as_str).collect();
@@ -269,8 +268,8 @@ impl Validator {
             );
             return None;
         }
-        if let Some(spec) = find_kind(&stages[si].kind) {
-            let fields = (spec.fields)();
+        if let Some(kind) = stages[si].kind {
+            let fields = kind.fields();
             if !fields.contains(&param) {
                 // A template variable written as a parameter: `stages.x.level` for `vars.level`.
                 let var = segs.len() == 3 && self.template_var_names.get(si).is_some_and(|v| v.contains(param));
@@ -281,12 +280,12 @@ impl Validator {
                 } else {
                     did_you_mean(param, fields.iter().copied())
                 }
-                .unwrap_or_else(|| format!("parameters of kind {}: {}", spec.kind, fields.join(", ")));
+                .unwrap_or_else(|| format!("parameters of kind {kind}: {}", fields.join(", ")));
                 self.err(
                     ManifestError::new(
                         format!(
-                            "{what} `{}`: stage `{stage}` (kind {}) has no parameter `{param}`",
-                            ov.path, spec.kind
+                            "{what} `{}`: stage `{stage}` (kind {kind}) has no parameter `{param}`",
+                            ov.path
                         ),
                         span,
                     )
@@ -355,5 +354,5 @@ fn needs_hint(value: &toml::Value, defined: &[&str]) -> String {
 }
 
 pub(super) fn known_kinds() -> String {
-    registry().iter().map(|k| k.kind).collect::<Vec<_>>().join(", ")
+    StageKind::ALL.map(StageKind::as_str).join(", ")
 }

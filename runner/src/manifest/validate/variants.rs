@@ -2,14 +2,13 @@
 
 use super::*;
 use crate::manifest::diag::ManifestError;
-use crate::manifest::StageDef;
 use indexmap::IndexMap;
 
 impl Validator {
     pub(super) fn variants(
         &mut self,
         raw: Option<&IndexMap<String, toml::Table>>,
-        stages: &[StageDef],
+        stages: &[Def],
     ) -> Vec<(String, Vec<Override>)> {
         let Some(raw) = raw else {
             return vec![("baseline".to_owned(), Vec::new())];
@@ -83,7 +82,7 @@ impl Validator {
     pub(super) fn sweep(
         &mut self,
         raw: Option<&IndexMap<String, toml::Value>>,
-        stages: &[StageDef],
+        stages: &[Def],
         variants: &[(String, Vec<Override>)],
         located: &std::collections::BTreeMap<String, Vec<String>>,
     ) -> Vec<(String, Vec<toml::Value>, Vec<String>)> {

@@ -3,9 +3,9 @@
 
 use super::error::LoadError;
 use super::rows::{by_version, push_bar, COLUMNS};
-use super::select::{FetchStrategy, LoadParams};
 use crate::artifact::SymbolBars;
 use crate::db::Db;
+use crate::kinds::{FetchStrategy, LoadParams};
 use crate::market::pgbinary::CopyDecoder;
 use crate::market::stock::{is_valid_code, Bar};
 use chrono::NaiveDate;

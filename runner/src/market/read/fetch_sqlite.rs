@@ -12,8 +12,8 @@
 
 use super::error::LoadError;
 use super::rows::{by_version, placeholders, push_bar, COLUMNS};
-use super::select::{FetchStrategy, LoadParams};
 use crate::artifact::SymbolBars;
+use crate::kinds::{FetchStrategy, LoadParams};
 use crate::market::stock::Bar;
 use chrono::NaiveDate;
 use rusqlite::{params_from_iter, Connection, OpenFlags, Row, ToSql};

@@ -10,9 +10,9 @@
 use super::error::LoadError;
 use super::fetch::{fetch_worker, Collected};
 use super::rows::placeholders;
-use super::select::{FetchStrategy, LoadParams, SymbolSelection};
 use crate::artifact::{Bars, SymbolBars};
 use crate::db::Db;
+use crate::kinds::{FetchStrategy, LoadParams, SymbolSelection};
 use crate::market::stock::is_valid_code;
 use crate::market::versions::DataView;
 use crate::metrics::Recorder;

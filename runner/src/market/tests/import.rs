@@ -1,6 +1,7 @@
 //! Tests of CSV files -> import -> stock tables -> load on both backends.
 
 use crate::db::Db;
+use crate::kinds::{LoadParams, SymbolSelection};
 use crate::market::tests::{both_backends, count_rows, flatten, load_with, on_postgres, on_sqlite};
 use crate::market::*;
 use chrono::NaiveDate;

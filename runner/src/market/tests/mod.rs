@@ -10,6 +10,7 @@ mod write;
 use super::*;
 use crate::artifact::Bars;
 use crate::db::Db;
+pub(super) use crate::kinds::{FetchStrategy, LoadParams, SymbolSelection};
 use crate::market::read::fetch;
 use crate::metrics::Recorder;
 use chrono::NaiveDate;

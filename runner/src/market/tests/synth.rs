@@ -2,6 +2,7 @@
 //! demo market only for an empty database, and another generator's market never reused.
 
 use crate::db::Db;
+use crate::kinds::LoadParams;
 use crate::market::tests::{both_backends, count_rows, flatten, load_version, on_postgres, on_sqlite, small_market};
 use crate::market::*;
 use crate::metrics::Recorder;

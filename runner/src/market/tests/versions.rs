@@ -3,6 +3,7 @@
 
 use super::import::{only, opts, write, TUSHARE, YAHOO};
 use crate::db::Db;
+use crate::kinds::LoadParams;
 use crate::market::tests::{both_backends, count_rows, load_version, load_with, on_postgres, on_sqlite};
 use crate::market::*;
 use std::path::PathBuf;

@@ -2,6 +2,7 @@
 //! indexes survive every kind of write, and that a failed write leaves no version behind.
 
 use crate::db::Db;
+use crate::kinds::LoadParams;
 use crate::market::stock::{Bar, SymbolInfo, SymbolRows};
 use crate::market::tests::{
     both_backends, count_rows, load_version, on_postgres, on_sqlite, stored_rows, stored_rows_in,

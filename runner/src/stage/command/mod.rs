@@ -21,8 +21,7 @@ pub use output::{each_line, parse_metric_line, MetricLine, MAX_LINE};
 
 use super::runnable::{Inputs, Stage, StageCtx, StageError};
 use crate::artifact::Artifact;
-use crate::kinds::{CommandParams, Rendered};
-use crate::params::ParamError;
+use crate::kinds::{shown_dir, shown_working_dir, CommandParams, Rendered};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,9 +43,8 @@ struct CommandStage {
     params: CommandParams,
 }
 
-pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
-    let params: CommandParams = crate::kinds::checked(table)?;
-    Ok(Arc::new(CommandStage { params }))
+pub(super) fn build(params: &CommandParams) -> Arc<dyn Stage> {
+    Arc::new(CommandStage { params: params.clone() })
 }
 
 /// The folder a program runs in: `cwd` as rendered, relative to the manifest's folder (an
@@ -54,19 +52,6 @@ pub(super) fn build(table: &toml::Table) -> Result<Arc<dyn Stage>, ParamError> {
 /// directory measured was started from.
 fn working_dir(manifest_dir: &Path, cwd: &str) -> PathBuf {
     manifest_dir.join(cwd)
-}
-
-/// Where the program of a stage with `cwd` runs, written for people: the manifest's folder
-/// canonical (no `..` from how the manifest was named) joined with `cwd` as written.
-fn shown_working_dir(manifest_dir: &Path, cwd: &str) -> String {
-    working_dir(&shown_dir(manifest_dir), cwd).display().to_string()
-}
-
-/// An existing folder, canonical when possible, else absolute.
-fn shown_dir(dir: &Path) -> PathBuf {
-    std::fs::canonicalize(dir)
-        .or_else(|_| std::path::absolute(dir))
-        .unwrap_or_else(|_| dir.to_path_buf())
 }
 
 /// Why the program cannot run in `dir`, or `None` when it is a folder. Checked before starting
@@ -97,34 +82,6 @@ impl Stage for CommandStage {
         self.params
             .gpu_monitor
             .then(|| self.params.gpu_sample_hz.unwrap_or(crate::measure::gpu::DEFAULT_HZ))
-    }
-
-    fn preview(&self, config: &str, variant: &str, manifest_dir: &Path) -> Option<String> {
-        let sample = crate::kinds::sample_trial(config, variant);
-        let (_, rendered) = self.params.render_all(&sample, 0, "STAGE");
-        let r = rendered.ok()?;
-        let quote = |a: &str| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+%@".contains(c)) {
-                a.to_owned()
-            } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
-            }
-        };
-        let mut out = String::new();
-        let dir = match &r.cwd {
-            Some(cwd) => shown_working_dir(manifest_dir, cwd),
-            None => shown_dir(manifest_dir).display().to_string(),
-        };
-        out.push_str(&format!("(in {}) ", quote(&dir)));
-        for (k, v) in &r.env {
-            out.push_str(&format!("{k}={} ", quote(v)));
-        }
-        if self.params.shell {
-            out.push_str(&format!("sh -c {}", quote(&r.argv[0])));
-        } else {
-            out.push_str(&r.argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "));
-        }
-        Some(out)
     }
 
     fn runs_per_trial(&self) -> u32 {

@@ -1,4 +1,6 @@
-//! Parameters of the `load` stage (manifest `[stages.<name>]` keys -> validate -> load).
+//! Parameters of the `load` stage (manifest `[stages.<name>]` keys -> validate -> **kinds** ->
+//! `market`'s load): which symbols, which dates and how the rows travel, and what a symbol code
+//! may be. `market` reads bars with them; it imports them from here.
 //!
 //! Only the load-specific keys live here; `kind`, `needs` and `cache` belong to the executor.
 
@@ -7,6 +9,18 @@ use chrono::NaiveDate;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
+
+/// Whether `code` may be a symbol code: 1 to 32 characters from `[A-Za-z0-9._^=-]`.
+///
+/// None of these characters can end or escape an SQL string literal (no quote, no backslash,
+/// no whitespace), which is what makes a validated code safe to embed in a `COPY` statement.
+/// `^` and `=` admit index and currency tickers such as `^GSPC` and `EURUSD=X`.
+pub fn is_valid_code(code: &str) -> bool {
+    (1..=32).contains(&code.len())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'^' | b'='))
+}
 
 /// Which symbols to load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +121,7 @@ impl LoadParams {
                 }
                 let mut seen = std::collections::HashSet::new();
                 for code in codes {
-                    if !crate::market::stock::is_valid_code(code) {
+                    if !is_valid_code(code) {
                         return Err(ParamError::new(
                             "symbols",
                             format!("{code:?} is not a symbol code"),
