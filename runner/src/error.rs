@@ -51,6 +51,18 @@ impl From<crate::store::StoreError> for CommandError {
     }
 }
 
+impl From<crate::store::ReopenError> for CommandError {
+    fn from(e: crate::store::ReopenError) -> Self {
+        use crate::store::ReopenError;
+        match e {
+            ReopenError::Store(e) => e.into(),
+            ReopenError::Manifest { errors, .. } => CommandError::Manifest(errors),
+            ReopenError::UnsafeName(e) => e.into(),
+            ReopenError::Journal(e) => CommandError::Runtime(e.into()),
+        }
+    }
+}
+
 impl From<crate::gitrev::GitRevError> for CommandError {
     fn from(e: crate::gitrev::GitRevError) -> Self {
         match e {

@@ -95,16 +95,6 @@ pub struct TrialRecord {
     pub stages: Vec<StageRecord>,
 }
 
-/// The status of a run stopped because every config's first trial failed the same way.
-pub const STOPPED: &str = "stopped";
-
-/// Whether a stored run has nothing to compare: it stopped (every config's first trial failed
-/// alike, or its primary metric was never produced), or no measured trial of it succeeded.
-/// Comparisons, `history` and the site's verdicts leave such a run out and say so.
-pub fn measured_nothing(status: &str, trials: &[TrialRecord]) -> bool {
-    status == STOPPED || !trials.iter().any(|t| t.ok && !t.warmup)
-}
-
 /// An error on one line (a command's stderr tail joined), at most 300 characters: for notes.
 pub fn one_line(error: &str) -> String {
     let joined = error

@@ -68,8 +68,8 @@ pub fn compare(
     let mut others = experiment_runs(g, &rt, &db, &row_a.experiment, false, HISTORY_RUNS)?.runs;
     others.retain(|r| r.run_id != row_a.id && r.run_id != row_b.id);
     rt.block_on(db.close());
-    let a = run_a.data(env_a.as_ref(), &g.database);
-    let b = run_b.data(env_b.as_ref(), &g.database);
+    let a = crate::rundata::of_run(&run_a, env_a.as_ref(), &g.database);
+    let b = crate::rundata::of_run(&run_b, env_b.as_ref(), &g.database);
     let model = match crate::report::compare_runs(&a, &b, options, &others) {
         Ok(m) => m,
         Err(e @ crate::report::ReportError::DataMismatch { .. }) => {
@@ -121,7 +121,7 @@ fn comparable(a: &store::StoredRun, b: &store::StoredRun, before: &str, after: &
         )));
     }
     for run in [&a, &b] {
-        if crate::record::measured_nothing(&run.row.status, &run.trials) {
+        if store::measured_nothing(&run.row.status, &run.trials) {
             return Err(CommandError::BadInput(format!(
                 "run {} is {}: it has no measurement to compare
 hint: `measured show {}` says why; \
@@ -247,7 +247,7 @@ fn experiment_runs(
     let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
     for row in rows {
         let trials = rt.block_on(store::load_trials(db, &row.id))?;
-        if crate::record::measured_nothing(&row.status, &trials) {
+        if store::measured_nothing(&row.status, &trials) {
             out.left_out.push(row.id.clone());
             continue;
         }
@@ -258,7 +258,7 @@ fn experiment_runs(
         let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
         let stored = stored_run(row, trials)?;
         out.notes.extend(stored.notes.iter().cloned());
-        let mut data = stored.data(env, &g.database);
+        let mut data = crate::rundata::of_run(&stored, env, &g.database);
         data.notes.clear();
         out.runs.push(data);
         out.latest = Some(stored.spec.compare);
@@ -355,9 +355,9 @@ pub fn publish(g: &Globals, o: &crate::publish::PublishOptions) -> Result<u8, Co
 }
 
 /// A run that has nothing to compare, in words.
-fn stopped_words(status: &str) -> &'static str {
-    if status == crate::record::STOPPED {
-        "stopped"
+fn stopped_words(status: &store::RunStatus) -> &str {
+    if *status == store::RunStatus::Stopped {
+        status.as_str()
     } else {
         "without a successful measured trial"
     }

@@ -14,7 +14,7 @@ use crate::manifest::Experiment;
 use crate::measure::Fingerprint;
 use crate::paths::Root;
 use crate::store;
-use crate::store::StoredRun;
+use crate::store::{RunStatus, StoredRun};
 use anyhow::Context;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -127,7 +127,10 @@ fn run_with(
         None => RunSession::resume(g, o, rt, db)?,
     };
     session.announce(g);
-    let (mut summary, primary_missing) = execute(g, o, rt, db, &mut session)?;
+    let (mut summary, primary_missing) = match execute(g, o, rt, db, &mut session) {
+        Ok(executed) => executed,
+        Err(e) => return Err(session.stop_on(g, rt, db, e)),
+    };
     if primary_missing.is_some() {
         // Not decided: stopped for a metric the manifest names that nothing produces.
         summary.outcome = exec::Outcome::Stopped;
@@ -147,7 +150,7 @@ fn run_with(
         ..
     } = session;
     let wait = Duration::from_secs_f64(o.db_wait);
-    let db = match sink.finish(summary.outcome.as_str(), settled, wait) {
+    let db = match sink.finish(&summary.outcome.status(), settled, wait) {
         Ok(db) => db,
         Err(u) => {
             // `--resume` started here opens the database a plain resume finds: name any other.
@@ -254,8 +257,8 @@ fn conclude(
     let stored = rt.block_on(store::load_trials(db, run_id))?;
     let failed = stored.iter().filter(|t| !t.ok).count();
     let status = final_status(summary.outcome, stored.len(), *planned);
-    if status != summary.outcome.as_str() {
-        rt.block_on(store::set_run_status(db, run_id, status, None))?;
+    if status != summary.outcome.status() {
+        rt.block_on(store::set_run_status(db, run_id, &status, None))?;
     }
     if full {
         println!("{}", summary_table(exp, &stored));
@@ -276,7 +279,7 @@ fn conclude(
         report: None,
         stored: Vec::new(),
     };
-    if status == INCOMPLETE {
+    if status == RunStatus::Incomplete {
         eprintln!(
             "error: run {run_id} ran every trial but the database holds only {} of {planned}; \
              the missing ones run again with: measured run --resume {run_id}",
@@ -391,15 +394,12 @@ pub fn stopped_message(run_id: &str, error: &str, stored: usize, planned: usize)
     )
 }
 
-/// The status of a run that ran to its end but whose database holds fewer trials than
-/// planned: it must never read `finished`.
-pub const INCOMPLETE: &str = "incomplete";
-
-/// The status a run ends with, from how execution ended and what the database holds.
-pub fn final_status(outcome: Outcome, stored: usize, planned: usize) -> &'static str {
+/// The status a run ends with, from how execution ended and what the database holds: one that
+/// ran to its end but whose database holds fewer trials than planned never reads `finished`.
+pub fn final_status(outcome: Outcome, stored: usize, planned: usize) -> RunStatus {
     match outcome {
-        Outcome::Finished if stored < planned => INCOMPLETE,
-        other => other.as_str(),
+        Outcome::Finished if stored < planned => RunStatus::Incomplete,
+        other => other.status(),
     }
 }
 
@@ -439,7 +439,7 @@ pub(super) fn write_run_report(
     stored: &StoredRun,
     results_dir: &Path,
 ) -> Result<crate::report::WrittenReport, CommandError> {
-    let data = rt.block_on(stored.data_with_hosts(db, database))?;
+    let data = rt.block_on(crate::rundata::of_run_with_hosts(stored, db, database))?;
     let out = crate::paths::run_dir(results_dir, &stored.row.experiment, &stored.row.id)?;
     Ok(crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?)
 }

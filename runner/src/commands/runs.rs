@@ -55,6 +55,11 @@ pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String,
     for r in rows.iter().filter(|r| r.abandoned(now)) {
         let _ = writeln!(out, "{}", abandoned_note(r, now));
     }
+    for r in &rows {
+        if let Some(note) = error_note(r) {
+            let _ = writeln!(out, "{note}");
+        }
+    }
     if let Some(db) = db {
         rt.block_on(db.close());
     }
@@ -68,6 +73,17 @@ fn abandoned_note(r: &store::RunRow, now: chrono::DateTime<chrono::Utc>) -> Stri
         "abandoned: run {} has not beaten for {silent} s (lease {} s): its process is gone; finish it with: measured run --resume {}",
         r.id, r.lease_seconds, r.id
     )
+}
+
+/// Why a run's process stopped on an error, and how to continue it (`None`: it did not).
+fn error_note(r: &store::RunRow) -> Option<String> {
+    let error = r.error.as_deref().filter(|_| r.status == store::RunStatus::Stopped)?;
+    Some(format!(
+        "stopped: run {} stopped on an error: {}; continue it with: measured run --resume {}",
+        r.id,
+        crate::record::one_line(error),
+        r.id
+    ))
 }
 
 /// `measured show`: one run's trials with stage timings.
@@ -109,7 +125,10 @@ fn show_header(
         let _ = writeln!(out, "{}", abandoned_note(row, now));
     }
     out.push_str(&data_lines(row, trials));
-    if row.status == crate::record::STOPPED {
+    if let Some(note) = error_note(row) {
+        let _ = writeln!(out, "{note}");
+    }
+    if row.status == store::RunStatus::Stopped {
         let configs: HashSet<&str> = trials.iter().map(|t| t.config.as_str()).collect();
         if let Some(error) = crate::record::common_first_failure(trials, configs.len()) {
             let _ = writeln!(
@@ -200,7 +219,7 @@ fn show_design(
     let Ok(stored) = crate::store::StoredRun::new(row.clone(), trials.to_vec()) else {
         return;
     };
-    let report = crate::report::build_report(&stored.data(env, database));
+    let report = crate::report::build_report(&crate::rundata::of_run(&stored, env, database));
     if let Some(s) = &report.stability {
         let base = s.rows.iter().find(|r| r.config == s.baseline).map(|r| &r.figures);
         if let Some(f) = base {

@@ -9,7 +9,7 @@ use crate::db::{self, Db};
 use crate::error::CommandError;
 use crate::exec::{ExecError, Execution, Reporter, RunEvent};
 use crate::globals::Globals;
-use crate::manifest::{self, Experiment};
+use crate::manifest::Experiment;
 use crate::measure::Fingerprint;
 use crate::paths::Root;
 use crate::plan::{self, ScheduledTrial};
@@ -75,16 +75,20 @@ impl RunSession {
         let journal = Journal::create(&Journal::path_for(&results_dir, &exp.name, &run_id), &header)
             .map_err(|e| CommandError::Runtime(e.into()))?;
         rt.block_on(store::insert_run(db, &new))?;
+        let sink = TrialSink::new(db.clone(), &g.database, rt.handle().clone(), &run_id, journal, g.quiet);
         let session = Parts {
             exp,
-            run_id,
+            run_id: run_id.clone(),
             seed,
+            trials,
             skip: HashSet::new(),
             env,
             results_dir,
-            journal,
+            sink,
         };
-        session.open(g, o, prepared, rt, db)
+        session
+            .open(g, o, prepared, rt)
+            .map_err(|e| record_stop(g, rt, db, &run_id, e))
     }
 
     /// Takes up run `--resume ID` where it stopped: stores what its journals hold, reads its
@@ -100,47 +104,52 @@ impl RunSession {
             let here = Root::of_cwd().results_dir(given_results);
             flush_journals(rt, db, &here, id, &g.database, g.quiet)?;
         }
-        let row = rt.block_on(store::load_run(db, id))?;
-        row.verify_manifest()?;
+        let mut run = rt.block_on(store::Reopened::load(db, id))?;
+        let row = &run.row;
         // The run's results belong to the project of its manifest, as when it started.
         let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
         flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;
-        let mut exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)?;
-        if exp.has_revisions() {
+        if run.exp.has_revisions() {
             // The rest of the trials run the commits the first ones ran, wherever the branches
             // point now.
-            let stored = rt.block_on(store::load_trials(db, &row.id))?;
-            let pinned = crate::gitrev::pinned(&exp, &stored);
-            prepare_revisions(&mut exp, &pinned, g.quiet, &mut Default::default())?;
+            let stored = rt.block_on(store::load_trials(db, &run.row.id))?;
+            let pinned = crate::gitrev::pinned(&run.exp, &stored);
+            prepare_revisions(&mut run.exp, &pinned, g.quiet, &mut Default::default())?;
         }
         // The rest of the trials read the dataset versions the first ones read; a run stored
         // before versions reads the declared data (prepared again if it is gone).
-        let stored = crate::market::DataIdentity::from_json(row.stock_data.as_deref())
-            .map(|d| d.versions)
-            .filter(|v| !v.is_empty())
-            .map(Pin::Stored);
-        let prepared = crate::preflight::prepare(g, &exp, rt, false, stored.as_ref())?;
-        let env = experiment_env(&exp);
+        let pin = run.versions.clone().map(Pin::Stored);
+        let prepared = crate::preflight::prepare(g, &run.exp, rt, false, pin.as_ref())?;
+        let env = experiment_env(&run.exp);
         let skip: HashSet<u32> = rt
-            .block_on(store::stored_trial_indices(db, &row.id))?
+            .block_on(store::stored_trial_indices(db, &run.row.id))?
             .into_iter()
             .collect();
-        rt.block_on(store::set_run_status(db, &row.id, "running", None))?;
-        rt.block_on(store::beat(db, &row.id, chrono::Utc::now(), Some(o.lease_seconds)))?;
-        let header = store::RunHeader::of_stored(&row, &env, Some(o.lease_seconds), &g.database);
-        crate::paths::check_stored(&results_dir, &row.experiment, &row.id)?;
-        let journal = Journal::create(&Journal::path_for(&results_dir, &row.experiment, &row.id), &header)
-            .map_err(|e| CommandError::Runtime(e.into()))?;
+        let target = store::SinkTarget {
+            db,
+            url: &g.database,
+            rt: rt.handle(),
+            results_dir: &results_dir,
+            journal_name: &run.row.id,
+            quiet: g.quiet,
+        };
+        let sink = run.sink(target, &env, Some(o.lease_seconds))?;
+        // Running again only once its journal is open: a resume that cannot start leaves the
+        // run as it found it.
+        rt.block_on(store::set_run_status(db, &run.row.id, &store::RunStatus::Running, None))?;
+        rt.block_on(store::beat(db, &run.row.id, chrono::Utc::now(), Some(o.lease_seconds)))?;
+        let trials = plan::schedule(run.exp.configs.len(), &run.exp.schedule, run.row.seed);
         let session = Parts {
-            exp,
-            run_id: row.id,
-            seed: row.seed,
+            exp: run.exp,
+            run_id: run.row.id,
+            seed: run.row.seed,
+            trials,
             skip,
             env,
             results_dir,
-            journal,
+            sink,
         };
-        session.open(g, o, prepared, rt, db)
+        session.open(g, o, prepared, rt)
     }
 
     /// What the executor runs, the services its stages use, and the sink its trials go to.
@@ -155,6 +164,17 @@ impl RunSession {
             worker: format!("{}:{}", self.env.host, std::process::id()),
         };
         (execution, &self.services, &mut self.sink)
+    }
+
+    /// Ends a session whose run stopped on `error` once its row was stored: what its sink was
+    /// given is still kept (the sink's thread finishes, the journal stays for `--resume`), and
+    /// the run is recorded `stopped` with the error instead of staying `running` until its
+    /// lease runs out. Returns `error`, for the command to end with.
+    pub fn stop_on(self, g: &Globals, rt: &tokio::runtime::Runtime, db: &Db, error: CommandError) -> CommandError {
+        let run_id = self.run_id.clone();
+        // Joins the sink's thread and stops the heartbeat before the status is written.
+        drop(self);
+        record_stop(g, rt, db, &run_id, error)
     }
 
     /// The line `measured run` prints as the run starts.
@@ -179,15 +199,18 @@ impl RunSession {
     }
 }
 
-/// A session's own parts, before its schedule, services and sink are made from them.
+/// A session's own parts (its schedule made once, by whoever knows the seed), before its
+/// services and sink are made from them.
 struct Parts {
     exp: Experiment,
     run_id: String,
     seed: u64,
+    trials: Vec<ScheduledTrial>,
     skip: HashSet<u32>,
     env: Fingerprint,
     results_dir: PathBuf,
-    journal: Journal,
+    /// Its trial sink, before it beats and moves to a thread of its own.
+    sink: TrialSink,
 }
 
 impl Parts {
@@ -197,29 +220,21 @@ impl Parts {
         o: &RunArgs,
         prepared: Option<Prepared>,
         rt: &tokio::runtime::Runtime,
-        db: &Db,
     ) -> Result<RunSession, CommandError> {
-        let trials = plan::schedule(self.exp.configs.len(), &self.exp.schedule, self.seed);
         let mut services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
         if let Some(p) = prepared {
             services = services.prepared(p.db, &self.exp.data, p.view);
         }
-        let sink = TrialSink::new(
-            db.clone(),
-            &g.database,
-            rt.handle().clone(),
-            &self.run_id,
-            self.journal,
-            g.quiet,
-        )
-        .storing_environment(&self.env)
-        .beating(Duration::from_secs_f64(o.lease_seconds));
+        let sink = self
+            .sink
+            .storing_environment(&self.env)
+            .beating(Duration::from_secs_f64(o.lease_seconds));
         let sink = BackgroundSink::start(sink).map_err(|e| CommandError::Runtime(e.into()))?;
         Ok(RunSession {
             exp: self.exp,
             run_id: self.run_id,
             seed: self.seed,
-            trials,
+            trials: self.trials,
             skip: self.skip,
             env: self.env,
             results_dir: self.results_dir,
@@ -227,6 +242,22 @@ impl Parts {
             sink,
         })
     }
+}
+
+/// Records that run `run_id` stopped on `error` (its text, with the passwords of the results
+/// and stock databases removed), and returns the error. Should the database not take it, the
+/// run is shown abandoned once its lease runs out, as for a killed process.
+fn record_stop(g: &Globals, rt: &tokio::runtime::Runtime, db: &Db, run_id: &str, error: CommandError) -> CommandError {
+    // The words `measured run` ends with on stderr.
+    let text = crate::printable::error_chain(&error);
+    let text = db::redact_text(&db::redact_text(&text, &g.database), &g.stock_url());
+    if let Err(e) = rt.block_on(store::set_run_stopped(db, run_id, &text)) {
+        eprintln!(
+            "warning: run {run_id}: cannot record that it stopped: {}",
+            db::redact_text(&e.to_string(), &g.database)
+        );
+    }
+    error
 }
 
 /// The run's trial sink as one of its reporters: each finished trial is kept as it finishes.

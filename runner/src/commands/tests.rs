@@ -1,15 +1,16 @@
 //! Unit tests of the command layer: run statuses, resume and reproduce lines.
 
-use super::run::{final_status, unstored_message, INCOMPLETE};
+use super::run::{final_status, unstored_message};
 use super::*;
 use crate::exec::Outcome;
+use crate::store::RunStatus;
 use std::path::PathBuf;
 
 #[test]
 fn a_run_that_ran_everything_but_stored_less_is_never_finished() {
-    assert_eq!(final_status(Outcome::Finished, 20, 20), "finished");
-    assert_eq!(final_status(Outcome::Finished, 19, 20), INCOMPLETE);
-    assert_eq!(final_status(Outcome::Interrupted, 5, 20), "interrupted");
+    assert_eq!(final_status(Outcome::Finished, 20, 20), RunStatus::Finished);
+    assert_eq!(final_status(Outcome::Finished, 19, 20), RunStatus::Incomplete);
+    assert_eq!(final_status(Outcome::Interrupted, 5, 20), RunStatus::Interrupted);
 }
 
 #[test]

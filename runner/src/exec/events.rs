@@ -3,6 +3,7 @@
 
 use crate::plan::ScheduledTrial;
 use crate::record::{StageRecord, TrialRecord};
+use crate::store::RunStatus;
 use serde::Serialize;
 
 /// What happens during a run, in order; reporters consume these.
@@ -46,7 +47,7 @@ pub enum RunEvent<'a> {
     },
     RunFinished {
         run_id: &'a str,
-        status: &'a str,
+        status: RunStatus,
         trials_run: usize,
         failed: usize,
     },

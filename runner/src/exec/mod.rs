@@ -17,6 +17,7 @@ pub use trial::{run_trial, Execution, StageCache};
 use crate::plan::ScheduledTrial;
 use crate::record::TrialRecord;
 use crate::stage::Services;
+use crate::store::RunStatus;
 use events::emit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -55,11 +56,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
+    /// The status a run that ended this way is stored with.
+    pub fn status(self) -> RunStatus {
         match self {
-            Outcome::Finished => "finished",
-            Outcome::Interrupted => "interrupted",
-            Outcome::Stopped => crate::record::STOPPED,
+            Outcome::Finished => RunStatus::Finished,
+            Outcome::Interrupted => RunStatus::Interrupted,
+            Outcome::Stopped => RunStatus::Stopped,
         }
     }
 }
@@ -151,7 +153,7 @@ pub fn execute(
         reporters,
         &RunEvent::RunFinished {
             run_id,
-            status: summary.outcome.as_str(),
+            status: summary.outcome.status(),
             trials_run: summary.ran,
             failed: summary.failed,
         },

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::{Interval, Report, RunData};
 use crate::stats::{bootstrap_median_ci, median, CompareSettings, Direction, GuardVerdict};
+use crate::store::RunStatus;
 
 /// Metrics one run contributes to the site, at most: the primary metric first, then stage
 /// times and scalar metrics in order of first appearance.
@@ -247,7 +248,7 @@ pub fn digest(run: &RunData, report: &Report, key: String, slug: String, smoke: 
         ));
     }
     let measured_nothing =
-        run.status == crate::record::STOPPED || !run.configs.iter().flat_map(|c| &c.trials).any(|t| t.ok);
+        run.status == RunStatus::Stopped.as_str() || !run.configs.iter().flat_map(|c| &c.trials).any(|t| t.ok);
     let commit = run
         .environment
         .get("git_commit")
@@ -324,8 +325,8 @@ fn stopped_badge(run: &RunData) -> Badge {
     };
     Badge {
         kind: "stopped".to_owned(),
-        label: if run.status == crate::record::STOPPED {
-            "stopped".to_owned()
+        label: if run.status == RunStatus::Stopped.as_str() {
+            RunStatus::Stopped.to_string()
         } else {
             "all failed".to_owned()
         },

@@ -185,7 +185,13 @@ pub async fn store_history(db: &Db, spec: &FixtureSpec, dir: &std::path::Path) -
             };
             store::insert_trial(db, &id, &record).await?;
         }
-        store::set_run_status(db, &id, "finished", Some(started + Duration::minutes(1))).await?;
+        store::set_run_status(
+            db,
+            &id,
+            &store::RunStatus::Finished,
+            Some(started + Duration::minutes(1)),
+        )
+        .await?;
         ids.push(id);
     }
     Ok(ids)

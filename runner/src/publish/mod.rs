@@ -153,7 +153,7 @@ fn digest_key(row: &RunRow, pages: &Pages) -> String {
         row.environment_hash,
     );
     // A run still going changes with every trial: render it every time.
-    if row.status == "running" {
+    if row.status == crate::store::RunStatus::Running {
         text.push_str(&chrono::Utc::now().to_rfc3339());
     }
     crate::digest::hex_sha256(text.as_bytes())
@@ -283,7 +283,7 @@ fn load_chunk(
                 continue;
             }
         };
-        let data = rt.block_on(stored.data_with_hosts(db, database))?;
+        let data = rt.block_on(crate::rundata::of_run_with_hosts(&stored, db, database))?;
         out.push((data, row, slug, key));
     }
     Ok(out)

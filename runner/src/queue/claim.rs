@@ -5,6 +5,7 @@
 //! Lease times use the database clock (`now()`), so workers on machines with skewed clocks still
 //! agree on when a lease has expired.
 
+use crate::store::RunStatus;
 use sqlx::{PgPool, Row};
 
 /// How many times a unit may be claimed before a lost lease marks it failed: a unit that kills
@@ -174,24 +175,29 @@ pub async fn remaining(pool: &PgPool, run: Option<&str>) -> Result<i64, sqlx::Er
 
 /// Marks the run finished (or failed, when a unit failed) once no unit is queued or running.
 /// Concurrent callers are harmless: the status only changes once. Returns the new status.
-pub async fn close_run_if_drained(pool: &PgPool, run_id: &str) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar(
+pub async fn close_run_if_drained(pool: &PgPool, run_id: &str) -> Result<Option<RunStatus>, sqlx::Error> {
+    let status: Option<String> = sqlx::query_scalar(
         "UPDATE runs SET status = CASE WHEN EXISTS (SELECT 1 FROM queue_units WHERE run_id = $1 AND status = 'failed') \
-           THEN 'failed' ELSE 'finished' END, finished_at = now() \
-         WHERE id = $1 AND status NOT IN ('finished', 'failed') \
+           THEN $2 ELSE $3 END, finished_at = now() \
+         WHERE id = $1 AND status NOT IN ($3, $2) \
            AND EXISTS (SELECT 1 FROM queue_runs WHERE run_id = $1) \
            AND NOT EXISTS (SELECT 1 FROM queue_units WHERE run_id = $1 AND status IN ('queued', 'running')) \
          RETURNING status",
     )
     .bind(run_id)
+    .bind(RunStatus::Failed.as_str())
+    .bind(RunStatus::Finished.as_str())
     .fetch_optional(pool)
-    .await
+    .await?;
+    Ok(status.as_deref().map(RunStatus::parse))
 }
 
 /// A worker picked up an interrupted run again: it is running once more.
 pub async fn reopen_run(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = $1 AND status = 'interrupted'")
+    sqlx::query("UPDATE runs SET status = $2, finished_at = NULL WHERE id = $1 AND status = $3")
         .bind(run_id)
+        .bind(RunStatus::Running.as_str())
+        .bind(RunStatus::Interrupted.as_str())
         .execute(pool)
         .await?;
     Ok(())
@@ -199,8 +205,10 @@ pub async fn reopen_run(pool: &PgPool, run_id: &str) -> Result<(), sqlx::Error> 
 
 /// Marks the run interrupted (its workers are gone and units remain).
 pub async fn mark_interrupted(pool: &PgPool, run_id: &str) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE runs SET status = 'interrupted' WHERE id = $1 AND status = 'running'")
+    let done = sqlx::query("UPDATE runs SET status = $2 WHERE id = $1 AND status = $3")
         .bind(run_id)
+        .bind(RunStatus::Interrupted.as_str())
+        .bind(RunStatus::Running.as_str())
         .execute(pool)
         .await?;
     Ok(done.rows_affected() == 1)

@@ -72,6 +72,19 @@ pub enum QueueError {
     UnsafeName(#[from] crate::paths::UnsafeName),
 }
 
+impl From<crate::store::ReopenError> for QueueError {
+    fn from(e: crate::store::ReopenError) -> Self {
+        use crate::store::{ReopenError, StoreError};
+        match e {
+            ReopenError::Store(e @ StoreError::Tampered { .. }) => QueueError::Tampered(e),
+            ReopenError::Store(e) => QueueError::Store(e),
+            ReopenError::Manifest { run, errors } => QueueError::Manifest(run, errors.to_string()),
+            ReopenError::UnsafeName(e) => e.into(),
+            ReopenError::Journal(e) => e.into(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for QueueError {
     fn from(e: sqlx::Error) -> Self {
         QueueError::Sql(e)

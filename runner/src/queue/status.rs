@@ -5,7 +5,7 @@ use super::claim::{self, UnitRow};
 use super::slurm;
 use super::QueueError;
 use crate::db::Db;
-use crate::store;
+use crate::store::{self, RunStatus};
 use sqlx::PgPool;
 use std::fmt::Write as _;
 
@@ -74,10 +74,10 @@ pub async fn load(
         marked_interrupted: false,
     };
     let remaining = st.count("queued") + st.count("running");
-    if st.run.status == "running" && remaining > 0 && st.live_leases() == 0 && st.array == ArrayState::Gone {
+    if st.run.status == RunStatus::Running && remaining > 0 && st.live_leases() == 0 && st.array == ArrayState::Gone {
         st.marked_interrupted = claim::mark_interrupted(pool, &st.run.id).await?;
         if st.marked_interrupted {
-            st.run.status = "interrupted".into();
+            st.run.status = RunStatus::Interrupted;
         }
     }
     Ok(st)

@@ -6,12 +6,12 @@ use super::claim::{self, Claimed};
 use super::QueueError;
 use crate::db;
 use crate::exec::{self, Execution, StageCache};
-use crate::manifest::{self, Experiment};
+use crate::manifest::Experiment;
 use crate::measure::Fingerprint;
 use crate::plan::{self, ScheduledTrial};
 use crate::stage::Services;
 use crate::store;
-use crate::store::journal::{self, Journal};
+use crate::store::journal;
 use crate::store::retry::{self, GaveUp, Progress};
 use crate::store::{Kept, TrialSink};
 use sqlx::PgPool;
@@ -250,35 +250,29 @@ fn load_run_state(
     env: &Fingerprint,
 ) -> Result<RunState, QueueError> {
     let lease_override = o.lease_seconds;
-    let row = rt.block_on(store::load_run(db, run_id))?;
-    row.verify_manifest().map_err(QueueError::Tampered)?;
-    let header = store::RunHeader::of_stored(&row, env, None, &o.database);
-    crate::paths::check_stored(&o.results_dir, &row.experiment, &row.id)?;
-    let journal = Journal::create(
-        &Journal::path_for(
-            &o.results_dir,
-            &row.experiment,
-            &format!("{}.worker-{}", row.id, std::process::id()),
-        ),
-        &header,
-    )?;
-    let sink = TrialSink::new(db.clone(), &o.database, rt.handle().clone(), &row.id, journal, o.quiet);
-    let mut exp = manifest::parse_str(Path::new(&row.manifest_path), &row.manifest_text, row.smoke)
-        .map_err(|e| QueueError::Manifest(run_id.to_owned(), e.to_string()))?;
+    let run = rt.block_on(store::Reopened::load(db, run_id))?;
+    let target = store::SinkTarget {
+        db,
+        url: &o.database,
+        rt: rt.handle(),
+        results_dir: &o.results_dir,
+        journal_name: &format!("{}.worker-{}", run.row.id, std::process::id()),
+        quiet: o.quiet,
+    };
+    let sink = run.sink(target, env, None)?;
+    let mut exp = run.exp;
     // Every unit reads the dataset versions the run was submitted with.
-    exp.data.pinned = crate::market::DataIdentity::from_json(row.stock_data.as_deref())
-        .map(|d| d.versions)
-        .filter(|v| !v.is_empty());
+    exp.data.pinned = run.versions;
     let (lease, _) = rt
         .block_on(claim::queue_run(pool, run_id))?
         .ok_or_else(|| QueueError::NoQueue(run_id.to_owned()))?;
-    let trials = plan::schedule(exp.configs.len(), &exp.schedule, row.seed);
+    let trials = plan::schedule(exp.configs.len(), &exp.schedule, run.row.seed);
     // A worker that picks up an interrupted run (`scancel`, then a worker by hand) revives it.
     rt.block_on(claim::reopen_run(pool, run_id))?;
     Ok(RunState {
         exp,
         trials,
-        seed: row.seed,
+        seed: run.row.seed,
         lease: lease_override.unwrap_or(lease),
         cache: StageCache::default(),
         sink,

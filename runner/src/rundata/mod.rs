@@ -9,36 +9,36 @@ use crate::report::{
     ConfigData, ConfigFacts, DifferingFact, FactValue, RunData, RunDesign, StageData, StageNoteRow, TrialData,
 };
 use crate::store::spec::{StoredSpec, PAIRED_SINCE};
-use crate::store::{self, RunRow, StoreError, StoredRun};
+use crate::store::{self, RunRow, RunStatus, StoreError, StoredRun};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-impl StoredRun {
-    /// The report input, with `env` the fingerprint of the machine that started the run.
-    pub fn data(&self, env: Option<&Fingerprint>, database: &str) -> RunData {
-        let mut data = run_data(&self.row, &self.spec, &self.trials, env, database);
-        data.notes.extend(self.notes.iter().cloned());
-        data
-    }
+/// The report input of a stored run, with `env` the fingerprint of the machine that started
+/// it. (A function of `rundata`, not a method of [`StoredRun`]: the store knows nothing of
+/// the report's input, and `StoredRun` is implemented in the store alone.)
+pub fn of_run(run: &StoredRun, env: Option<&Fingerprint>, database: &str) -> RunData {
+    let mut data = run_data(&run.row, &run.spec, &run.trials, env, database);
+    data.notes.extend(run.notes.iter().cloned());
+    data
+}
 
-    /// The report input with the run's fingerprint read from `db`, and a per-host breakdown
-    /// (with warnings when hosts differ) for runs served by several workers.
-    pub async fn data_with_hosts(&self, db: &Db, database: &str) -> Result<RunData, StoreError> {
-        let env = store::environment(db, &self.row.environment_hash).await?;
-        let mut data = self.data(env.as_ref(), database);
-        let mut envs = BTreeMap::new();
-        for hash in self
-            .trials
-            .iter()
-            .map(|t| t.environment_hash.as_str())
-            .collect::<HashSet<_>>()
-        {
-            if let Some(e) = store::environment(db, hash).await? {
-                envs.insert(hash.to_owned(), e);
-            }
+/// The report input of a stored run with its fingerprint read from `db`, and a per-host
+/// breakdown (with warnings when hosts differ) for runs served by several workers.
+pub async fn of_run_with_hosts(run: &StoredRun, db: &Db, database: &str) -> Result<RunData, StoreError> {
+    let env = store::environment(db, &run.row.environment_hash).await?;
+    let mut data = of_run(run, env.as_ref(), database);
+    let mut envs = BTreeMap::new();
+    for hash in run
+        .trials
+        .iter()
+        .map(|t| t.environment_hash.as_str())
+        .collect::<HashSet<_>>()
+    {
+        if let Some(e) = store::environment(db, hash).await? {
+            envs.insert(hash.to_owned(), e);
         }
-        data.notes.extend(host_notes(&self.trials, &envs));
-        Ok(data)
     }
+    data.notes.extend(host_notes(&run.trials, &envs));
+    Ok(data)
 }
 
 // Long because: it converts the stored rows to the report's input in one pass, section by section.
@@ -164,13 +164,13 @@ pub fn run_data(
     }
     notes.extend(revision_note(spec, trials));
     notes.extend(short_command_notes(spec, trials));
-    if row.status != "finished" {
+    if row.status != RunStatus::Finished {
         notes.push(format!(
             "The run is {}: {} of {} planned trials are stored.",
             row.status, row.stored_trials, row.planned_trials
         ));
     }
-    if row.status == "running" {
+    if row.status == RunStatus::Running {
         // A look the run did not plan: its levels are spent from the last planned look, so the
         // run's own decisions stay valid, but this report's verdicts are not among them.
         notes.push(
@@ -187,7 +187,7 @@ pub fn run_data(
             "The stages recorded {left_out} more distinct notes than the {MAX_STAGE_NOTES} listed under Notes from stages."
         ));
     }
-    if row.status == crate::record::STOPPED {
+    if row.status == RunStatus::Stopped {
         if let Some(error) = crate::record::common_first_failure(trials, spec.configs.len()) {
             notes.push(format!(
                 "It stopped because the first trial of every config failed with the same error, which the \
@@ -208,7 +208,7 @@ pub fn run_data(
         run_id: row.id.clone(),
         experiment: row.experiment.clone(),
         description: row.description.clone(),
-        status: row.status.clone(),
+        status: row.status.to_string(),
         started_at: row.started_at,
         finished_at: row.finished_at,
         manifest_path: row.manifest_path.clone(),

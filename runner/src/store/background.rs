@@ -76,7 +76,7 @@ impl BackgroundSink {
 
     /// Waits until the sink's thread has kept every trial, then ends the run's storage as
     /// [`TrialSink::finish`] does.
-    pub fn finish(mut self, status: &str, planned: Option<u32>, wait: Duration) -> Result<Db, Unstored> {
+    pub fn finish(mut self, status: &super::RunStatus, planned: Option<u32>, wait: Duration) -> Result<Db, Unstored> {
         self.send = None;
         let joined = self.thread.take().map(JoinHandle::join);
         match joined {
@@ -155,7 +155,9 @@ mod tests {
                 (0..=i).collect::<Vec<_>>()
             );
         }
-        let db = kept.finish("finished", None, Duration::from_secs(30)).unwrap();
+        let db = kept
+            .finish(&crate::store::RunStatus::Finished, None, Duration::from_secs(30))
+            .unwrap();
         let stored = rt.block_on(crate::store::stored_trial_indices(&db, "run-1")).unwrap();
         assert_eq!(stored.len(), 5, "{stored:?}");
         assert!(

@@ -11,7 +11,7 @@ use sqlx::Row;
 
 const RUN_COLUMNS: &str = "r.id, r.experiment, r.description, r.manifest_path, r.manifest_text, r.manifest_hash, r.smoke, r.seed, \
      r.status, r.planned_trials, r.started_at, r.finished_at, r.git_commit, r.git_dirty, r.environment_hash, r.command, \
-     r.heartbeat_at, r.lease_seconds, r.stock_database, r.spec, r.stock_data, r.git_branch, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
+     r.heartbeat_at, r.lease_seconds, r.stock_database, r.spec, r.stock_data, r.git_branch, r.error, (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id) AS stored, \
      (SELECT COUNT(*) FROM trials t WHERE t.run_id = r.id AND t.status <> 'ok') AS failed";
 
 macro_rules! run_row {
@@ -26,7 +26,8 @@ macro_rules! run_row {
             manifest_hash: r.try_get("manifest_hash")?,
             smoke: r.try_get("smoke")?,
             seed: r.try_get::<String, _>("seed")?.parse().unwrap_or(0),
-            status: r.try_get("status")?,
+            status: super::RunStatus::parse(&r.try_get::<String, _>("status")?),
+            error: r.try_get("error")?,
             planned_trials: r.try_get::<i64, _>("planned_trials")? as u32,
             started_at: r.try_get("started_at")?,
             finished_at: r.try_get("finished_at")?,

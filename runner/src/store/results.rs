@@ -2,6 +2,7 @@
 //! trial: a trial is stored whole or not at all, so an interrupted run keeps every finished
 //! trial and a resumed run never duplicates one (primary keys enforce it).
 
+use super::RunStatus;
 use crate::db::Db;
 use crate::measure::Fingerprint;
 use crate::metrics::Metric;
@@ -62,7 +63,9 @@ pub fn is_unreachable(e: &sqlx::Error) -> bool {
     }
 }
 
-/// A run as stored.
+/// A run as stored, read back. One of the run row's two shapes that remain (with
+/// [`RunHeader`]); it exists because the database adds what no process that writes a run
+/// holds: its status and error, its heartbeat, and the trials stored so far.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunRow {
     pub id: String,
@@ -73,7 +76,11 @@ pub struct RunRow {
     pub manifest_hash: String,
     pub smoke: bool,
     pub seed: u64,
-    pub status: String,
+    pub status: RunStatus,
+    /// Why a run stopped on an error after it was stored (password redacted); `None` for any
+    /// other ending, and for runs stored before it was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub planned_trials: u32,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
@@ -118,21 +125,24 @@ impl RunRow {
     /// `abandoned` (its process died without saying so).
     pub fn shown_status(&self, now: DateTime<Utc>) -> &str {
         if self.abandoned(now) {
-            "abandoned"
+            super::status::ABANDONED
         } else {
-            &self.status
+            self.status.as_str()
         }
     }
 
     pub fn abandoned(&self, now: DateTime<Utc>) -> bool {
-        self.status == "running"
+        self.status == RunStatus::Running
             && self
                 .heartbeat_at
                 .is_some_and(|h| (now - h).num_milliseconds() as f64 / 1e3 > self.lease_seconds)
     }
 }
 
-/// What `insert_run` needs.
+/// The arguments of a new run, borrowed from the process that starts it, from which its
+/// [`RunHeader`] is made ([`NewRun::header`]): not a third shape of the row, only the
+/// values a header is computed from (its manifest's text and hash, its spec, its redacted
+/// stock database) without copying the experiment first.
 pub struct NewRun<'a> {
     pub id: &'a str,
     pub experiment: &'a crate::manifest::Experiment,
@@ -149,8 +159,11 @@ pub struct NewRun<'a> {
     pub stock_data: Option<&'a crate::market::DataIdentity>,
 }
 
-/// Everything a `runs` row is made of, in a form that can be written to a journal and
-/// replayed into a database that lost the run (see `crate::store::journal`).
+/// Everything a `runs` row is made of when it is written, in a form that can be written to a
+/// journal and replayed into a database that lost the run (see `crate::store::journal`): the
+/// shape of a run row on its way in, as [`RunRow`] is on its way out. It exists because a
+/// journal must be able to store the run again whole, while a row read back holds what only
+/// the database knows.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RunHeader {
     pub id: String,
@@ -327,16 +340,33 @@ pub async fn beat(db: &Db, id: &str, at: DateTime<Utc>, lease_seconds: Option<f6
     })
 }
 
+/// Records how a run ended (or that it runs again), clearing any error an earlier stop
+/// recorded.
 pub async fn set_run_status(
     db: &Db,
     id: &str,
-    status: &str,
+    status: &RunStatus,
     finished_at: Option<DateTime<Utc>>,
 ) -> Result<(), StoreError> {
     on_pool!(db, |pool| {
-        sqlx::query("UPDATE runs SET status = $1, finished_at = $2 WHERE id = $3")
-            .bind(status)
+        sqlx::query("UPDATE runs SET status = $1, finished_at = $2, error = NULL WHERE id = $3")
+            .bind(status.as_str())
             .bind(finished_at)
+            .bind(id)
+            .execute(pool)
+            .await?;
+        Ok(())
+    })
+}
+
+/// Records that a run's process stopped on `error` (its text with any password already
+/// removed): the run is `stopped` with the error, no longer `running`. `--resume` continues it.
+pub async fn set_run_stopped(db: &Db, id: &str, error: &str) -> Result<(), StoreError> {
+    on_pool!(db, |pool| {
+        sqlx::query("UPDATE runs SET status = $1, finished_at = $2, error = $3 WHERE id = $4")
+            .bind(RunStatus::Stopped.as_str())
+            .bind(Utc::now())
+            .bind(error)
             .bind(id)
             .execute(pool)
             .await?;

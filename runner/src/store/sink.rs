@@ -11,6 +11,7 @@
 
 use super::journal::{self, Journal, JournalError, JournalWriter};
 use super::retry::{self, Backoff, Unanswered};
+use super::RunStatus;
 use crate::db::{self, Db};
 use crate::measure::Fingerprint;
 use crate::record::TrialRecord;
@@ -312,8 +313,8 @@ impl TrialSink {
     /// lost. The journal is deleted only once the database holds all of it. Returns the
     /// connection in use at the end (a new one if the results file was replaced).
     /// `planned`: the trial count a sequential run that ended early settled on.
-    pub fn finish(mut self, status: &str, planned: Option<u32>, wait: Duration) -> Result<Db, Unstored> {
-        let finished_at = matches!(status, "finished" | crate::record::STOPPED).then(chrono::Utc::now);
+    pub fn finish(mut self, status: &RunStatus, planned: Option<u32>, wait: Duration) -> Result<Db, Unstored> {
+        let finished_at = status.is_final().then(chrono::Utc::now);
         if let Some(h) = self.heartbeat.take() {
             h.abort();
         }

@@ -287,6 +287,63 @@ fn ctrl_c_marks_the_run_interrupted_and_keeps_finished_trials() {
     check_complete(url);
 }
 
+/// A run whose process stops on an error once its row is stored (here its events file, a pipe
+/// whose reader goes away mid-run) is recorded as stopped with that error, not left running
+/// until its lease runs out; `--resume` then runs the rest.
+#[test]
+fn a_run_that_stops_on_an_error_is_recorded_stopped_and_resumes() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "slow.toml", SLOW);
+    let db = dir.path().join("r.sqlite");
+    let events = dir.path().join("events");
+    let made = std::process::Command::new("mkfifo").arg(&events).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    let child = bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["--quiet", "run", "--no-report", "--json-events"])
+        .arg(&events)
+        .arg(&m)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opens once the run opens its end; two trials finish, then the reader goes away.
+    let mut lines = std::io::BufReader::new(std::fs::File::open(&events).unwrap()).lines();
+    let mut finished = 0;
+    while finished < 2 {
+        let line = lines.next().expect("the run ended early").unwrap();
+        finished += usize::from(line.contains("\"trial_finished\""));
+    }
+    drop(lines);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("cannot write events"), "{}", text(&out));
+    let url = db.to_str().unwrap();
+    assert_eq!(strings(url, "SELECT status FROM runs"), vec!["stopped".to_owned()]);
+    let error = strings(url, "SELECT error FROM runs").remove(0);
+    assert!(error.contains("cannot write events"), "{error}");
+    let id = strings(url, "SELECT id FROM runs").remove(0);
+    let listed = text(&run(bin().arg("--database").arg(&db).arg("runs")));
+    assert!(
+        listed.contains("stopped") && !listed.contains("running") && listed.contains("cannot write events"),
+        "{listed}"
+    );
+    assert!(listed.contains(&format!("measured run --resume {id}")), "{listed}");
+    let resumed = run(bin()
+        .arg("--database")
+        .arg(&db)
+        .args(["run", "--no-report", "--resume", &id]));
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    check_complete(url);
+    assert_eq!(
+        scalar(url, "SELECT COUNT(*) FROM runs WHERE error IS NULL"),
+        1,
+        "a resumed run's error is cleared"
+    );
+}
+
 #[test]
 fn command_timeout_fails_the_stage() {
     let dir = tempfile::tempdir().unwrap();

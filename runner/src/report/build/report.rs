@@ -245,7 +245,7 @@ pub fn build_report(run: &RunData) -> Report {
     method.sequential = super::sequential::sequential_summary(run, &super::sequential::questions(&records, &claims));
     method.questions = comparisons.len() + claims.iter().filter(|c| c.verdict.judged()).count();
     method.family_error = crate::stats::family_error(method.questions, run.compare.alpha);
-    if run.status != "finished" {
+    if run.status != crate::store::RunStatus::Finished.as_str() {
         notes.insert(
             0,
             format!("Run status is {}: results cover the trials that completed.", run.status),

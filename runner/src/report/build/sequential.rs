@@ -65,7 +65,7 @@ pub(crate) fn sequential_summary(run: &RunData, questions: &[Question]) -> Optio
 }
 
 fn stop_kind(status: &str, plan: &SequentialPlan, blocks: u32, all_decided: bool) -> StopKind {
-    if status != "finished" {
+    if status != crate::store::RunStatus::Finished.as_str() {
         StopKind::Unfinished
     } else if all_decided {
         StopKind::Decided

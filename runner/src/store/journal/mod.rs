@@ -12,7 +12,7 @@
 use crate::db;
 use crate::db::Db;
 use crate::record::TrialRecord;
-use crate::store::{self, RunHeader, StoreError};
+use crate::store::{self, RunHeader, RunStatus, StoreError};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -38,7 +38,7 @@ enum Entry {
         trial: Box<TrialRecord>,
     },
     Status {
-        status: String,
+        status: RunStatus,
         finished_at: Option<DateTime<Utc>>,
         /// A sequential run that ended early: the trials it settled on.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -176,12 +176,12 @@ impl Journal {
     /// it planned in the end).
     pub fn append_status(
         &mut self,
-        status: &str,
+        status: &RunStatus,
         finished_at: Option<DateTime<Utc>>,
         planned: Option<u32>,
     ) -> Result<(), JournalError> {
         self.append(&Entry::Status {
-            status: status.to_owned(),
+            status: status.clone(),
             finished_at,
             planned,
         })
@@ -232,7 +232,7 @@ pub struct Contents {
     pub header: RunHeader,
     pub trials: Vec<TrialRecord>,
     /// How the run ended, when it got that far.
-    pub status: Option<(String, Option<DateTime<Utc>>)>,
+    pub status: Option<(RunStatus, Option<DateTime<Utc>>)>,
     /// The trial count a sequential run that ended early settled on.
     pub planned: Option<u32>,
 }

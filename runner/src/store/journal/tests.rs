@@ -149,7 +149,8 @@ fn flush_restores_a_lost_run_and_stores_each_trial_exactly_once() {
         for i in 0..3 {
             j.append_trial(&trial(i, &h.env.hash)).unwrap();
         }
-        j.append_status("finished", Some(Utc::now()), None).unwrap();
+        j.append_status(&store::RunStatus::Finished, Some(Utc::now()), None)
+            .unwrap();
         let c = read(&path).unwrap();
         // The database never saw the run (a new file): the run row comes back too.
         let first = flush(&db, &c).await.unwrap();
@@ -172,7 +173,10 @@ fn flush_restores_a_lost_run_and_stores_each_trial_exactly_once() {
         );
         assert!(missing(&db, &c).await.unwrap().is_empty());
         let run = store::load_run(&db, "r1").await.unwrap();
-        assert_eq!((run.status.as_str(), run.stored_trials, run.seed), ("finished", 3, 7));
+        assert_eq!(
+            (run.status, run.stored_trials, run.seed),
+            (store::RunStatus::Finished, 3, 7)
+        );
         let stored = store::load_trials(&db, "r1").await.unwrap();
         assert_eq!(stored[2].seconds, 2.5);
         assert_eq!(stored[0].stages[0].metrics[0].value, 0.25);
