@@ -1,5 +1,5 @@
 //! Number formatting for reports (typed report model -> the Markdown view's strings, and the
-//! figures in the sentences `build` writes into the model, such as stability warnings).
+//! figures in the sentences `assemble` writes into the model, such as stability warnings).
 //!
 //! Templates never format numbers: every figure a reader of `report.md` sees is produced here,
 //! so the Markdown and its snapshots agree digit for digit; `report.json` keeps the raw values.

@@ -1,6 +1,6 @@
 //! Reports (store -> stats -> **report**), a pipeline in three layers: `model` holds the run
 //! data the store loads and the typed `Report` (and the comparison and history models) built
-//! from it; `build` turns run data and statistics into that model (written as `report.json`);
+//! from it; `assemble` turns run data and statistics into that model (written as `report.json`);
 //! `render` turns the model into Markdown through minijinja templates (`report.md`,
 //! `compare.md`, pull-request comments), JSON on stdout and SVG charts. Each layer uses only
 //! those before it; `format` (numbers as text), `prose` (verdict sentences, which the model's
@@ -12,7 +12,7 @@
 //! the stage recorded its own metric called `seconds`; `trial.seconds` is the sum of the trial's
 //! stage times.
 
-mod build;
+mod assemble;
 mod error;
 pub(crate) mod format;
 mod model;
@@ -22,8 +22,8 @@ mod render;
 #[cfg(test)]
 mod tests;
 
-pub use build::{build_history, build_report, compare_runs, questions, CompareOptions};
-pub(crate) use build::{commit_label, direction_of, machine_key, metric_samples, settings_of};
+pub use assemble::{build_history, build_report, compare_runs, questions, CompareOptions};
+pub(crate) use assemble::{commit_label, direction_of, machine_key, metric_samples, settings_of};
 pub use error::ReportError;
 pub(crate) use model::QUALITY_AGAINST;
 pub use model::{

@@ -1,6 +1,6 @@
-//! The typed report model (run data -> build -> **model** -> render): what `report.json` and the
+//! The typed report model (run data -> assemble -> **model** -> render): what `report.json` and the
 //! comparison's JSON hold, and what `render` formats; also the run data the store loads, which
-//! `build` reads. Types only: nothing here uses the rest of `report`.
+//! `assemble` reads. Types only: nothing here uses the rest of `report`.
 //!
 //! Values are data, never presentation. Numbers are JSON numbers in the metric's own unit,
 //! named in a `unit` field beside them or, where it never varies, in the field name

@@ -1,4 +1,4 @@
-//! The report of one run as data (build -> **`Report`** -> render): what `report.json` holds,
+//! The report of one run as data (assemble -> **`Report`** -> render): what `report.json` holds,
 //! and what the Markdown view (`render::view`) formats for the templates. The rules every value
 //! follows are in the model's module comment.
 

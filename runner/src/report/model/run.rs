@@ -1,4 +1,4 @@
-//! The run data the store loads (store -> **run data** -> build): one stored run with its
+//! The run data the store loads (store -> **run data** -> assemble): one stored run with its
 //! configs, trials and stages, warm-up trials already excluded. Every report is built from it.
 
 use std::collections::BTreeMap;

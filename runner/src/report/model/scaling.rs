@@ -1,5 +1,5 @@
 //! The Scaling section as data (thread-count and problem-size groups with their fitted scaling
-//! models, in `report.json`): `build::scaling` fills it, `render::scaling_view` formats it and
+//! models, in `report.json`): `assemble::scaling` fills it, `render::scaling_view` formats it and
 //! `render::charts` draws it.
 
 use serde::Serialize;

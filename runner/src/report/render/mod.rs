@@ -2,7 +2,7 @@
 //! (`view`, with `sections` and `scaling_view`) and of a comparison (`compare_view`) printed
 //! through minijinja templates (`markdown`), what `--format` prints (`output`), a history's
 //! Markdown and chart (`history`), the SVG charts (`charts`) and the writing of a run's report
-//! files (`write`). It reads the model and what `build` computes; nothing in `build` or `model`
+//! files (`write`). It reads the model and what `assemble` computes; nothing in `assemble` or `model`
 //! uses it.
 
 pub(crate) mod charts;

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::report::build::stability::level_change;
+use crate::report::assemble::stability::level_change;
 use crate::report::format;
 use crate::report::model::{ConfigFacts, NeighbourTable, SizeComparison, StabilityReport};
 use crate::report::prose::verdict_cell;

@@ -1,11 +1,11 @@
-//! Writing a run's report (run data -> build -> model -> render -> `report.md`, `report.json` and
+//! Writing a run's report (run data -> assemble -> model -> render -> `report.md`, `report.json` and
 //! the SVG charts in the run's folder).
 
 use std::path::{Path, PathBuf};
 
 use super::charts;
 use super::markdown::render_markdown;
-use crate::report::build::build_report;
+use crate::report::assemble::build_report;
 use crate::report::error::ReportError;
 use crate::report::model::{Report, RunData};
 

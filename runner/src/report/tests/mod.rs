@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use chrono::{TimeZone, Utc};
 
-use super::build::samples;
+use super::assemble::samples;
 use super::render::compare_view::CompareReport;
 use super::render::view::view;
 use super::*;

@@ -7,7 +7,7 @@ use super::style::{
     caption_size, categories, color, draw_legend, label_width, number_label, on_axis, padded_range, quantity,
     segment_label, DrawResult, FONT,
 };
-use crate::report::build::samples::metric_samples;
+use crate::report::assemble::samples::metric_samples;
 use crate::report::model::{Interval, ResultRow, RunData};
 use crate::stats::median;
 

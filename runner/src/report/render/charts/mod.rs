@@ -1,5 +1,5 @@
 //! SVG charts of a run (run data + report model -> plotters SVG strings -> files beside
-//! report.md), drawn to the chart plan `build::charts` makes; `style` holds what they share.
+//! report.md), drawn to the chart plan `assemble::charts` makes; `style` holds what they share.
 
 mod configs;
 mod history;
@@ -11,7 +11,7 @@ pub(crate) mod style;
 pub(crate) use history::history_chart;
 pub(crate) use style::{padded_range, palette_color, FONT};
 
-use crate::report::build::charts::{chart_plan, ChartKind};
+use crate::report::assemble::charts::{chart_plan, ChartKind};
 use crate::report::error::ReportError;
 use crate::report::model::{Report, RunData};
 

@@ -5,7 +5,7 @@
 use plotters::prelude::*;
 
 use super::style::{caption_size, color, draw_legend, number_label, padded_range, quantity, DrawResult, FONT};
-use crate::report::build::samples::trial_value;
+use crate::report::assemble::samples::trial_value;
 use crate::report::model::RunData;
 
 /// One measured, successful trial: its time-order index, block and value.

@@ -5,7 +5,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
 use super::style::{caption_size, color, DrawResult, FONT};
-use crate::report::build::scaling::AxisKind;
+use crate::report::assemble::scaling::AxisKind;
 use crate::report::format;
 use crate::report::model::{Scaling, SizeAxis, ThreadAxis};
 use crate::stats::{amdahl_fit, power_fit};

@@ -10,9 +10,9 @@ use super::style::{
     caption_size, categories, color, draw_legend, integer_ticks, label_width, number_label, padded_range, quantity,
     segment_label, DrawResult, FONT,
 };
-use crate::report::build::bandwidth::{bandwidth_stages, UNIT};
-use crate::report::build::charts::step_unit;
-use crate::report::build::samples::{metric_samples, sweep_axis, sweep_label};
+use crate::report::assemble::bandwidth::{bandwidth_stages, UNIT};
+use crate::report::assemble::charts::step_unit;
+use crate::report::assemble::samples::{metric_samples, sweep_axis, sweep_label};
 use crate::report::format;
 use crate::report::model::{ResultRow, RunData};
 

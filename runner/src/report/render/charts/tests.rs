@@ -272,8 +272,8 @@ fn distribution_bar_spans_the_bootstrap_ci_of_the_median() {
         .collect();
     let ((ya, va), (yb, vb)) = (ticks[0], ticks[ticks.len() - 1]);
     let value = |y: i32| va + (f64::from(y - ya)) * (vb - va) / f64::from(yb - ya);
-    let settings = crate::report::build::samples::settings_of(&run);
-    let samples = crate::report::build::samples::metric_samples(&run.configs[0], &run.compare.primary);
+    let settings = crate::report::assemble::samples::settings_of(&run);
+    let samples = crate::report::assemble::samples::metric_samples(&run.configs[0], &run.compare.primary);
     let (lo, hi) = crate::stats::bootstrap_median_ci(&samples.values, settings.resamples, settings.seed).unwrap();
     let first_label = c.texts.iter().find(|t| t.content == run.configs[0].name).unwrap().x;
     let bar = c

@@ -1,4 +1,4 @@
-//! Building the model (run data + stats -> **build** -> model): samples and comparison plans
+//! Assembling the model (run data + stats -> **assemble** -> model): samples and comparison plans
 //! (`samples`), the report of one run section by section (`report`, which calls on `tables`,
 //! `others`, `bandwidth`, `by_size`, `neighbours`, `quality`, `gpu`, `scaling`, `stability`,
 //! `sequential`, `provenance` and the chart plan in `charts`), the comparison of two runs
