@@ -9,6 +9,7 @@ use crate::report::{
 };
 use crate::store::spec::{StoredSpec, PAIRED_SINCE};
 use crate::store::{self, RunRow, StoreError, StoredRun};
+use spec::compare_spec;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 impl StoredRun {
@@ -216,7 +217,7 @@ pub fn run_data(
         data_hashes: data_hashes(trials),
         stock_data: crate::market::DataIdentity::from_json(row.stock_data.as_deref()),
         configs,
-        compare: spec.compare.clone(),
+        compare: compare_spec(&spec.compare),
         reproduce: row.command.clone(),
         results_database: crate::db::redact_url(database),
         stock_database: row.stock_database.clone(),
@@ -490,6 +491,8 @@ pub(crate) fn data_hashes(trials: &[TrialRecord]) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+mod spec;
 
 #[cfg(test)]
 mod tests;

@@ -18,6 +18,7 @@ mod report;
 mod run;
 mod scaling;
 mod sections;
+mod spec;
 
 pub use compare::*;
 pub use history::*;
@@ -25,6 +26,7 @@ pub use report::*;
 pub use run::*;
 pub use scaling::*;
 pub use sections::*;
+pub use spec::*;
 
 /// An interval `(low, high)`.
 pub type Interval = (f64, f64);
