@@ -179,6 +179,11 @@ pub(crate) fn percent(fraction: f64) -> String {
     format!("{body}%")
 }
 
+/// A level change (a ratio of levels) as a signed percentage: `+31.2%`, `-4.0%`.
+pub(crate) fn level_change(ratio: f64) -> String {
+    percent(ratio - 1.0)
+}
+
 /// An unsigned percentage with one decimal: `12.6%`.
 pub(crate) fn percent_abs(fraction: f64) -> String {
     if !fraction.is_finite() {

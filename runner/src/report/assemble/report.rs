@@ -235,6 +235,7 @@ pub fn build_report(run: &RunData) -> Report {
 
     let sweeps = sweep_tables(run, &unit, &results);
     let scaling = super::scaling::scaling(run, &results);
+    let charts = charts::charts(run, &results);
     let (stage_columns, stages) = stage_table(run);
     let (claims, claim_notes) = claim_rows(run, &plan, &settings, Some(&results));
     let mut notes = run.notes.clone();
@@ -311,7 +312,7 @@ pub fn build_report(run: &RunData) -> Report {
         stage_notes: run.stage_notes.clone(),
         facts: run.facts.clone(),
         stability,
-        charts: charts::chart_refs(run),
+        charts,
         comparisons: records,
         regression,
     };

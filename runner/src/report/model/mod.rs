@@ -12,6 +12,7 @@
 //! messages) is passed through verbatim. `schema_version` grows whenever a field is renamed,
 //! removed or retyped.
 
+mod charts;
 mod compare;
 mod history;
 mod report;
@@ -20,6 +21,7 @@ mod scaling;
 mod sections;
 mod spec;
 
+pub use charts::*;
 pub use compare::*;
 pub use history::*;
 pub use report::*;

@@ -416,4 +416,7 @@ pub struct ChartRef {
     pub kind: String,
     pub title: String,
     pub file: String,
+    /// What the chart draws.
+    #[serde(skip)]
+    pub plot: super::charts::Plot,
 }
