@@ -10,7 +10,7 @@ use crate::paths::file_safe;
 use crate::report::model::{AxisKind, ChartRef, Plot, ResultRow, RunData};
 
 /// Stage metrics recorded as series whose name ends in `loss`, in order of first appearance.
-pub(crate) fn loss_series(run: &RunData) -> Vec<(String, String)> {
+fn loss_series(run: &RunData) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = Vec::new();
     for stage in run.configs.iter().flat_map(|c| &c.trials).flat_map(|t| &t.stages) {
         for m in &stage.metrics {
@@ -113,7 +113,7 @@ pub(crate) fn charts(run: &RunData, results: &[ResultRow]) -> Vec<ChartRef> {
 }
 
 /// File of the run chart: the primary metric in trial order.
-pub(crate) const RUN_CHART: &str = "run_chart.svg";
+const RUN_CHART: &str = "run_chart.svg";
 
 /// File of the bandwidth chart of `stage`; the bandwidth tables link to it by this name.
 pub(crate) fn bandwidth_file(stage: &str) -> String {
@@ -121,7 +121,7 @@ pub(crate) fn bandwidth_file(stage: &str) -> String {
 }
 
 /// What a step of `stage`'s series counts: training stages record one point per epoch.
-pub(crate) fn step_unit(run: &RunData, stage: &str) -> &'static str {
+fn step_unit(run: &RunData, stage: &str) -> &'static str {
     if run.stage_kind(stage) == Some("train") {
         "epoch"
     } else {

@@ -1,6 +1,7 @@
 //! The typed report model (run data -> assemble -> **model** -> render): what `report.json` and the
-//! comparison's JSON hold, and what `render` formats; also the run data the store loads, which
-//! `assemble` reads. Types only: nothing here uses the rest of `report`.
+//! comparison's JSON hold, what `render` formats and what each chart draws (`charts`, kept out of
+//! the JSON); also the run data `rundata` loads, with the run's `[compare]` settings (`spec`),
+//! which `assemble` reads. Types only: nothing here uses the rest of `report`, nor the store.
 //!
 //! Values are data, never presentation. Numbers are JSON numbers in the metric's own unit,
 //! named in a `unit` field beside them or, where it never varies, in the field name

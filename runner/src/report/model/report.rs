@@ -409,6 +409,7 @@ pub struct Databases {
     pub stock: Option<String>,
 }
 
+/// One chart of the run: where the report places and links it, and what it draws.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChartRef {
     /// `stages`, `distribution`, `run`, `sweep`, `loss`, `bandwidth` or `scaling`: where the
@@ -416,7 +417,7 @@ pub struct ChartRef {
     pub kind: String,
     pub title: String,
     pub file: String,
-    /// What the chart draws.
+    /// What the chart draws; not part of `report.json`.
     #[serde(skip)]
     pub plot: super::charts::Plot,
 }
