@@ -205,7 +205,7 @@ fn render_run(
     let digest = digest::digest(data, &report, key, slug.clone(), row.smoke, &row.environment_hash);
     let dir = PathBuf::from("runs").join(&slug);
     let mut files = Vec::new();
-    for (file, svg) in crate::report::render_charts(data, &report).map_err(|e| e.to_string())? {
+    for (file, svg) in crate::report::render_charts(&report).map_err(|e| e.to_string())? {
         files.push((dir.join(file), svg.into_bytes()));
     }
     let markdown = crate::report::render_markdown(&report, md_templates).map_err(|e| e.to_string())?;

@@ -1,5 +1,5 @@
 //! Failures while building, rendering or writing a report (and while comparing two runs): the
-//! one error type of `report`, below its model -> build -> render pipeline.
+//! one error type of `report`, below its model -> assemble -> render pipeline.
 
 use std::path::PathBuf;
 

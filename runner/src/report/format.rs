@@ -1,5 +1,5 @@
 //! Number formatting for reports (typed report model -> the Markdown view's strings, and the
-//! figures in the sentences `build` writes into the model, such as stability warnings).
+//! figures in the sentences `assemble` writes into the model, such as stability warnings).
 //!
 //! Templates never format numbers: every figure a reader of `report.md` sees is produced here,
 //! so the Markdown and its snapshots agree digit for digit; `report.json` keeps the raw values.
@@ -177,6 +177,11 @@ pub(crate) fn percent(fraction: f64) -> String {
         format!("{pct:+.2}")
     };
     format!("{body}%")
+}
+
+/// A level change (a ratio of levels) as a signed percentage: `+31.2%`, `-4.0%`.
+pub(crate) fn level_change(ratio: f64) -> String {
+    percent(ratio - 1.0)
 }
 
 /// An unsigned percentage with one decimal: `12.6%`.

@@ -1,5 +1,5 @@
 //! Plain-English verdict sentences and cells (model comparisons -> the words at the top of
-//! reports). Both later layers use them: `build` writes the plain summaries into the model
+//! reports). Both later layers use them: `assemble` writes the plain summaries into the model
 //! (`Report::summary`, a comparison's summary lines), `render` the Markdown ones and the cells.
 
 use super::format;

@@ -10,6 +10,7 @@ use crate::report::{
 };
 use crate::store::spec::{StoredSpec, PAIRED_SINCE};
 use crate::store::{self, RunRow, RunStatus, StoreError, StoredRun};
+use spec::compare_spec;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The report input of a stored run, with `env` the fingerprint of the machine that started
@@ -209,6 +210,7 @@ pub fn run_data(
         experiment: row.experiment.clone(),
         description: row.description.clone(),
         status: row.status.to_string(),
+        finished: row.status == RunStatus::Finished,
         started_at: row.started_at,
         finished_at: row.finished_at,
         manifest_path: row.manifest_path.clone(),
@@ -217,7 +219,7 @@ pub fn run_data(
         data_hashes: data_hashes(trials),
         stock_data: crate::market::DataIdentity::from_json(row.stock_data.as_deref()),
         configs,
-        compare: spec.compare.clone(),
+        compare: compare_spec(&spec.compare),
         reproduce: row.command.clone(),
         results_database: crate::db::redact_url(database),
         stock_database: row.stock_database.clone(),
@@ -495,6 +497,8 @@ pub(crate) fn data_hashes(trials: &[TrialRecord]) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+mod spec;
 
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@
 //!
 //! **A step** between run `k - 1` and run `k` of a series compares the runs before it with the
 //! runs from it on, up to [`STEP_WINDOW`] on each side and never across a break (a changed
-//! config, see `report::build::history`): a pooled two-sample t-test on the log levels, whose
+//! config, see `report::assemble::history`): a pooled two-sample t-test on the log levels, whose
 //! variance is the run-to-run variance those runs show. The change is `exp(mean after - mean
 //! before)` with its 95% t-interval. A step is a candidate when `p < alpha` and the interval
 //! lies wholly outside the noise band, like every other verdict; a real step makes its

@@ -1,4 +1,4 @@
-//! The before/after comparison of two runs as data (`build::compare` fills it from two runs' data;
+//! The before/after comparison of two runs as data (`assemble::compare` fills it from two runs' data;
 
 //! `render::compare_view` formats it for compare.md; `--format json` prints it).
 

@@ -1,4 +1,4 @@
-//! A metric's history over the stored runs of an experiment as data (`build::history` fills it
+//! A metric's history over the stored runs of an experiment as data (`assemble::history` fills it
 //! from every run's data; `render::history` prints it as Markdown and draws its chart).
 
 use serde::Serialize;

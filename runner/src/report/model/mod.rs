@@ -1,6 +1,7 @@
-//! The typed report model (run data -> build -> **model** -> render): what `report.json` and the
-//! comparison's JSON hold, and what `render` formats; also the run data the store loads, which
-//! `build` reads. Types only: nothing here uses the rest of `report`.
+//! The typed report model (run data -> assemble -> **model** -> render): what `report.json` and the
+//! comparison's JSON hold, what `render` formats and what each chart draws (`charts`, kept out of
+//! the JSON); also the run data `rundata` loads, with the run's `[compare]` settings (`spec`),
+//! which `assemble` reads. Types only: nothing here uses the rest of `report`, nor the store.
 //!
 //! Values are data, never presentation. Numbers are JSON numbers in the metric's own unit,
 //! named in a `unit` field beside them or, where it never varies, in the field name
@@ -12,19 +13,23 @@
 //! messages) is passed through verbatim. `schema_version` grows whenever a field is renamed,
 //! removed or retyped.
 
+mod charts;
 mod compare;
 mod history;
 mod report;
 mod run;
 mod scaling;
 mod sections;
+mod spec;
 
+pub use charts::*;
 pub use compare::*;
 pub use history::*;
 pub use report::*;
 pub use run::*;
 pub use scaling::*;
 pub use sections::*;
+pub use spec::*;
 
 /// An interval `(low, high)`.
 pub type Interval = (f64, f64);

@@ -1,4 +1,4 @@
-//! The report of one run as data (build -> **`Report`** -> render): what `report.json` holds,
+//! The report of one run as data (assemble -> **`Report`** -> render): what `report.json` holds,
 //! and what the Markdown view (`render::view`) formats for the templates. The rules every value
 //! follows are in the model's module comment.
 
@@ -409,6 +409,7 @@ pub struct Databases {
     pub stock: Option<String>,
 }
 
+/// One chart of the run: where the report places and links it, and what it draws.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChartRef {
     /// `stages`, `distribution`, `run`, `sweep`, `loss`, `bandwidth` or `scaling`: where the
@@ -416,4 +417,7 @@ pub struct ChartRef {
     pub kind: String,
     pub title: String,
     pub file: String,
+    /// What the chart draws; not part of `report.json`.
+    #[serde(skip)]
+    pub plot: super::charts::Plot,
 }

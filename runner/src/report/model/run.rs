@@ -1,4 +1,4 @@
-//! The run data the store loads (store -> **run data** -> build): one stored run with its
+//! The run data the store loads (store -> **run data** -> assemble): one stored run with its
 //! configs, trials and stages, warm-up trials already excluded. Every report is built from it.
 
 use std::collections::BTreeMap;
@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::report::StageNoteRow;
+use super::spec::CompareSpec;
 use crate::metrics::Metric;
-use crate::store::spec::CompareSpec;
 
 /// One stored run, as the store hands it to the report (warm-up trials already excluded).
 #[derive(Debug, Clone, PartialEq)]
@@ -15,8 +15,11 @@ pub struct RunData {
     pub run_id: String,
     pub experiment: String,
     pub description: String,
-    /// `finished`, `interrupted` or `running`.
+    /// The run's status as the store spells it (`finished`, `stopped`, ...), for display.
     pub status: String,
+    /// Whether the run finished: every trial it planned ran. Anything else covers only the
+    /// trials that completed.
+    pub finished: bool,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub manifest_path: String,

@@ -1,10 +1,11 @@
 //! The Scaling section as data (thread-count and problem-size groups with their fitted scaling
-//! models, in `report.json`): `build::scaling` fills it, `render::scaling_view` formats it and
+//! models, in `report.json`): `assemble::scaling` fills it, `render::scaling_view` formats it and
 //! `render::charts` draws it.
 
 use serde::Serialize;
 
 use super::Interval;
+use crate::stats::{AmdahlFit, PowerFit};
 
 /// Thread-count and problem-size scaling of a run: `report.json`'s `scaling`, `null` when no
 /// variant or sweep axis varies such a parameter.
@@ -46,6 +47,9 @@ pub struct ThreadGroup {
     pub serial_fraction: Option<f64>,
     /// Percentile bootstrap over trials within each config.
     pub serial_fraction_ci: Option<Interval>,
+    /// Amdahl's model fitted to the points' medians, for the chart's fitted curve.
+    #[serde(skip)]
+    pub fit: Option<AmdahlFit>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,6 +93,9 @@ pub struct SizeGroup {
     pub exponent: Option<f64>,
     /// Percentile bootstrap over trials within each config.
     pub exponent_ci: Option<Interval>,
+    /// The power law fitted to the points' medians, for the chart's fitted line.
+    #[serde(skip)]
+    pub fit: Option<PowerFit>,
 }
 
 #[derive(Debug, Clone, Serialize)]

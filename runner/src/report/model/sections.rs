@@ -1,4 +1,4 @@
-//! The report's smaller sections as data (built in `build`, each in its own file there;
+//! The report's smaller sections as data (assembled in `assemble`, each in its own file there;
 
 //! formatted in `render`): model quality, GPU telemetry, sweep neighbours, bandwidth by size,
 //! reproduction, stability, the sequential run's questions, and what each config ran on.

@@ -2,8 +2,8 @@
 //! (`view`, with `sections` and `scaling_view`) and of a comparison (`compare_view`) printed
 //! through minijinja templates (`markdown`), what `--format` prints (`output`), a history's
 //! Markdown and chart (`history`), the SVG charts (`charts`) and the writing of a run's report
-//! files (`write`). It reads the model and what `build` computes; nothing in `build` or `model`
-//! uses it.
+//! files (`write`). It reads the model only, never the run data or `assemble`: a rendering is a
+//! function of the model. Nothing in `assemble` or `model` uses it.
 
 pub(crate) mod charts;
 pub(crate) mod compare_view;
@@ -20,4 +20,5 @@ pub use compare_view::compare_view;
 pub use history::{history_svg, render_history_markdown};
 pub use markdown::{render_compare_markdown, render_markdown};
 pub use output::{compare_output, report_output, OutputFormat};
-pub use write::{write_report, WrittenReport};
+pub(crate) use write::write_files;
+pub use write::WrittenReport;

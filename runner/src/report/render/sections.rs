@@ -4,8 +4,7 @@
 
 use serde::Serialize;
 
-use crate::report::build::stability::level_change;
-use crate::report::format;
+use crate::report::format::{self, level_change};
 use crate::report::model::{ConfigFacts, NeighbourTable, SizeComparison, StabilityReport};
 use crate::report::prose::verdict_cell;
 

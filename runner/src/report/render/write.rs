@@ -1,15 +1,14 @@
-//! Writing a run's report (run data -> build -> model -> render -> `report.md`, `report.json` and
-//! the SVG charts in the run's folder).
+//! Writing a run's report files (model -> render -> `report.md`, `report.json` and the SVG charts
+//! in the run's folder).
 
 use std::path::{Path, PathBuf};
 
 use super::charts;
 use super::markdown::render_markdown;
-use crate::report::build::build_report;
 use crate::report::error::ReportError;
-use crate::report::model::{Report, RunData};
+use crate::report::model::Report;
 
-/// Files written by [`write_report`].
+/// Files written by [`write_files`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportPaths {
     pub markdown: PathBuf,
@@ -31,16 +30,19 @@ fn write_file(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
     })
 }
 
-/// Builds the report of `run` and writes `report.md`, `report.json` and the SVG charts the
-/// Markdown links to into `out_dir` (created if missing).
-pub fn write_report(run: &RunData, out_dir: &Path, templates_dir: Option<&Path>) -> Result<WrittenReport, ReportError> {
+/// Writes `report.md`, `report.json` and the SVG charts the Markdown links to of `report` into
+/// `out_dir` (created if missing).
+pub(crate) fn write_files(
+    report: Report,
+    out_dir: &Path,
+    templates_dir: Option<&Path>,
+) -> Result<WrittenReport, ReportError> {
     std::fs::create_dir_all(out_dir).map_err(|source| ReportError::Io {
         path: out_dir.to_owned(),
         source,
     })?;
-    let report = build_report(run);
     let mut chart_paths = Vec::new();
-    for (file, svg) in charts::render_charts(run, &report)? {
+    for (file, svg) in charts::render_charts(&report)? {
         let path = out_dir.join(&file);
         write_file(&path, svg.as_bytes())?;
         chart_paths.push(path);

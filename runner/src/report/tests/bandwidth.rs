@@ -1,7 +1,7 @@
 //! Bandwidth-by-size tests on a hand-built transfer run: Markdown snapshot, table medians and
 //! which series the chart draws.
 
-use crate::report::build::bandwidth;
+use crate::report::assemble::bandwidth;
 use crate::report::model::BandwidthKind;
 use crate::report::render::view::view;
 use crate::report::tests::{base_run, config, metric, noise, sweep_run, write_and_check};

@@ -101,7 +101,7 @@ fn markers(svg: &str, fill: &str) -> usize {
 #[test]
 fn the_run_chart_has_one_point_per_measured_trial() {
     let run = h200_run(true);
-    let charts = super::super::render::charts::render_charts(&run, &super::super::build_report(&run)).unwrap();
+    let charts = super::super::render::charts::render_charts(&super::super::build_report(&run)).unwrap();
     let (_, svg) = charts.iter().find(|(f, _)| f == "run_chart.svg").expect("a run chart");
     for (i, c) in run.configs.iter().enumerate() {
         let fill = super::super::render::charts::palette_color(i);

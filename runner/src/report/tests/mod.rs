@@ -14,14 +14,14 @@ use std::collections::BTreeMap;
 
 use chrono::{TimeZone, Utc};
 
-use super::build::samples;
+use super::assemble::samples;
 use super::render::compare_view::CompareReport;
 use super::render::view::view;
 use super::*;
 use crate::metrics::Metric;
+use crate::report::model::CompareSpec;
+use crate::report::model::{ClaimSpec, GuardSpec};
 use crate::stats::{Claim, GuardVerdict, Tolerance, Verdict};
-use crate::store::spec::CompareSpec;
-use crate::store::spec::{ClaimSpec, GuardSpec};
 use bandwidth::transfer_run;
 pub(super) use files::write_and_check;
 
@@ -176,6 +176,7 @@ pub(super) fn base_run(configs: Vec<ConfigData>) -> RunData {
         experiment: "buffer-reuse".to_owned(),
         description: "Does reusing device input buffers speed up the training loop?".to_owned(),
         status: "finished".to_owned(),
+        finished: true,
         started_at: Utc.with_ymd_and_hms(2025, 3, 1, 10, 15, 0).unwrap(),
         finished_at: Some(Utc.with_ymd_and_hms(2025, 3, 1, 10, 21, 30).unwrap()),
         manifest_path: "experiments/buffer-reuse.toml".to_owned(),

@@ -1,4 +1,4 @@
-//! The charts with one bar or column per config (run data + the report's results rows -> SVG):
+//! The charts with one bar or column per config (their plots + the report's results rows -> SVG):
 //! seconds per stage, stacked, and the primary metric's distribution with its median and CI.
 
 use plotters::prelude::*;
@@ -7,42 +7,11 @@ use super::style::{
     caption_size, categories, color, draw_legend, label_width, number_label, on_axis, padded_range, quantity,
     segment_label, DrawResult, FONT,
 };
-use crate::report::build::samples::metric_samples;
-use crate::report::model::{Interval, ResultRow, RunData};
-use crate::stats::median;
+use crate::report::model::{DistributionPlot, Interval, ResultRow, StageBreakdownPlot};
 
-pub(crate) fn stage_breakdown(run: &RunData, title: &str) -> DrawResult<String> {
-    let mut stages: Vec<String> = Vec::new();
-    for s in run.configs.iter().flat_map(|c| &c.trials).flat_map(|t| &t.stages) {
-        if !stages.contains(&s.name) {
-            stages.push(s.name.clone());
-        }
-    }
-    let names: Vec<String> = run.configs.iter().map(|c| c.name.clone()).collect();
-    // medians[config][stage], 0 where a stage never succeeded so the bar still stacks.
-    let medians: Vec<Vec<f64>> = run
-        .configs
-        .iter()
-        .map(|c| {
-            stages
-                .iter()
-                .map(|name| {
-                    let v: Vec<f64> = c
-                        .trials
-                        .iter()
-                        .filter(|t| t.ok)
-                        .filter_map(|t| t.stages.iter().find(|s| &s.name == name).map(|s| s.seconds))
-                        .collect();
-                    let m = median(&v);
-                    if m.is_finite() {
-                        m
-                    } else {
-                        0.0
-                    }
-                })
-                .collect()
-        })
-        .collect();
+/// Seconds per stage, one stacked bar per config.
+pub(crate) fn stage_breakdown(plot: &StageBreakdownPlot, title: &str) -> DrawResult<String> {
+    let (stages, names, medians) = (&plot.stages, &plot.configs, &plot.medians);
     let max_total = on_axis(medians.iter().map(|r| r.iter().sum::<f64>()).fold(0.0, f64::max));
     let x_max = if max_total > 0.0 { max_total * 1.3 } else { 1.0 };
     let n = names.len() as i32;
@@ -57,7 +26,7 @@ pub(crate) fn stage_breakdown(run: &RunData, title: &str) -> DrawResult<String> 
             .caption(title, (FONT, caption_size(title, 860)))
             .margin(12)
             .x_label_area_size(44)
-            .y_label_area_size(label_width(&names) + 24)
+            .y_label_area_size(label_width(names) + 24)
             .build_cartesian_2d(0f64..x_max, categories(names.len()))?;
         let labels = segment_label(&slot_names);
         chart
@@ -102,23 +71,20 @@ pub(crate) const CI_DX: i32 = 32;
 
 /// The distribution chart: every trial's value per config, beside its median and the
 /// percentile-bootstrap 95% CI of the median from its row of `results` (one per config).
-pub(crate) fn distribution(run: &RunData, results: &[ResultRow], title: &str) -> DrawResult<String> {
-    let primary = &run.compare.primary;
-    let samples: Vec<_> = run.configs.iter().map(|c| metric_samples(c, primary)).collect();
-    let unit = samples.iter().find_map(|s| s.unit.clone()).unwrap_or_default();
-    let names: Vec<String> = run.configs.iter().map(|c| c.name.clone()).collect();
+pub(crate) fn distribution(plot: &DistributionPlot, results: &[ResultRow], title: &str) -> DrawResult<String> {
+    let (primary, unit, names, samples) = (&plot.metric, &plot.unit, &plot.configs, &plot.values);
     // Per config: the median (`None` where not finite) and its interval, as in the results table.
     let medians: Vec<(Option<f64>, Option<Interval>)> = results.iter().map(|r| (r.median, r.median_ci)).collect();
     let (y0, y1) = padded_range(
         samples
             .iter()
-            .flat_map(|s| s.values.iter().copied())
+            .flat_map(|s| s.iter().copied())
             .chain(medians.iter().filter_map(|(_, ci)| *ci).flat_map(|(lo, hi)| [lo, hi])),
     );
     // Headroom above the data for the legend box.
     let y1 = y1 + (y1 - y0) * 0.3;
     // Room for every category label side by side, so long config names do not collide.
-    let slot = (label_width(&names) + 12).max(110);
+    let slot = (label_width(names) + 12).max(110);
     let width = (100 + slot * names.len() as u32).clamp(760, 1800);
     let mut buf = String::new();
     {
@@ -130,7 +96,7 @@ pub(crate) fn distribution(run: &RunData, results: &[ResultRow], title: &str) ->
             .x_label_area_size(44)
             .y_label_area_size(80)
             .build_cartesian_2d(categories(names.len()), y0..y1)?;
-        let labels = segment_label(&names);
+        let labels = segment_label(names);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -139,7 +105,7 @@ pub(crate) fn distribution(run: &RunData, results: &[ResultRow], title: &str) ->
             .x_label_formatter(&labels)
             .y_label_formatter(&number_label(y0, y1))
             .x_desc("config")
-            .y_desc(quantity(primary, &unit))
+            .y_desc(quantity(primary, unit))
             .draw()?;
         // Legend entries (trial dots, CI bar, median line), each attached to its first drawing.
         let mut labelled = [false; 3];
@@ -147,11 +113,11 @@ pub(crate) fn distribution(run: &RunData, results: &[ResultRow], title: &str) ->
             let c = color(i);
             let at = || SegmentValue::CenterOf(i as i32);
             // Deterministic horizontal jitter (golden-ratio sequence) so equal values stay visible.
-            let dots = chart.draw_series(s.values.iter().enumerate().map(|(k, v)| {
+            let dots = chart.draw_series(s.iter().enumerate().map(|(k, v)| {
                 let dx = ((k as f64 * 0.618_034).fract() - 0.5) * 36.0;
                 EmptyElement::at((at(), *v)) + Circle::new((dx as i32, 0), 4, c.mix(0.7).filled())
             }))?;
-            if !s.values.is_empty() && !std::mem::replace(&mut labelled[0], true) {
+            if !s.is_empty() && !std::mem::replace(&mut labelled[0], true) {
                 dots.label("one trial")
                     .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.mix(0.7).filled()));
             }

@@ -1,5 +1,5 @@
-//! SVG charts of a run (run data + report model -> plotters SVG strings -> files beside
-//! report.md), drawn to the chart plan `build::charts` makes; `style` holds what they share.
+//! SVG charts of a run (report model -> plotters SVG strings -> files beside report.md): each of
+//! the report's charts drawn from the plot it carries; `style` holds what they share.
 
 mod configs;
 mod history;
@@ -11,31 +11,31 @@ pub(crate) mod style;
 pub(crate) use history::history_chart;
 pub(crate) use style::{padded_range, palette_color, FONT};
 
-use crate::report::build::charts::{chart_plan, ChartKind};
 use crate::report::error::ReportError;
-use crate::report::model::{Report, RunData};
+use crate::report::model::{Plot, Report};
 
-/// Renders every chart of the run as `(file name, SVG text)`; `report` is the run's model, whose
-/// medians, intervals and scaling fits the charts draw.
-pub(crate) fn render_charts(run: &RunData, report: &Report) -> Result<Vec<(String, String)>, ReportError> {
-    chart_plan(run)
-        .into_iter()
-        .map(|spec| {
-            let drawn = match &spec.kind {
-                ChartKind::StageBreakdown => configs::stage_breakdown(run, &spec.title),
-                ChartKind::Distribution => configs::distribution(run, &report.results, &spec.title),
-                ChartKind::Run => run::run_chart(run, &spec.title),
-                ChartKind::Sweep => series::sweep(run, &report.results, &spec.title),
-                ChartKind::Loss { stage, metric } => series::loss(run, &spec.title, stage, metric),
-                ChartKind::Bandwidth { stage } => series::bandwidth(run, &spec.title, stage),
-                ChartKind::Scaling { axis, parameter } => {
-                    scaling::chart(report.scaling.as_ref(), &spec.title, *axis, parameter)
-                }
+/// Renders every chart of the report as `(file name, SVG text)`, each from its plot and, for the
+/// distribution and scaling charts, the medians, intervals and fits of the report's results and
+/// Scaling section.
+pub(crate) fn render_charts(report: &Report) -> Result<Vec<(String, String)>, ReportError> {
+    report
+        .charts
+        .iter()
+        .map(|chart| {
+            let title = &chart.title;
+            let drawn = match &chart.plot {
+                Plot::StageBreakdown(plot) => configs::stage_breakdown(plot, title),
+                Plot::Distribution(plot) => configs::distribution(plot, &report.results, title),
+                Plot::Run(plot) => run::run_chart(plot, title),
+                Plot::Sweep(plot) => series::sweep(plot, title),
+                Plot::Loss(plot) => series::loss(plot, title),
+                Plot::Bandwidth(plot) => series::bandwidth(plot, title),
+                Plot::Scaling { axis, parameter } => scaling::chart(report.scaling.as_ref(), title, *axis, parameter),
             };
             drawn
-                .map(|svg| (spec.file.clone(), svg))
+                .map(|svg| (chart.file.clone(), svg))
                 .map_err(|e| ReportError::Chart {
-                    file: spec.file,
+                    file: chart.file.clone(),
                     message: e.to_string(),
                 })
         })

@@ -1,55 +1,21 @@
-//! The run chart (run data -> SVG): the primary metric against trial order, one marker per
+//! The run chart (its plot -> SVG): the primary metric against trial order, one marker per
 //! config, every other block shaded. Drift shows as a slope or a step across the bands,
 //! jitter as scatter within them, and the pairing as configs sharing a band.
 
 use plotters::prelude::*;
 
 use super::style::{caption_size, color, draw_legend, number_label, padded_range, quantity, DrawResult, FONT};
-use crate::report::build::samples::trial_value;
-use crate::report::model::RunData;
+use crate::report::model::{RunPlot, TrialPoint as Point};
 
-/// One measured, successful trial: its time-order index, block and value.
-struct Point {
-    index: u32,
-    block: u32,
-    value: f64,
-}
-
-/// Each config's points, in plan order.
-fn points(run: &RunData) -> Vec<Vec<Point>> {
-    run.configs
-        .iter()
-        .map(|c| {
-            c.trials
-                .iter()
-                .filter(|t| t.ok)
-                .filter_map(|t| {
-                    let (value, _) = trial_value(t, &run.compare.primary)?;
-                    value.is_finite().then_some(Point {
-                        index: t.index,
-                        block: t.scheduled_block,
-                        value,
-                    })
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// The run chart of `run`'s primary metric.
-pub(super) fn run_chart(run: &RunData, title: &str) -> DrawResult<String> {
-    let per_config = points(run);
+/// The run chart of the run's primary metric.
+pub(super) fn run_chart(plot: &RunPlot, title: &str) -> DrawResult<String> {
+    let per_config = &plot.points;
     let all = || per_config.iter().flatten();
     let first = all().map(|p| p.index).min().unwrap_or(0);
     let last = all().map(|p| p.index).max().unwrap_or(1).max(first + 1);
     let (y0, y1) = padded_range(all().map(|p| p.value));
     let y1 = y1 + (y1 - y0) * 0.25;
-    let unit = run
-        .configs
-        .iter()
-        .flat_map(|c| &c.trials)
-        .find_map(|t| trial_value(t, &run.compare.primary).map(|v| v.1))
-        .unwrap_or_default();
+    let unit = &plot.unit;
     // Blocks as index ranges, in time order.
     let mut blocks: std::collections::BTreeMap<u32, (u32, u32)> = Default::default();
     for p in all() {
@@ -75,7 +41,7 @@ pub(super) fn run_chart(run: &RunData, title: &str) -> DrawResult<String> {
             .x_label_formatter(&|v: &f64| format!("{v:.0}"))
             .y_label_formatter(&number_label(y0, y1))
             .x_desc("trial, in the order it ran (shaded bands: every other block)")
-            .y_desc(quantity(&run.compare.primary, &unit))
+            .y_desc(quantity(&plot.metric, unit))
             .draw()?;
         let bands = blocks
             .values()
@@ -88,12 +54,12 @@ pub(super) fn run_chart(run: &RunData, title: &str) -> DrawResult<String> {
                 )
             });
         chart.draw_series(bands)?;
-        for (i, (config, pts)) in run.configs.iter().zip(&per_config).enumerate() {
+        for (i, (name, pts)) in plot.configs.iter().zip(per_config).enumerate() {
             if pts.is_empty() {
                 continue;
             }
             let c = color(i);
-            let name = config.name.as_str();
+            let name = name.as_str();
             let at = |p: &Point| (f64::from(p.index), p.value);
             // Filled circles, triangles and squares in turn, each config in its colour.
             match i % 3 {

@@ -5,10 +5,8 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
 use super::style::{caption_size, color, DrawResult, FONT};
-use crate::report::build::scaling::AxisKind;
 use crate::report::format;
-use crate::report::model::{Scaling, SizeAxis, ThreadAxis};
-use crate::stats::{amdahl_fit, power_fit};
+use crate::report::model::{AxisKind, Scaling, SizeAxis, ThreadAxis};
 
 /// The scaling chart of `parameter`, drawn from the report's Scaling section.
 pub(super) fn chart(scaling: Option<&Scaling>, title: &str, axis: AxisKind, parameter: &str) -> DrawResult<String> {
@@ -174,7 +172,7 @@ fn efficiency(axis: &ThreadAxis, title: &str) -> DrawResult<String> {
                 .iter()
                 .filter_map(|p| Some((p.threads as f64, p.median_seconds?)))
                 .collect();
-            if let (Some(fit), Some(p0)) = (amdahl_fit(&medians), g.reference_threads) {
+            if let (Some(fit), Some(p0)) = (g.fit, g.reference_threads) {
                 let p0 = p0 as f64;
                 let (lo, hi) = (medians[0].0, medians[medians.len() - 1].0);
                 let curve: Vec<(f64, f64)> = log_spaced(lo, hi, 40)
@@ -270,7 +268,7 @@ fn sizes(axis: &SizeAxis, metric: &str, title: &str) -> DrawResult<String> {
                 None => g.label.clone(),
             };
             let dots = chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?;
-            let fit = power_fit(&pts);
+            let fit = g.fit;
             if fit.is_none() {
                 dots.label(legend.clone())
                     .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));

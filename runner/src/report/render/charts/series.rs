@@ -1,7 +1,5 @@
 //! Line charts over an ordered x axis: the sweep, per-step loss and bandwidth-by-size charts.
 
-use std::collections::BTreeMap;
-
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, KeyPointWeight, Ranged};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -10,52 +8,16 @@ use super::style::{
     caption_size, categories, color, draw_legend, integer_ticks, label_width, number_label, padded_range, quantity,
     segment_label, DrawResult, FONT,
 };
-use crate::report::build::bandwidth::{bandwidth_stages, UNIT};
-use crate::report::build::charts::step_unit;
-use crate::report::build::samples::{metric_samples, sweep_axis, sweep_label};
 use crate::report::format;
-use crate::report::model::{ResultRow, RunData};
+use crate::report::model::{BandwidthPlot, LossPlot, SweepPlot};
 
-/// The sweep chart: each variant's median and its interval at every sweep point, read from the
-/// configs' rows of `results` (one per config, in plan order).
-pub(super) fn sweep(run: &RunData, results: &[ResultRow], title: &str) -> DrawResult<String> {
-    let primary = &run.compare.primary;
-    let mut points: Vec<String> = Vec::new();
-    let mut variants: Vec<String> = Vec::new();
-    for c in &run.configs {
-        if !points.contains(&sweep_label(c)) {
-            points.push(sweep_label(c));
-        }
-        if !variants.contains(&c.variant) {
-            variants.push(c.variant.clone());
-        }
-    }
-    // Per variant: (point index, median, ci low, ci high).
-    let mut unit = String::new();
-    let curves: Vec<Vec<(i32, f64, f64, f64)>> = variants
-        .iter()
-        .map(|v| {
-            run.configs
-                .iter()
-                .zip(results)
-                .filter(|(c, _)| &c.variant == v)
-                .filter_map(|(c, r)| {
-                    let s = metric_samples(c, primary);
-                    if let Some(u) = &s.unit {
-                        unit.clone_from(u);
-                    }
-                    let p = points.iter().position(|p| *p == sweep_label(c))? as i32;
-                    let m = r.median?;
-                    let (lo, hi) = r.median_ci.unwrap_or((m, m));
-                    Some((p, m, lo, hi))
-                })
-                .collect()
-        })
-        .collect();
+/// The sweep chart: each variant's median and its interval at every sweep point.
+pub(super) fn sweep(plot: &SweepPlot, title: &str) -> DrawResult<String> {
+    let (primary, unit, axis) = (&plot.metric, &plot.unit, &plot.axis);
+    let (points, variants, curves) = (&plot.points, &plot.variants, &plot.curves);
     let (y0, y1) = padded_range(curves.iter().flatten().flat_map(|&(_, _, lo, hi)| [lo, hi]));
     // Headroom above the data for the legend box.
     let y1 = y1 + (y1 - y0) * 0.25;
-    let axis = sweep_axis(run);
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (860, 480)).into_drawing_area();
@@ -66,7 +28,7 @@ pub(super) fn sweep(run: &RunData, results: &[ResultRow], title: &str) -> DrawRe
             .x_label_area_size(44)
             .y_label_area_size(70)
             .build_cartesian_2d(categories(points.len()), y0..y1)?;
-        let labels = segment_label(&points);
+        let labels = segment_label(points);
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -75,10 +37,10 @@ pub(super) fn sweep(run: &RunData, results: &[ResultRow], title: &str) -> DrawRe
             .x_label_formatter(&labels)
             .y_label_formatter(&number_label(y0, y1))
             .x_desc(axis)
-            .y_desc(quantity(primary, &unit))
+            .y_desc(quantity(primary, unit))
             .draw()?;
         let mut ci_labelled = false;
-        for (vi, (variant, curve)) in variants.iter().zip(&curves).enumerate() {
+        for (vi, (variant, curve)) in variants.iter().zip(curves).enumerate() {
             let c = color(vi);
             let at = |p: i32| SegmentValue::CenterOf(p);
             if curve.len() > 1 {
@@ -116,33 +78,9 @@ pub(super) fn sweep(run: &RunData, results: &[ResultRow], title: &str) -> DrawRe
     Ok(buf)
 }
 
-pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> DrawResult<String> {
-    let mut value_unit = String::new();
-    // Per config: step -> mean value over successful trials.
-    let curves: Vec<(String, Vec<(f64, f64)>)> = run
-        .configs
-        .iter()
-        .map(|c| {
-            let mut acc: BTreeMap<i64, (f64, usize)> = BTreeMap::new();
-            for t in c.trials.iter().filter(|t| t.ok) {
-                for m in t.stages.iter().filter(|s| s.name == stage).flat_map(|s| &s.metrics) {
-                    if let (true, Some(step)) = (m.name == metric, m.step) {
-                        if value_unit.is_empty() {
-                            value_unit.clone_from(&m.unit);
-                        }
-                        let e = acc.entry(step).or_insert((0.0, 0));
-                        e.0 += m.value;
-                        e.1 += 1;
-                    }
-                }
-            }
-            let pts = acc
-                .into_iter()
-                .map(|(s, (sum, n))| (s as f64, sum / n as f64))
-                .collect();
-            (c.name.clone(), pts)
-        })
-        .collect();
+/// The per-step chart of a stage's series: one line per config.
+pub(super) fn loss(plot: &LossPlot, title: &str) -> DrawResult<String> {
+    let (stage, metric, value_unit, curves) = (&plot.stage, &plot.metric, &plot.value_unit, &plot.curves);
     let steps: Vec<f64> = curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
     let first = steps.iter().copied().fold(f64::INFINITY, f64::min);
     let last = steps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -162,7 +100,7 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
     } else {
         vec![0.0, 1.0]
     };
-    let unit = step_unit(run, stage);
+    let unit = plot.step_unit.as_str();
     let (y0, y1) = padded_range(curves.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
     // Headroom above the data for the legend box.
     let y1 = y1 + (y1 - y0) * 0.2;
@@ -182,7 +120,7 @@ pub(super) fn loss(run: &RunData, title: &str, stage: &str, metric: &str) -> Dra
             .x_label_formatter(&|v: &f64| format!("{v:.0}"))
             .y_label_formatter(&number_label(y0, y1))
             .x_desc(unit)
-            .y_desc(quantity(&format!("{stage}.{metric}"), &value_unit))
+            .y_desc(quantity(&format!("{stage}.{metric}"), value_unit))
             .draw()?;
         for (i, (name, pts)) in curves.iter().enumerate().filter(|(_, (_, p))| !p.is_empty()) {
             let c = color(i);
@@ -341,19 +279,12 @@ where
     Ok(())
 }
 
-pub(super) fn bandwidth(run: &RunData, title: &str, stage: &str) -> DrawResult<String> {
-    let stages = bandwidth_stages(run);
-    let data = stages
-        .iter()
-        .find(|b| b.stage == stage)
-        .ok_or_else(|| format!("stage {stage} recorded no {UNIT} series"))?;
-    let lines = data.lines();
-    let shapes: Vec<usize> = lines
-        .iter()
-        .map(|l| run.configs.iter().position(|c| c.name == l.config).unwrap_or(0))
-        .collect();
-    let labels: Vec<String> = lines.iter().map(|l| l.label()).collect();
-    let x = Log2Bytes::covering(&data.sizes());
+/// The bandwidth-by-size chart of a stage: one line per config and mode, on a log2 size axis.
+pub(super) fn bandwidth(plot: &BandwidthPlot, title: &str) -> DrawResult<String> {
+    let (lines, unit) = (&plot.lines, &plot.unit);
+    let shapes: Vec<usize> = lines.iter().map(|l| l.shape).collect();
+    let labels: Vec<String> = lines.iter().map(|l| l.label.clone()).collect();
+    let x = Log2Bytes::covering(&plot.sizes);
     // Bandwidth is a rate from zero: a truncated axis would exaggerate small differences.
     let y_max = lines
         .iter()
@@ -388,7 +319,7 @@ pub(super) fn bandwidth(run: &RunData, title: &str, stage: &str) -> DrawResult<S
             .x_labels(MAX_SIZE_LABELS)
             .x_label_formatter(&size_label)
             .x_desc("copy size (bytes, log2 scale)")
-            .y_desc(format!("bandwidth ({UNIT}), median over successful trials"))
+            .y_desc(format!("bandwidth ({unit}), median over successful trials"))
             .draw()?;
         for (i, line) in lines.iter().enumerate() {
             let c = color(i);

@@ -176,7 +176,7 @@ impl Chart {
 }
 
 fn charts_of(run: &RunData) -> Vec<(String, Chart)> {
-    render_charts(run, &build_report(run))
+    render_charts(&build_report(run))
         .unwrap()
         .into_iter()
         .map(|(file, svg)| {
@@ -256,7 +256,7 @@ fn distribution_shows_every_trial_and_the_medians_ci_per_config() {
 #[test]
 fn distribution_bar_spans_the_bootstrap_ci_of_the_median() {
     let run = sweep_run();
-    let svg = render_charts(&run, &build_report(&run))
+    let svg = render_charts(&build_report(&run))
         .unwrap()
         .into_iter()
         .find(|(f, _)| f == "primary_distribution.svg")
@@ -272,8 +272,8 @@ fn distribution_bar_spans_the_bootstrap_ci_of_the_median() {
         .collect();
     let ((ya, va), (yb, vb)) = (ticks[0], ticks[ticks.len() - 1]);
     let value = |y: i32| va + (f64::from(y - ya)) * (vb - va) / f64::from(yb - ya);
-    let settings = crate::report::build::samples::settings_of(&run);
-    let samples = crate::report::build::samples::metric_samples(&run.configs[0], &run.compare.primary);
+    let settings = crate::report::settings_of(&run);
+    let samples = crate::report::metric_samples(&run.configs[0], &run.compare.primary);
     let (lo, hi) = crate::stats::bootstrap_median_ci(&samples.values, settings.resamples, settings.seed).unwrap();
     let first_label = c.texts.iter().find(|t| t.content == run.configs[0].name).unwrap().x;
     let bar = c
@@ -409,7 +409,7 @@ fn extreme_values_draw_promptly() {
     }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(render_charts(&run, &build_report(&run)).map(|c| c.len()));
+        let _ = tx.send(render_charts(&build_report(&run)).map(|c| c.len()));
     });
     let charts = rx
         .recv_timeout(std::time::Duration::from_secs(30))

@@ -30,10 +30,12 @@ use serde_json::Value;
 use super::samples::{metric_samples, settings_of};
 use crate::paths::file_safe;
 use crate::report::model::{
-    finite, ConfigData, Interval, ResultRow, RunData, Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis, ThreadGroup,
-    ThreadPoint,
+    finite, AxisKind, ConfigData, Interval, ResultRow, RunData, Scaling, SizeAxis, SizeGroup, SizePoint, ThreadAxis,
+    ThreadGroup, ThreadPoint,
 };
-use crate::stats::{bootstrap_median_ci, cost_exponent, median, serial_fraction, speedup, CompareSettings};
+use crate::stats::{
+    amdahl_fit, bootstrap_median_ci, cost_exponent, median, power_fit, serial_fraction, speedup, CompareSettings,
+};
 
 /// Parameter names read as thread or worker counts.
 pub const THREAD_PARAMETERS: [&str; 7] = [
@@ -48,12 +50,6 @@ pub const THREAD_PARAMETERS: [&str; 7] = [
 
 /// Parameter names read as problem sizes.
 pub const SIZE_PARAMETERS: [&str; 5] = ["symbols", "rows", "days", "size", "sizes"];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AxisKind {
-    Threads,
-    Size,
-}
 
 /// A scaling parameter of one config: its path and its value, `None` when unreadable.
 struct Found {
@@ -332,7 +328,7 @@ fn thread_group(
     // Sorted ascending: the first point with samples is the 1-thread one when it has any.
     let reference = samples.iter().position(|(_, v)| !v.is_empty());
     let p0 = reference.map(|r| samples[r].0);
-    let points = group
+    let points: Vec<ThreadPoint> = group
         .iter()
         .zip(&samples)
         .enumerate()
@@ -360,6 +356,10 @@ fn thread_group(
         })
         .collect();
     let fit = serial_fraction(&samples, settings.resamples, settings.seed);
+    let medians: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p.threads as f64, p.median_seconds?)))
+        .collect();
     ThreadGroup {
         label: label(group, path),
         reference: reference.map(|r| group[r].0.name.clone()),
@@ -368,6 +368,7 @@ fn thread_group(
         n_points: samples.iter().filter(|(_, v)| !v.is_empty()).count(),
         serial_fraction: finite(fit.value),
         serial_fraction_ci: fit.ci,
+        fit: amdahl_fit(&medians),
     }
 }
 
@@ -383,22 +384,28 @@ fn size_group(
         .map(|(c, s)| (*s, metric_samples(c, metric).values))
         .collect();
     let fit = cost_exponent(&samples, settings.resamples, settings.seed);
+    let points: Vec<SizePoint> = group
+        .iter()
+        .zip(&samples)
+        .map(|((c, size), (_, v))| SizePoint {
+            config: c.name.clone(),
+            size: *size,
+            n: v.len(),
+            median_seconds: finite(median(v)),
+            median_ci: median_ci(c, v, primary, settings),
+        })
+        .collect();
+    let medians: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p.size, p.median_seconds?)))
+        .collect();
     SizeGroup {
         label: label(group, path),
-        points: group
-            .iter()
-            .zip(&samples)
-            .map(|((c, size), (_, v))| SizePoint {
-                config: c.name.clone(),
-                size: *size,
-                n: v.len(),
-                median_seconds: finite(median(v)),
-                median_ci: median_ci(c, v, primary, settings),
-            })
-            .collect(),
+        points,
         n_points: samples.iter().filter(|(_, v)| !v.is_empty()).count(),
         exponent: finite(fit.value),
         exponent_ci: fit.ci,
+        fit: power_fit(&medians),
     }
 }
 

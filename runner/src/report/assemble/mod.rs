@@ -1,9 +1,9 @@
-//! Building the model (run data + stats -> **build** -> model): samples and comparison plans
+//! Assembling the model (run data + stats -> **assemble** -> model): samples and comparison plans
 //! (`samples`), the report of one run section by section (`report`, which calls on `tables`,
 //! `others`, `bandwidth`, `by_size`, `neighbours`, `quality`, `gpu`, `scaling`, `stability`,
-//! `sequential`, `provenance` and the chart plan in `charts`), the comparison of two runs
-//! (`compare`) and a metric's history over many runs (`history`). Nothing here formats
-//! Markdown or draws; `render` does, from what is built here.
+//! `sequential`, `provenance` and the chart plan in `charts`, with what each chart draws in
+//! `plots`), the comparison of two runs (`compare`) and a metric's history over many runs
+//! (`history`). Nothing here formats Markdown or draws; `render` does, from the model alone.
 
 pub(crate) mod bandwidth;
 mod by_size;
@@ -13,6 +13,7 @@ mod gpu;
 mod history;
 mod neighbours;
 mod others;
+mod plots;
 mod provenance;
 mod quality;
 mod report;

@@ -235,6 +235,7 @@ pub fn build_report(run: &RunData) -> Report {
 
     let sweeps = sweep_tables(run, &unit, &results);
     let scaling = super::scaling::scaling(run, &results);
+    let charts = charts::charts(run, &results);
     let (stage_columns, stages) = stage_table(run);
     let (claims, claim_notes) = claim_rows(run, &plan, &settings, Some(&results));
     let mut notes = run.notes.clone();
@@ -245,7 +246,7 @@ pub fn build_report(run: &RunData) -> Report {
     method.sequential = super::sequential::sequential_summary(run, &super::sequential::questions(&records, &claims));
     method.questions = comparisons.len() + claims.iter().filter(|c| c.verdict.judged()).count();
     method.family_error = crate::stats::family_error(method.questions, run.compare.alpha);
-    if run.status != crate::store::RunStatus::Finished.as_str() {
+    if !run.finished {
         notes.insert(
             0,
             format!("Run status is {}: results cover the trials that completed.", run.status),
@@ -311,7 +312,7 @@ pub fn build_report(run: &RunData) -> Report {
         stage_notes: run.stage_notes.clone(),
         facts: run.facts.clone(),
         stability,
-        charts: charts::chart_refs(run),
+        charts,
         comparisons: records,
         regression,
     };

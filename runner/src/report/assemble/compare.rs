@@ -157,7 +157,7 @@ fn stability_notes(run: &RunData, side: &str) -> Vec<String> {
             "The {side} run's machine was drifting: {} of {} moved by {} from its first third of trials to its last.",
             s.metric,
             s.baseline,
-            super::stability::level_change(base.figures.level_change)
+            crate::report::format::level_change(base.figures.level_change)
         ));
     }
     if s.jittery {

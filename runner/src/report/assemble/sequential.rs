@@ -58,14 +58,14 @@ pub(crate) fn sequential_summary(run: &RunData, questions: &[Question]) -> Optio
         blocks,
         alpha_at_look: look.alpha,
         confidence_at_look: 1.0 - look.error,
-        stop: stop_kind(&run.status, &plan, blocks, open.is_empty()),
+        stop: stop_kind(run.finished, &plan, blocks, open.is_empty()),
         questions: questions.len(),
         open,
     })
 }
 
-fn stop_kind(status: &str, plan: &SequentialPlan, blocks: u32, all_decided: bool) -> StopKind {
-    if status != crate::store::RunStatus::Finished.as_str() {
+fn stop_kind(finished: bool, plan: &SequentialPlan, blocks: u32, all_decided: bool) -> StopKind {
+    if !finished {
         StopKind::Unfinished
     } else if all_decided {
         StopKind::Decided

@@ -63,11 +63,11 @@ impl StabilityReport {
                  between blocks; times from different parts of the run are not comparable.",
                 self.baseline,
                 self.metric,
-                level_change(f.level_change),
+                format::level_change(f.level_change),
                 f.trials,
                 f.level_change_ci.map_or_else(
                     || "—".to_owned(),
-                    |(lo, hi)| { format!("{} to {}", level_change(lo), level_change(hi)) }
+                    |(lo, hi)| { format!("{} to {}", format::level_change(lo), format::level_change(hi)) }
                 ),
                 format::trimmed(self.band * 100.0)
             ));
@@ -84,9 +84,4 @@ impl StabilityReport {
         }
         out
     }
-}
-
-/// A level change as a signed percentage: `+31.2%`, `-4.0%`.
-pub(crate) fn level_change(ratio: f64) -> String {
-    format::percent(ratio - 1.0)
 }
