@@ -22,6 +22,7 @@ fn strings(v: &serde_json::Value, path: String, out: &mut Vec<(String, String)>)
 fn report_json_is_typed_and_holds_no_markdown() {
     let mut run = sweep_run();
     run.status = "interrupted".to_owned();
+    run.finished = false;
     let report = build_report(&run);
     let json = serde_json::to_value(&report).unwrap();
     let mut all = Vec::new();

@@ -456,6 +456,7 @@ fn degenerate_runs_render_without_panicking() {
     run.configs[1].trials.truncate(1);
     run.configs[0].trials.iter_mut().for_each(|t| t.ok = false);
     run.status = "interrupted".to_owned();
+    run.finished = false;
     let report = build_report(&run);
     assert_eq!(report.comparisons[0].comparison.verdict, Verdict::Inconclusive);
     assert!(report.summary[0].contains("inconclusive"), "{}", report.summary[0]);
