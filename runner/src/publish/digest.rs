@@ -89,7 +89,8 @@ impl From<Settings> for CompareSettings {
 /// A verdict shown as a badge: a CSS class and the text that says the same without colour.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Badge {
-    /// `faster`, `slower`, `no-change`, `inconclusive`, `guard-failed` or `guard-inconclusive`.
+    /// `faster`, `slower`, `no-change`, `inconclusive`, `guard-failed`, `guard-inconclusive`, or
+    /// `stopped` (a run stopped, or all its trials failed).
     pub kind: String,
     /// The verdict in words, e.g. `faster`.
     pub label: String,
@@ -324,7 +325,8 @@ fn stopped_badge(run: &RunData) -> Badge {
         None => format!("{failed} of {} measured trials failed", trials.len()),
     };
     Badge {
-        kind: "stopped".to_owned(),
+        // A stopped run's badge is named after its status.
+        kind: RunStatus::Stopped.as_str().to_owned(),
         label: if run.status == RunStatus::Stopped.as_str() {
             RunStatus::Stopped.to_string()
         } else {

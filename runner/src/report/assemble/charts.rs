@@ -122,7 +122,7 @@ pub(crate) fn bandwidth_file(stage: &str) -> String {
 
 /// What a step of `stage`'s series counts: training stages record one point per epoch.
 fn step_unit(run: &RunData, stage: &str) -> &'static str {
-    if run.stage_kind(stage) == Some("train") {
+    if run.stage_kind(stage) == Some(crate::kinds::StageKind::Train) {
         "epoch"
     } else {
         "step"

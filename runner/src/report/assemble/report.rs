@@ -331,7 +331,7 @@ pub(crate) fn about_metric(run: &RunData, metric: &str) -> Option<String> {
         return Some("the trial's wall time, every stage together".to_owned());
     }
     let (stage, name) = metric.split_once('.')?;
-    match catalog::find(run.stage_kind(stage)?, name) {
+    match catalog::find_in(run.stage_kind(stage)?, name) {
         Some(decl) => Some(decl.about_one_value()),
         None => (name == "seconds").then(|| catalog::STAGE_SECONDS.about.to_owned()),
     }

@@ -70,14 +70,15 @@ pub struct RunDesign {
 }
 
 impl RunData {
-    /// The kind of the stage named `stage` (`train`, `command`, ...), as its trials recorded it.
-    pub(crate) fn stage_kind(&self, stage: &str) -> Option<&str> {
+    /// The kind of the stage named `stage`, as its trials recorded it; `None` for a stage no
+    /// trial recorded, or a kind this version does not know.
+    pub(crate) fn stage_kind(&self, stage: &str) -> Option<crate::kinds::StageKind> {
         self.configs
             .iter()
             .flat_map(|c| &c.trials)
             .flat_map(|t| &t.stages)
             .find(|s| s.name == stage)
-            .map(|s| s.kind.as_str())
+            .and_then(|s| crate::kinds::StageKind::parse(&s.kind))
     }
 }
 
