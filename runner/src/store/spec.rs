@@ -86,34 +86,6 @@ pub struct ClaimSpec {
     pub made_on: Option<crate::stats::MadeOn>,
 }
 
-impl ClaimSpec {
-    /// Why this experiment does not judge the claim whatever it measures: it says it cannot
-    /// test it (`untestable`), or the claim is about another change or another measurement
-    /// than the one its variant makes.
-    pub fn not_judged(&self) -> Option<(crate::stats::ClaimVerdict, String)> {
-        use crate::stats::ClaimVerdict;
-        if let Some(why) = &self.untestable {
-            return Some((ClaimVerdict::Untestable, format!("not testable here: {why}")));
-        }
-        let mut differs = Vec::new();
-        if let (Some(claim), Some(ours)) = (&self.change, &self.variant_change) {
-            if claim != ours {
-                differs.push(format!(
-                    "the claim is about {claim}; variant `{}` changes {ours}",
-                    self.variant
-                ));
-            }
-        }
-        if let Some(theirs) = &self.source_metric {
-            differs.push(format!(
-                "the source measured {theirs}; this experiment measures `{}`",
-                self.metric
-            ));
-        }
-        (!differs.is_empty()).then(|| (ClaimVerdict::NotThisExperiment, differs.join("; ")))
-    }
-}
-
 /// The spec format this binary writes. A reader accepts every version up to it; fields added
 /// later carry `#[serde(default)]` so that older specs still read. Version 2 added sequential
 /// plans; runs stored before it were analysed unpaired unless they spanned several hosts
