@@ -6,10 +6,10 @@
 //! `loss_reads_per_step`, `log_every` and `phase_timing`.
 
 use crate::params::{at_most, ParamError};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Where tensors live and kernels run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     #[default]
@@ -60,7 +60,7 @@ pub use crate::arch::{Activation, ModelKind};
 
 /// How a recurrent model's initial state is provided for each batch: the state starts at zero
 /// either way, so this changes allocation, never results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HiddenState {
     /// A freshly allocated zeroed state for every batch.
@@ -72,7 +72,7 @@ pub enum HiddenState {
 
 /// Arithmetic precision of the training step's matrix products. Weights, optimizer state and
 /// everything between products stay f32 (mixed precision with f32 master weights).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// Everything in f32.
@@ -98,7 +98,8 @@ impl Precision {
 
 /// How the CPU computes a training step. Not a manifest parameter: the native engine is the
 /// CPU path; the autodiff one is kept as the reference it is tested and benchmarked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CpuEngine {
     /// Forward and backward on host buffers with the `gemm` crate (see `tensor::native`).
     #[default]
@@ -109,7 +110,7 @@ pub enum CpuEngine {
 
 /// Parameters of a `train` stage: an MLP, LSTM or GRU on dfdx tensors trained with Adam. Its
 /// knobs change speed, never results (same seed, same losses).
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainParams {
     /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
@@ -204,14 +205,16 @@ pub struct TrainParams {
     /// else dfdx with a stage note saying why), `"cudnn"` (a failed self-check fails the
     /// stage) or `"dfdx"`.
     pub rnn_engine: RnnEngine,
-    /// The CPU step's implementation (set from code only).
-    #[serde(skip)]
+    /// The CPU step's implementation (set from code only, so never read from the table, but
+    /// written out with the rest: it changes the work).
+    #[serde(skip_deserializing)]
+    #[schemars(skip)]
     pub cpu_engine: CpuEngine,
 }
 
 /// `target = { mse_vs_zero = 0.95 }`: the validation MSE divided by the MSE of predicting zero
 /// at which training counts as having reached its target.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrainTarget {
     /// Validation MSE / naive-zero MSE to reach: above 0 (1 is no skill at all).
@@ -517,7 +520,7 @@ impl TrainParams {
 
 /// Parameters of a `validate` stage: scores the model on the validation windows (MSE, MAE,
 /// direction accuracy, IC) against naive baselines.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ValidateParams {
     /// Windows per inference batch; only memory and speed depend on it.

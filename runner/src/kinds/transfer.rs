@@ -5,14 +5,14 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, IntoDeserializer};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::params::{at_most, ParamError};
 use crate::size::{format_bytes, SizeSpec, SIZE_HINT};
 
 /// Parameters of a `transfer` stage: host-device copy bandwidth for every size and every
 /// combination of `direction`, `host_memory` and `allocation`.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransferParams {
     /// Copy sizes: byte counts, sizes with units or tensor shapes.
@@ -93,7 +93,7 @@ fn default_warmup() -> u32 {
 }
 
 /// `direction` as written: `both` means h2d then d2h.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     H2d,
@@ -111,7 +111,7 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HostMemory {
     Pageable,
@@ -127,7 +127,7 @@ impl HostMemory {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Allocation {
     PerCopy,
@@ -145,7 +145,7 @@ impl Allocation {
 
 /// Whether the host waits for each copy (`blocking`) or issues it and waits only before the
 /// copied batch is used (`non_blocking`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SyncMode {
     Blocking,
@@ -161,7 +161,7 @@ impl SyncMode {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransferDevice {
     #[default]
@@ -191,7 +191,7 @@ impl TransferDevice {
 }
 
 /// A parameter given as one value (`"pinned"`) or a list (`["pageable", "pinned"]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModeList<T>(pub Vec<T>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for ModeList<T> {
