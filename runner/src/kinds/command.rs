@@ -34,6 +34,7 @@ pub struct CommandParams {
     /// (`"stages.bench.vars.batch_size" = [64, 256]`).
     #[serde(default, serialize_with = "vars_as_toml")]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default", extend("default" = {}))]
     pub vars: toml::Table,
     /// Read metrics from JSON lines on stdout.
     #[serde(default = "yes")]

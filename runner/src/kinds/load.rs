@@ -66,6 +66,7 @@ impl fmt::Display for FetchStrategy {
 pub struct LoadParams {
     /// Which symbols to load: `"all"`, a list of codes, `{ first = N }` or
     /// `{ random = N, seed = S }`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub symbols: SymbolSelection,
     /// First day to load (inclusive); a TOML date (`2015-01-01`) or a string.
     #[serde(deserialize_with = "de_opt_date")]
@@ -83,6 +84,7 @@ pub struct LoadParams {
     /// features see raw prices and a split is a price gap.
     pub adjust: bool,
     /// How rows travel from the database (`"copy"` needs PostgreSQL).
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub strategy: FetchStrategy,
     /// Rows per query for `batched`.
     #[schemars(range(min = 1, max = 10_000_000))]

@@ -68,9 +68,11 @@ pub struct NormalizeParams {
     pub gap: Option<usize>,
     /// How features are scaled.
     #[serde(default)]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub method: NormMethod,
     /// Whose training rows the scaling statistics come from.
     #[serde(default)]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub scope: NormScope,
     /// Clamp normalized values to `[-clip, clip]`; no clamping when unset.
     #[serde(default)]

@@ -115,8 +115,10 @@ pub enum CpuEngine {
 pub struct TrainParams {
     /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
     /// `scripts/build-cuda.sh`) or `"auto"` (CUDA when it can be used here, else the CPU).
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub device: DeviceKind,
     /// `"mlp"`, `"lstm"` or `"gru"`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub model: ModelKind,
     /// MLP: hidden layer widths, input side first (`[]`: a linear model; default
     /// `[256, 128]`); the input width is `seq_len * n_features` and the output width the number
@@ -129,11 +131,13 @@ pub struct TrainParams {
     #[schemars(range(min = 1, max = MAX_LAYERS))]
     pub layers: Option<usize>,
     /// Non-linearity between the MLP's hidden layers.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub activation: Activation,
     /// Dropout probability (MLP: after each hidden activation; LSTM/GRU: between layers, as in
     /// PyTorch); 0 disables it.
     pub dropout: f64,
     /// LSTM/GRU: a fresh zeroed initial state per batch, or one buffer zeroed in place.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub hidden_state: HiddenState,
     /// Training windows per optimizer step.
     #[schemars(range(min = 1))]
@@ -173,11 +177,13 @@ pub struct TrainParams {
     /// and for the MLP on CUDA); `"bf16"` (bf16 products, f32 accumulation and master weights;
     /// the MLP on CUDA). On CUDA a one-step self-check against the f32 step comes first; where
     /// it fails the stage trains in f32 and notes why.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub precision: Precision,
     /// On CUDA, replay full training steps of an MLP from a captured CUDA graph: `"auto"` (where
     /// it applies and a self-check against the eager step agrees, else eagerly with a note),
     /// `true` (a failed self-check fails the stage) or `false`.
     #[schemars(with = "super::cuda_graph::CudaGraphSchema")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub cuda_graph: CudaGraph,
     /// Time the prep / host-to-device / compute / readback phases of every step, without
     /// synchronizing: the host clock on the CPU, CUDA events on the training stream (read at the
@@ -191,10 +197,12 @@ pub struct TrainParams {
     pub check_step: bool,
     /// A quality to reach, checked on the validation windows at the end of every epoch
     /// (untimed): records `seconds_to_target` and `epochs_to_target` when an epoch reaches it.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub target: Option<TrainTarget>,
     /// The most memory training may take (`"64GiB"`), checked against an estimate of the
     /// weights, gradients, optimizer state, activations and batches before anything runs.
     /// Default 16 GiB.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub max_memory: Option<crate::size::SizeSpec>,
     /// Seconds of untimed warm-up steps, on a throwaway copy of the model, before the first
     /// epoch (at least one step). Default: 0.5 on CUDA, which gives an idle GPU's clocks time to
@@ -204,6 +212,7 @@ pub struct TrainParams {
     /// LSTM/GRU on CUDA: `"auto"` (cuDNN where a one-step self-check against dfdx agrees,
     /// else dfdx with a stage note saying why), `"cudnn"` (a failed self-check fails the
     /// stage) or `"dfdx"`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub rnn_engine: RnnEngine,
     /// The CPU step's implementation (set from code only, so never read from the table, but
     /// written out with the rest: it changes the work).
@@ -528,6 +537,7 @@ pub struct ValidateParams {
     pub batch_size: usize,
     /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
     /// `scripts/build-cuda.sh`) or `"auto"` (CUDA when it can be used here, else the CPU).
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub device: DeviceKind,
     /// On CUDA, each batch is staged in page-locked host memory and copied to the device:
     /// `true` queues the copy and goes on (PyTorch's `.to(device, non_blocking=True)` from
@@ -539,6 +549,7 @@ pub struct ValidateParams {
     pub log_every: usize,
     /// LSTM/GRU on CUDA: `"auto"` (cuDNN where a one-pass self-check against dfdx agrees,
     /// else dfdx with a stage note saying why), `"cudnn"` or `"dfdx"`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub rnn_engine: RnnEngine,
 }
 

@@ -17,21 +17,26 @@ use crate::size::{format_bytes, SizeSpec, SIZE_HINT};
 pub struct TransferParams {
     /// Copy sizes: byte counts, sizes with units or tensor shapes.
     #[serde(default = "default_sizes")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub sizes: Vec<SizeSpec>,
     /// `"h2d"`, `"d2h"` or `"both"`, one value or a list.
     #[serde(default = "default_direction")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub direction: ModeList<Direction>,
     /// `"pageable"` or `"pinned"` host buffers, one value or a list (default both).
     #[serde(default = "default_host_memory")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub host_memory: ModeList<HostMemory>,
     /// `"per_copy"` (allocate the device buffer for every copy) or `"reuse"`, one value or a
     /// list (default both).
     #[serde(default = "default_allocation")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub allocation: ModeList<Allocation>,
     /// `"blocking"` (the host waits for each copy, as `.to(device)` does) or `"non_blocking"`
     /// (the copy is issued and the host goes on; as `.to(device, non_blocking=True)`), one value
     /// or a list (default `"blocking"`).
     #[serde(default = "default_sync")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub sync: ModeList<SyncMode>,
     /// Each timed iteration also prepares the next batch on the host (one pass over a second
     /// host buffer of the same size) after issuing the copy, as a data loader does; the
@@ -50,6 +55,7 @@ pub struct TransferParams {
     /// `"cpu"` (a second host buffer stands in for the device: host memcpy costs), `"cuda"`, or
     /// `"auto"` (CUDA where it can be used here, else the CPU; the stage notes which).
     #[serde(default)]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub device: TransferDevice,
 }
 
