@@ -5,10 +5,10 @@
 //! A leaf module: the artifact that carries a trained model and the tensor code that trains
 //! it both read it, and it reads neither.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Which network the `train` stage fits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelKind {
     /// A multi-layer perceptron over the flattened window (`seq_len * features` inputs).
@@ -56,7 +56,7 @@ impl ModelKind {
 
 /// Non-linearity between hidden layers of the MLP (the output layer is linear). Recurrent
 /// models use their cells' own sigmoid and tanh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Activation {
     #[default]

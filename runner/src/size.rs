@@ -7,7 +7,7 @@
 //! tensor shape with an element type (`256x60x105xf32`), so a manifest can name the exact tensor
 //! a training step moves.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Hint attached to every size error: the accepted forms.
 pub(crate) const SIZE_HINT: &str = "write a byte count with a unit (`4096`, `4KiB`, `64MiB`, `1GB`) \
@@ -15,7 +15,7 @@ pub(crate) const SIZE_HINT: &str = "write a byte count with a unit (`4096`, `4Ki
      u8, i8, u16, i16, u32, i32, u64, i64, bool)";
 
 /// One `sizes` entry as written in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum SizeSpec {
     /// A byte count.

@@ -5,13 +5,13 @@
 use crate::params::ParamError;
 use indexmap::IndexMap;
 use minijinja::{Environment, UndefinedBehavior};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Parameters of a `command` stage: runs a program (without a shell unless `shell = true`);
 /// lines it prints on stdout such as `{"metric": "loss", "value": 0.31, "unit": "loss"}` become
 /// metrics.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandParams {
     /// Program and arguments, each a minijinja template (`"{{ batch_size }}"` reads
@@ -32,8 +32,9 @@ pub struct CommandParams {
     pub timeout: Option<f64>,
     /// Values available to the templates; variants and sweeps override them
     /// (`"stages.bench.vars.batch_size" = [64, 256]`).
-    #[serde(default)]
+    #[serde(default, serialize_with = "vars_as_toml")]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default", extend("default" = {}))]
     pub vars: toml::Table,
     /// Read metrics from JSON lines on stdout.
     #[serde(default = "yes")]
@@ -57,6 +58,16 @@ pub const MAX_REPEAT: u32 = 100_000;
 
 fn yes() -> bool {
     true
+}
+
+/// `vars` written out as one inline TOML table (a string within the parameters' JSON): TOML
+/// writes every value the table can hold as itself, where JSON would write `nan` and `inf`
+/// alike as `null` and a date as a one-key object, so two different tables never give one text.
+fn vars_as_toml<S: serde::Serializer>(vars: &toml::Table, serializer: S) -> Result<S::Ok, S::Error> {
+    let mut text = String::new();
+    vars.serialize(toml::ser::ValueSerializer::new(&mut text))
+        .map_err(serde::ser::Error::custom)?;
+    serializer.serialize_str(&text)
 }
 
 /// Longest stage timeout: a week.

@@ -3,11 +3,12 @@
 
 use crate::arch::ModelKind;
 use crate::params::ParamError;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Whether full training steps on CUDA are replayed from a captured CUDA graph. Recorded as the
 /// fact `cuda_graph` (`on` or `off`) of every trial that ran on CUDA.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CudaGraph {
     /// Where it applies (an MLP on CUDA with at least one full batch) and its self-check agrees
     /// with the eager step, else eagerly with a stage note saying why.

@@ -7,7 +7,7 @@
 use crate::params::ParamError;
 use chrono::NaiveDate;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Whether `code` may be a symbol code: 1 to 32 characters from `[A-Za-z0-9._^=-]`.
@@ -23,7 +23,8 @@ pub fn is_valid_code(code: &str) -> bool {
 }
 
 /// Which symbols to load.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SymbolSelection {
     /// These codes, in this order (`symbols = ["000001.SZ", "AAPL"]`).
     List(Vec<String>),
@@ -36,7 +37,7 @@ pub enum SymbolSelection {
 }
 
 /// How rows travel from the database into the artifact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FetchStrategy {
     /// One query per worker, rows decoded one by one as they stream in.
@@ -60,11 +61,12 @@ impl fmt::Display for FetchStrategy {
 /// The `load` stage's parameters. Defaults: `symbols = "all"`, no date bounds,
 /// `min_history = 1`, `adjust = true`, `strategy = "batched"`, `fetch_size = 10000`,
 /// `connections = 1`.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadParams {
     /// Which symbols to load: `"all"`, a list of codes, `{ first = N }` or
     /// `{ random = N, seed = S }`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub symbols: SymbolSelection,
     /// First day to load (inclusive); a TOML date (`2015-01-01`) or a string.
     #[serde(deserialize_with = "de_opt_date")]
@@ -82,6 +84,7 @@ pub struct LoadParams {
     /// features see raw prices and a split is a price gap.
     pub adjust: bool,
     /// How rows travel from the database (`"copy"` needs PostgreSQL).
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub strategy: FetchStrategy,
     /// Rows per query for `batched`.
     #[schemars(range(min = 1, max = 10_000_000))]

@@ -7,10 +7,10 @@ use super::features::{self as spec, Feature};
 use crate::params::{at_most, ParamError};
 use chrono::NaiveDate;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// How features are scaled with statistics from the training period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 pub enum NormMethod {
     /// `(x - mean) / sd`.
     #[default]
@@ -23,7 +23,7 @@ pub enum NormMethod {
 }
 
 /// Whose training rows the statistics come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 pub enum NormScope {
     /// Each symbol is scaled by its own training-period statistics.
     #[default]
@@ -36,7 +36,7 @@ pub enum NormScope {
 
 /// Parameters of a `normalize` stage: per-symbol features scaled with statistics of the
 /// training period only, cut into windows with a forward-return target.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NormalizeParams {
     /// Days per window.
@@ -68,9 +68,11 @@ pub struct NormalizeParams {
     pub gap: Option<usize>,
     /// How features are scaled.
     #[serde(default)]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub method: NormMethod,
     /// Whose training rows the scaling statistics come from.
     #[serde(default)]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub scope: NormScope,
     /// Clamp normalized values to `[-clip, clip]`; no clamping when unset.
     #[serde(default)]

@@ -61,6 +61,13 @@ fn expected_fields(message: &str) -> Option<Vec<String>> {
     )
 }
 
+/// A `#[schemars(skip_serializing_if = ...)]` that is always true: the field's default stays
+/// out of the schema. Schemars writes a field's default only when its type is `Serialize`, and
+/// the parameter types are `Serialize` for their canonical text, not to document defaults.
+pub(crate) fn no_schema_default<T>(_: &T) -> bool {
+    true
+}
+
 /// The field names a `#[derive(Deserialize)]` struct accepts, read from serde itself so the
 /// list can never drift from the struct.
 pub(crate) fn field_names<P: DeserializeOwned + 'static>() -> &'static [&'static str] {

@@ -12,9 +12,11 @@ use super::train::{TrainParams, ValidateParams};
 use super::transfer::TransferParams;
 use crate::params::ParamError;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
-/// A stage kind's parameter struct: read from the stage table, then checked.
-pub trait KindParams: DeserializeOwned + std::fmt::Debug + schemars::JsonSchema + 'static {
+/// A stage kind's parameter struct: read from the stage table, then checked, and written out
+/// as its canonical text ([`StageParams::canonical`]).
+pub trait KindParams: DeserializeOwned + Serialize + std::fmt::Debug + schemars::JsonSchema + 'static {
     fn check(&self) -> Result<(), ParamError>;
 }
 
@@ -45,8 +47,10 @@ pub fn checked<P: KindParams>(table: &toml::Table) -> Result<P, ParamError> {
 }
 
 /// One stage's parameters, read and checked against its kind, defaults applied: what the stage
-/// is built from, what `plan` previews and what identifies the stage's work.
-#[derive(Debug, Clone)]
+/// is built from, what `plan` previews and what identifies the stage's work. Serialized as
+/// one object whose only key is the kind (`{"load":{...}}`), so two kinds never share a text.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum StageParams {
     Command(CommandParams),
     Load(LoadParams),
@@ -82,22 +86,17 @@ impl StageParams {
         }
     }
 
-    /// The parameters written out canonically: every field of the typed struct, defaults
-    /// applied, in the struct's declaration order, floats in their shortest form that reads
-    /// back to the same value (Rust's `Debug`). Two tables that mean the same parameters (a
-    /// default written out or left implicit, keys in another order) give the same text; any
-    /// difference in a value gives another. It identifies a stage's work within one binary —
-    /// the stage cache of a run and the validator's check for identical configs — and is
-    /// never stored.
+    /// The parameters written out canonically, as JSON (their `Serialize`): the kind, then
+    /// every field of the typed struct, defaults applied, in the struct's declaration order,
+    /// floats in their shortest form that reads back to the same value. Two tables that mean
+    /// the same parameters (a default written out or left implicit, keys in another order, `1e-3`
+    /// or `0.001`) give the same text; any difference in a value gives another. It is what
+    /// identifies a stage's work — the stage cache of a run, the validator's check for
+    /// identical configs and preflight's grouping of `load` stages all compare this text — and
+    /// is never stored.
     pub fn canonical(&self) -> String {
-        match self {
-            StageParams::Command(p) => format!("{p:?}"),
-            StageParams::Load(p) => format!("{p:?}"),
-            StageParams::Normalize(p) => format!("{p:?}"),
-            StageParams::Train(p) => format!("{p:?}"),
-            StageParams::Validate(p) => format!("{p:?}"),
-            StageParams::Transfer(p) => format!("{p:?}"),
-        }
+        serde_json::to_string(self)
+            .expect("parameters read from TOML always serialize: string keys, and `vars` is TOML already")
     }
 
     /// A parameter value that only a PostgreSQL stock database supports, as
@@ -135,6 +134,7 @@ pub(crate) fn check_train_memory(train: &TrainParams, normalize: Option<&toml::T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::train::CpuEngine;
 
     fn read(kind: StageKind, text: &str) -> StageParams {
         StageParams::read(kind, &toml::from_str(text).unwrap()).unwrap()
@@ -160,12 +160,113 @@ mod tests {
     }
 
     #[test]
-    fn the_canonical_text_is_the_typed_struct_written_out() {
-        // The text the validator compared configs by before the typed parameters: unchanged.
+    fn the_canonical_text_is_the_typed_struct_as_json() {
         let table: toml::Table = toml::from_str("argv = [\"echo\", \"{{ seed }}\"]\ntimeout = 1.5").unwrap();
         let typed: CommandParams = checked(&table).unwrap();
         let params = StageParams::read(StageKind::Command, &table).unwrap();
-        assert_eq!(params.canonical(), format!("{typed:?}"));
+        let text = params.canonical();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({ "command": serde_json::to_value(&typed).unwrap() })
+        );
+        assert_eq!(json["command"]["argv"], serde_json::json!(["echo", "{{ seed }}"]));
+        assert_eq!(json["command"]["timeout"], serde_json::json!(1.5));
+        // No Rust type names: not `CommandParams { .. }`, `Some(..)` or `None`.
+        for name in ["CommandParams", "Some(", "None"] {
+            assert!(!text.contains(name), "{text}");
+        }
+    }
+
+    #[test]
+    fn every_kind_writes_json_without_type_names() {
+        let all = [
+            read(
+                StageKind::Command,
+                "argv = [\"true\"]\nvars = { when = 1979-05-27, x = nan }",
+            ),
+            read(
+                StageKind::Load,
+                "symbols = { random = 5, seed = 7 }\nstart = \"2020-01-02\"",
+            ),
+            read(StageKind::Normalize, "features = [\"close_pos\"]\nclip = 5.0"),
+            read(
+                StageKind::Train,
+                "model = \"gru\"\nhidden = 32\ncuda_graph = false\ntarget = { mse_vs_zero = 0.9 }",
+            ),
+            read(StageKind::Validate, ""),
+            read(StageKind::Transfer, "sizes = [4096, \"1MiB\"]\ndirection = \"both\""),
+        ];
+        for params in &all {
+            let text = params.canonical();
+            let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let object = json.as_object().unwrap();
+            assert_eq!(object.len(), 1, "{text}");
+            assert!(object.contains_key(params.kind().as_str()), "{text}");
+            for name in ["Params", "Some(", "None", "Selection", "CudaGraph", "NaiveDate"] {
+                assert!(!text.contains(name), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_change_in_any_one_parameter_is_another_text() {
+        let pairs = [
+            (StageKind::Train, "lr = 0.001", "lr = 0.002"),
+            (StageKind::Train, "", "cuda_graph = false"),
+            (StageKind::Train, "hidden = [64]", "hidden = [64, 64]"),
+            (StageKind::Load, "symbols = [\"AAPL\"]", "symbols = [\"MSFT\"]"),
+            (
+                StageKind::Load,
+                "symbols = { first = 5 }",
+                "symbols = { random = 5, seed = 0 }",
+            ),
+            (StageKind::Load, "symbols = \"all\"", "symbols = [\"all\"]"),
+            (StageKind::Load, "", "end = \"2024-01-01\""),
+            (
+                StageKind::Command,
+                "argv = [\"echo\", \"a\"]",
+                "argv = [\"echo\", \"b\"]",
+            ),
+            (
+                StageKind::Command,
+                "argv = [\"echo\"]",
+                "argv = [\"echo\"]\nvars = { n = 1 }",
+            ),
+            (
+                StageKind::Command,
+                "argv = [\"echo\"]\nvars = { n = 1 }",
+                "argv = [\"echo\"]\nvars = { n = 2 }",
+            ),
+            (
+                StageKind::Command,
+                "argv = [\"echo\"]\nvars = { n = 1 }",
+                "argv = [\"echo\"]\nvars = { n = \"1\" }",
+            ),
+            (
+                StageKind::Command,
+                "argv = [\"echo\"]\nvars = { x = nan }",
+                "argv = [\"echo\"]\nvars = { x = inf }",
+            ),
+            (
+                StageKind::Command,
+                "argv = [\"echo\"]\nvars = { x = inf }",
+                "argv = [\"echo\"]\nvars = { x = -inf }",
+            ),
+            (StageKind::Normalize, "", "method = \"robust\""),
+            (StageKind::Transfer, "", "sync = [\"blocking\", \"non_blocking\"]"),
+        ];
+        for (kind, a, b) in pairs {
+            assert_ne!(read(kind, a).canonical(), read(kind, b).canonical(), "{a:?} vs {b:?}");
+        }
+        // The engine set from code changes the work, so it is part of the text too.
+        let mut native = read(StageKind::Train, "");
+        let StageParams::Train(train) = &mut native else {
+            unreachable!()
+        };
+        let mut autodiff = train.clone();
+        autodiff.cpu_engine = CpuEngine::Autodiff;
+        assert_ne!(native.canonical(), StageParams::Train(autodiff).canonical());
     }
 
     #[test]

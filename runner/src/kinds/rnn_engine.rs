@@ -3,11 +3,11 @@
 
 use crate::arch::ModelKind;
 use crate::params::ParamError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Which engine computes an LSTM's or GRU's steps on CUDA (the CPU always runs its native
 /// engine). Recorded as the fact `rnn_engine` of every trial that ran on CUDA.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RnnEngine {
     /// cuDNN where its self-check agrees with dfdx for the shape, else dfdx, with a stage note

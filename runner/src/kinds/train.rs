@@ -6,10 +6,10 @@
 //! `loss_reads_per_step`, `log_every` and `phase_timing`.
 
 use crate::params::{at_most, ParamError};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Where tensors live and kernels run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     #[default]
@@ -60,7 +60,7 @@ pub use crate::arch::{Activation, ModelKind};
 
 /// How a recurrent model's initial state is provided for each batch: the state starts at zero
 /// either way, so this changes allocation, never results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HiddenState {
     /// A freshly allocated zeroed state for every batch.
@@ -72,7 +72,7 @@ pub enum HiddenState {
 
 /// Arithmetic precision of the training step's matrix products. Weights, optimizer state and
 /// everything between products stay f32 (mixed precision with f32 master weights).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// Everything in f32.
@@ -98,7 +98,8 @@ impl Precision {
 
 /// How the CPU computes a training step. Not a manifest parameter: the native engine is the
 /// CPU path; the autodiff one is kept as the reference it is tested and benchmarked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CpuEngine {
     /// Forward and backward on host buffers with the `gemm` crate (see `tensor::native`).
     #[default]
@@ -109,13 +110,15 @@ pub enum CpuEngine {
 
 /// Parameters of a `train` stage: an MLP, LSTM or GRU on dfdx tensors trained with Adam. Its
 /// knobs change speed, never results (same seed, same losses).
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainParams {
     /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
     /// `scripts/build-cuda.sh`) or `"auto"` (CUDA when it can be used here, else the CPU).
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub device: DeviceKind,
     /// `"mlp"`, `"lstm"` or `"gru"`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub model: ModelKind,
     /// MLP: hidden layer widths, input side first (`[]`: a linear model; default
     /// `[256, 128]`); the input width is `seq_len * n_features` and the output width the number
@@ -128,11 +131,13 @@ pub struct TrainParams {
     #[schemars(range(min = 1, max = MAX_LAYERS))]
     pub layers: Option<usize>,
     /// Non-linearity between the MLP's hidden layers.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub activation: Activation,
     /// Dropout probability (MLP: after each hidden activation; LSTM/GRU: between layers, as in
     /// PyTorch); 0 disables it.
     pub dropout: f64,
     /// LSTM/GRU: a fresh zeroed initial state per batch, or one buffer zeroed in place.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub hidden_state: HiddenState,
     /// Training windows per optimizer step.
     #[schemars(range(min = 1))]
@@ -172,11 +177,13 @@ pub struct TrainParams {
     /// and for the MLP on CUDA); `"bf16"` (bf16 products, f32 accumulation and master weights;
     /// the MLP on CUDA). On CUDA a one-step self-check against the f32 step comes first; where
     /// it fails the stage trains in f32 and notes why.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub precision: Precision,
     /// On CUDA, replay full training steps of an MLP from a captured CUDA graph: `"auto"` (where
     /// it applies and a self-check against the eager step agrees, else eagerly with a note),
     /// `true` (a failed self-check fails the stage) or `false`.
     #[schemars(with = "super::cuda_graph::CudaGraphSchema")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub cuda_graph: CudaGraph,
     /// Time the prep / host-to-device / compute / readback phases of every step, without
     /// synchronizing: the host clock on the CPU, CUDA events on the training stream (read at the
@@ -190,10 +197,12 @@ pub struct TrainParams {
     pub check_step: bool,
     /// A quality to reach, checked on the validation windows at the end of every epoch
     /// (untimed): records `seconds_to_target` and `epochs_to_target` when an epoch reaches it.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub target: Option<TrainTarget>,
     /// The most memory training may take (`"64GiB"`), checked against an estimate of the
     /// weights, gradients, optimizer state, activations and batches before anything runs.
     /// Default 16 GiB.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub max_memory: Option<crate::size::SizeSpec>,
     /// Seconds of untimed warm-up steps, on a throwaway copy of the model, before the first
     /// epoch (at least one step). Default: 0.5 on CUDA, which gives an idle GPU's clocks time to
@@ -203,15 +212,18 @@ pub struct TrainParams {
     /// LSTM/GRU on CUDA: `"auto"` (cuDNN where a one-step self-check against dfdx agrees,
     /// else dfdx with a stage note saying why), `"cudnn"` (a failed self-check fails the
     /// stage) or `"dfdx"`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub rnn_engine: RnnEngine,
-    /// The CPU step's implementation (set from code only).
-    #[serde(skip)]
+    /// The CPU step's implementation (set from code only, so never read from the table, but
+    /// written out with the rest: it changes the work).
+    #[serde(skip_deserializing)]
+    #[schemars(skip)]
     pub cpu_engine: CpuEngine,
 }
 
 /// `target = { mse_vs_zero = 0.95 }`: the validation MSE divided by the MSE of predicting zero
 /// at which training counts as having reached its target.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrainTarget {
     /// Validation MSE / naive-zero MSE to reach: above 0 (1 is no skill at all).
@@ -517,7 +529,7 @@ impl TrainParams {
 
 /// Parameters of a `validate` stage: scores the model on the validation windows (MSE, MAE,
 /// direction accuracy, IC) against naive baselines.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ValidateParams {
     /// Windows per inference batch; only memory and speed depend on it.
@@ -525,6 +537,7 @@ pub struct ValidateParams {
     pub batch_size: usize,
     /// `"cpu"`, `"cuda"` (needs a binary built with the `cuda` feature, see
     /// `scripts/build-cuda.sh`) or `"auto"` (CUDA when it can be used here, else the CPU).
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub device: DeviceKind,
     /// On CUDA, each batch is staged in page-locked host memory and copied to the device:
     /// `true` queues the copy and goes on (PyTorch's `.to(device, non_blocking=True)` from
@@ -536,6 +549,7 @@ pub struct ValidateParams {
     pub log_every: usize,
     /// LSTM/GRU on CUDA: `"auto"` (cuDNN where a one-pass self-check against dfdx agrees,
     /// else dfdx with a stage note saying why), `"cudnn"` or `"dfdx"`.
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub rnn_engine: RnnEngine,
 }
 

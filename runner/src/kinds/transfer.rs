@@ -5,33 +5,38 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, IntoDeserializer};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::params::{at_most, ParamError};
 use crate::size::{format_bytes, SizeSpec, SIZE_HINT};
 
 /// Parameters of a `transfer` stage: host-device copy bandwidth for every size and every
 /// combination of `direction`, `host_memory` and `allocation`.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransferParams {
     /// Copy sizes: byte counts, sizes with units or tensor shapes.
     #[serde(default = "default_sizes")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub sizes: Vec<SizeSpec>,
     /// `"h2d"`, `"d2h"` or `"both"`, one value or a list.
     #[serde(default = "default_direction")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub direction: ModeList<Direction>,
     /// `"pageable"` or `"pinned"` host buffers, one value or a list (default both).
     #[serde(default = "default_host_memory")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub host_memory: ModeList<HostMemory>,
     /// `"per_copy"` (allocate the device buffer for every copy) or `"reuse"`, one value or a
     /// list (default both).
     #[serde(default = "default_allocation")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub allocation: ModeList<Allocation>,
     /// `"blocking"` (the host waits for each copy, as `.to(device)` does) or `"non_blocking"`
     /// (the copy is issued and the host goes on; as `.to(device, non_blocking=True)`), one value
     /// or a list (default `"blocking"`).
     #[serde(default = "default_sync")]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub sync: ModeList<SyncMode>,
     /// Each timed iteration also prepares the next batch on the host (one pass over a second
     /// host buffer of the same size) after issuing the copy, as a data loader does; the
@@ -50,6 +55,7 @@ pub struct TransferParams {
     /// `"cpu"` (a second host buffer stands in for the device: host memcpy costs), `"cuda"`, or
     /// `"auto"` (CUDA where it can be used here, else the CPU; the stage notes which).
     #[serde(default)]
+    #[schemars(skip_serializing_if = "super::params::no_schema_default")]
     pub device: TransferDevice,
 }
 
@@ -93,7 +99,7 @@ fn default_warmup() -> u32 {
 }
 
 /// `direction` as written: `both` means h2d then d2h.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     H2d,
@@ -111,7 +117,7 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HostMemory {
     Pageable,
@@ -127,7 +133,7 @@ impl HostMemory {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Allocation {
     PerCopy,
@@ -145,7 +151,7 @@ impl Allocation {
 
 /// Whether the host waits for each copy (`blocking`) or issues it and waits only before the
 /// copied batch is used (`non_blocking`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SyncMode {
     Blocking,
@@ -161,7 +167,7 @@ impl SyncMode {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransferDevice {
     #[default]
@@ -191,7 +197,7 @@ impl TransferDevice {
 }
 
 /// A parameter given as one value (`"pinned"`) or a list (`["pageable", "pinned"]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModeList<T>(pub Vec<T>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for ModeList<T> {
