@@ -155,6 +155,25 @@ pub async fn release(pool: &PgPool, c: &Claimed, worker: &str, error: Option<&st
     Ok(())
 }
 
+/// Marks a unit failed at once, with `error`: its trials stopped on an error every config's
+/// first trial failed with, which running it again would only measure again. Nothing happens
+/// when the lease was lost meanwhile (the new holder decides).
+pub async fn fail(pool: &PgPool, c: &Claimed, worker: &str, error: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE queue_units SET status = $5, finished_at = now(), lease_expires_at = NULL, error = $4 \
+         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = $6",
+    )
+    .bind(&c.run_id)
+    .bind(i64::from(c.unit))
+    .bind(worker)
+    .bind(error)
+    .bind(UnitStatus::Failed.as_str())
+    .bind(UnitStatus::Running.as_str())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Units whose lease expired on their last allowed attempt become failed; returns the runs
 /// they belong to (each may now be drained).
 pub async fn fail_exhausted(pool: &PgPool, run: Option<&str>) -> Result<Vec<String>, sqlx::Error> {
