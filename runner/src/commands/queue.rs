@@ -1,6 +1,6 @@
 //! The queue's commands (cli -> **commands::queue** -> queue/store): `submit`, `worker`, `status`.
 
-use super::{cancel_flag, experiment_env, reproduce_command, runtime};
+use super::{cancel_flag, experiment_env, reproduce_command};
 use crate::cli::{SubmitArgs, WorkerArgs};
 use crate::db;
 use crate::db::Db;
@@ -79,9 +79,9 @@ pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, Com
         );
         return Ok(EXIT_OK);
     }
-    let rt = runtime()?;
-    let (db, pool) = connect(&rt, &g.database)?;
-    let identity = prepared_data(g, &exp, &rt)?;
+    let rt = crate::db::runtime();
+    let (db, pool) = connect(rt, &g.database)?;
+    let identity = prepared_data(g, &exp, rt)?;
     let env = experiment_env(&exp);
     let command = reproduce_command("submit", &exp, seed, g);
     // Workers read stock data from their own --stock-database; the run records the one it was
@@ -116,7 +116,7 @@ pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, Com
         );
     }
     let code = match (slurm, script) {
-        (Some(s), Some(text)) => submit_array(g, &rt, &pool, &s, &text, &run_id, &run_dir)?,
+        (Some(s), Some(text)) => submit_array(g, rt, &pool, &s, &text, &run_id, &run_dir)?,
         _ => {
             if !g.quiet {
                 eprintln!("start workers with: measured worker --run {run_id}");
@@ -135,7 +135,7 @@ fn prepared_data(
     exp: &crate::manifest::Experiment,
     rt: &tokio::runtime::Runtime,
 ) -> Result<Option<crate::market::DataIdentity>, CommandError> {
-    let prepared = crate::preflight::prepare(g, exp, rt, true, None)?;
+    let prepared = crate::preflight::prepare(&super::stock_options(g), exp, true, None)?;
     let identity = prepared.as_ref().and_then(|p| p.identity.clone());
     if let Some(p) = prepared {
         rt.block_on(p.db.close());
@@ -247,8 +247,8 @@ pub fn worker(g: &Globals, a: &WorkerArgs, results_dir: &Path) -> Result<u8, Com
             "--lease-seconds must be positive and --max-idle-seconds not negative".into(),
         ));
     }
-    let rt = runtime()?;
-    let (db, pool) = connect(&rt, &g.database)?;
+    let rt = crate::db::runtime();
+    let (db, pool) = connect(rt, &g.database)?;
     let run = match &a.run {
         Some(r) => {
             let id = rt.block_on(store::load_run(&db, r))?.id;
@@ -274,7 +274,7 @@ pub fn worker(g: &Globals, a: &WorkerArgs, results_dir: &Path) -> Result<u8, Com
         database: g.database.clone(),
     };
     let cancel = cancel_flag();
-    let result = worker::serve(&rt, &pool, &db, g.stock_url(), &o, &cancel);
+    let result = worker::serve(rt, &pool, &db, g.stock_url(), &o, &cancel);
     rt.block_on(db.close());
     let sum = result.map_err(|e| match e {
         QueueError::Tampered(_) | QueueError::UnsafeName(_) => e.into(),
@@ -293,8 +293,8 @@ pub fn worker(g: &Globals, a: &WorkerArgs, results_dir: &Path) -> Result<u8, Com
 /// `measured status`: the queue state of a submitted run (and its Slurm array).
 pub fn status(g: &Globals, run: &str) -> Result<String, CommandError> {
     require_postgres(&g.database)?;
-    let rt = runtime()?;
-    let (db, pool) = connect(&rt, &g.database)?;
+    let rt = crate::db::runtime();
+    let (db, pool) = connect(rt, &g.database)?;
     let st = rt.block_on(queue_status::load(&db, &pool, run, queue_status::ask_squeue));
     rt.block_on(db.close());
     Ok(queue_status::render(&st?))

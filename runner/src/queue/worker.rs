@@ -139,7 +139,7 @@ pub fn serve(
     let w = Worker {
         rt,
         pool,
-        services: Services::new(rt.handle().clone(), stock_url, o.stock_named),
+        services: Services::new(stock_url, o.stock_named),
         env,
         me: me.clone(),
         cancel,
@@ -254,7 +254,6 @@ fn load_run_state(
     let target = store::SinkTarget {
         db,
         url: &o.database,
-        rt: rt.handle(),
         results_dir: &o.results_dir,
         journal_name: &format!("{}.worker-{}", run.row.id, std::process::id()),
         quiet: o.quiet,
@@ -351,15 +350,7 @@ impl Worker<'_> {
             Progress::Failing(e) => eprintln!("worker {}: cannot {what} ({e}); retrying", self.me),
             Progress::Answers => eprintln!("worker {}: the database answers again", self.me),
         };
-        retry::retry(
-            self.rt.handle(),
-            &self.database,
-            self.db_wait,
-            store::is_unreachable,
-            told,
-            f,
-        )
-        .map_err(|r| match r {
+        retry::retry(&self.database, self.db_wait, store::is_unreachable, told, f).map_err(|r| match r {
             GaveUp::Fatal(e) => e.into(),
             GaveUp::Waited(error) => QueueError::Unreachable {
                 what: what.to_owned(),
