@@ -137,7 +137,6 @@ pub fn worker_id(env: &Fingerprint) -> String {
 /// and is failed when the last one ends with a failed unit among them; a worker never records
 /// a run that other workers still serve as stopped.
 pub fn serve(
-    rt: &tokio::runtime::Runtime,
     pool: &PgPool,
     db: &db::Db,
     stock_url: String,
@@ -145,13 +144,12 @@ pub fn serve(
     cancel: &Arc<AtomicBool>,
 ) -> Result<WorkerSummary, QueueError> {
     let env = Fingerprint::collect(Path::new("."));
-    rt.block_on(store::upsert_environment(db, &env))?;
-    flush_left_journals(rt, db, o)?;
+    db::wait(store::upsert_environment(db, &env))?;
+    flush_left_journals(db, o)?;
     let me = worker_id(&env);
     let w = Worker {
-        rt,
         pool,
-        services: Services::new(rt.handle().clone(), stock_url.clone(), o.stock_named),
+        services: Services::new(stock_url.clone(), o.stock_named),
         stock_url,
         env,
         me: me.clone(),
@@ -168,9 +166,7 @@ pub fn serve(
     // Poll for expired leases a few times per lease, so a dead worker's unit moves on soon.
     let lease = match (&o.run, o.lease_seconds) {
         (_, Some(l)) => l,
-        (Some(r), None) => rt
-            .block_on(claim::queue_run(pool, r))?
-            .map_or(super::DEFAULT_LEASE_SECONDS, |q| q.0),
+        (Some(r), None) => db::wait(claim::queue_run(pool, r))?.map_or(super::DEFAULT_LEASE_SECONDS, |q| q.0),
         (None, None) => super::DEFAULT_LEASE_SECONDS,
     };
     let poll = Duration::from_secs_f64((lease / 4.0).clamp(0.1, 1.0));
@@ -202,7 +198,7 @@ pub fn serve(
             continue;
         };
         if !runs.contains_key(&c.run_id) {
-            match load_run_state(rt, pool, db, &c.run_id, o, &w.env) {
+            match load_run_state(pool, db, &c.run_id, o, &w.env) {
                 Ok(state) => {
                     runs.insert(c.run_id.clone(), state);
                 }
@@ -225,9 +221,9 @@ pub fn serve(
 /// Stores the journals a worker of this folder left behind (its database was unreachable),
 /// for the run it serves or, with `--any`, for every run; deletes each once stored. Journals
 /// of live workers and of other databases are left alone.
-fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &db::Db, o: &WorkerOptions) -> Result<(), QueueError> {
+fn flush_left_journals(db: &db::Db, o: &WorkerOptions) -> Result<(), QueueError> {
     for path in journal::find(&o.results_dir, o.run.as_deref()) {
-        let left = rt.block_on(journal::store_left(db, &path, &o.database))?;
+        let left = db::wait(journal::store_left(db, &path, &o.database))?;
         if matches!(left, journal::Left::Stored { .. }) && !o.quiet {
             eprintln!("{left}");
         }
@@ -249,7 +245,6 @@ fn drained(w: &Worker<'_>, run: Option<&str>) -> Result<bool, QueueError> {
 }
 
 fn load_run_state(
-    rt: &tokio::runtime::Runtime,
     pool: &PgPool,
     db: &db::Db,
     run_id: &str,
@@ -257,11 +252,10 @@ fn load_run_state(
     env: &Fingerprint,
 ) -> Result<RunState, QueueError> {
     let lease_override = o.lease_seconds;
-    let run = rt.block_on(store::Reopened::load(db, run_id))?;
+    let run = db::wait(store::Reopened::load(db, run_id))?;
     let target = store::SinkTarget {
         db,
         url: &o.database,
-        rt: rt.handle(),
         results_dir: &o.results_dir,
         journal_name: &format!("{}.worker-{}", run.row.id, std::process::id()),
         quiet: o.quiet,
@@ -270,12 +264,10 @@ fn load_run_state(
     let mut exp = run.exp;
     // Every unit reads the dataset versions the run was submitted with.
     exp.data.pinned = run.versions;
-    let (lease, _) = rt
-        .block_on(claim::queue_run(pool, run_id))?
-        .ok_or_else(|| QueueError::NoQueue(run_id.to_owned()))?;
+    let (lease, _) = db::wait(claim::queue_run(pool, run_id))?.ok_or_else(|| QueueError::NoQueue(run_id.to_owned()))?;
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, run.row.seed);
     // A worker that picks up an interrupted run (`scancel`, then a worker by hand) revives it.
-    rt.block_on(claim::reopen_run(pool, run_id))?;
+    db::wait(claim::reopen_run(pool, run_id))?;
     Ok(RunState {
         exp,
         trials,
@@ -295,14 +287,14 @@ struct Heartbeat {
 }
 
 impl Heartbeat {
-    fn start(rt: &tokio::runtime::Runtime, pool: &PgPool, c: &Claimed, worker: &str, lease: f64) -> Self {
+    fn start(pool: &PgPool, c: &Claimed, worker: &str, lease: f64) -> Self {
         let lost = Arc::new(AtomicBool::new(false));
         let busy_micros = Arc::new(AtomicU64::new(0));
         let (pool, c, worker) = (pool.clone(), c.clone(), worker.to_owned());
         let (lost2, busy2) = (lost.clone(), busy_micros.clone());
         // Three renewals per lease: one slow or failed renewal does not lose the unit.
         let every = Duration::from_secs_f64((lease / 3.0).max(0.05));
-        let task = rt.spawn(async move {
+        let task = db::spawn(async move {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 tick.tick().await;
@@ -334,7 +326,6 @@ impl Heartbeat {
 
 /// What stays the same for every unit one worker runs.
 struct Worker<'a> {
-    rt: &'a tokio::runtime::Runtime,
     pool: &'a PgPool,
     services: Services,
     /// The stock database's URL, for redacting its password from errors.
@@ -355,7 +346,7 @@ impl Worker<'_> {
     fn give_back(&self, c: &Claimed, e: QueueError) -> QueueError {
         let text = crate::printable::error_chain(&e);
         let text = db::redact_text(&db::redact_text(&text, &self.database), &self.stock_url);
-        let _ = self.rt.block_on(claim::release(self.pool, c, &self.me, Some(&text)));
+        let _ = db::wait(claim::release(self.pool, c, &self.me, Some(&text)));
         e
     }
 
@@ -370,15 +361,7 @@ impl Worker<'_> {
             Progress::Failing(e) => eprintln!("worker {}: cannot {what} ({e}); retrying", self.me),
             Progress::Answers => eprintln!("worker {}: the database answers again", self.me),
         };
-        retry::retry(
-            self.rt.handle(),
-            &self.database,
-            self.db_wait,
-            store::is_unreachable,
-            told,
-            f,
-        )
-        .map_err(|r| match r {
+        retry::retry(&self.database, self.db_wait, store::is_unreachable, told, f).map_err(|r| match r {
             GaveUp::Fatal(e) => e.into(),
             GaveUp::Waited(error) => QueueError::Unreachable {
                 what: what.to_owned(),
@@ -393,14 +376,10 @@ impl Worker<'_> {
 /// trials stopped on an error), gives it back (cancelled) or leaves it to its new holder.
 fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerSummary) -> Result<(), QueueError> {
     let Worker {
-        rt,
-        pool,
-        cancel,
-        quiet,
-        ..
+        pool, cancel, quiet, ..
     } = *w;
     let me = w.me.as_str();
-    let heartbeat = Heartbeat::start(rt, pool, c, me, state.lease);
+    let heartbeat = Heartbeat::start(pool, c, me, state.lease);
     let result = unit_loop(w, c, state, sum, &heartbeat.lost);
     let lost = heartbeat.lost.load(Ordering::SeqCst);
     sum.heartbeat_seconds += heartbeat.stop();
