@@ -3,18 +3,59 @@
 //!
 //! Migrations are embedded in the binary and run on every connect, so a fresh machine needs
 //! no setup. One migration set per backend holds both the results tables and the stock tables.
+//!
+//! The rest of the crate is synchronous; this module is its one door into the async store
+//! (results and stock tables alike): [`wait`] runs a future to its end on the process's one
+//! runtime, built on first use, and [`spawn`] starts a task on it. No other code builds or holds
+//! a runtime, so no signature carries one.
 
 use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Where the embedded default database lives, relative to the project root (the git root of
 /// the manifest or of the current directory; see `crate::paths::Root`).
 pub const DEFAULT_SQLITE_PATH: &str = "results/measured.sqlite";
+
+/// The process's one async runtime, built on first use: two worker threads (the store's
+/// background tasks, a heartbeat) with timers and I/O. It lives as long as the process.
+/// [`wait`] and [`spawn`] are the way into it; the queue's commands and worker still hold it
+/// themselves.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start the async runtime: {e}"))
+    })
+}
+
+/// Runs `work` (a call into the store or the stock database) to its end from synchronous code,
+/// on the calling thread, and returns its result: the crate's one way to wait on the async
+/// store. It is generic on purpose: the store's and the market's async functions are many,
+/// and each caller waits on the one it needs (`db::wait(store::load_run(&db, id))`). Not to
+/// be called from inside an async task (the runtime refuses to wait within itself).
+pub fn wait<F: Future>(work: F) -> F::Output {
+    runtime().block_on(work)
+}
+
+/// Starts `task` on the runtime behind [`wait`], where it runs beside the calling thread (a
+/// heartbeat, a lease kept alive) until it ends or its handle aborts it.
+pub fn spawn<F>(task: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    runtime().spawn(task)
+}
 
 /// A connection pool to one of the supported backends.
 #[derive(Debug, Clone)]
@@ -46,6 +87,16 @@ impl Db {
     /// path) and runs the migrations. SQLite files and their folders are created when missing.
     pub async fn connect(url: &str) -> Result<Db, DbError> {
         Self::connect_with(url, 8).await
+    }
+
+    /// [`Db::connect`] from synchronous code, through [`wait`].
+    pub fn open(url: &str) -> Result<Db, DbError> {
+        wait(Self::connect(url))
+    }
+
+    /// [`Db::connect_with`] from synchronous code, through [`wait`].
+    pub fn open_with(url: &str, max_connections: u32) -> Result<Db, DbError> {
+        wait(Self::connect_with(url, max_connections))
     }
 
     /// Like [`Db::connect`] with a chosen pool size (parallel loaders want more connections).
@@ -160,6 +211,11 @@ impl Db {
             Db::Sqlite(_) => Backend::Sqlite,
             Db::Postgres(_) => Backend::Postgres,
         }
+    }
+
+    /// Closes the pool from synchronous code, through [`wait`]: every connection is let go.
+    pub fn shut(&self) {
+        wait(self.close());
     }
 
     pub async fn close(&self) {
@@ -379,11 +435,10 @@ mod tests {
     /// (through sqlx's `migrate!`, which reads the folders the same way) still verifies.
     #[test]
     fn the_embedded_migrations_are_the_folders() {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         for (files, dir) in [(migrations::SQLITE, "sqlite"), (migrations::POSTGRES, "postgres")] {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations").join(dir);
-            let from_dir = rt.block_on(Migrator::new(path.as_path())).unwrap();
-            let embedded = rt.block_on(Migrator::new(Embedded(files))).unwrap();
+            let from_dir = wait(Migrator::new(path.as_path())).unwrap();
+            let embedded = wait(Migrator::new(Embedded(files))).unwrap();
             let key = |m: &Migration| (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx);
             let want: Vec<_> = from_dir.iter().map(key).collect();
             assert!(want.len() >= 10, "{dir}: {} migrations", want.len());

@@ -1,6 +1,6 @@
 //! `measured check` and `measured plan`: a manifest validated, and the trials it would run.
 
-use super::{load_manifest, load_with_revs, runtime};
+use super::{load_manifest, load_with_revs};
 use crate::cli::RevArgs;
 use crate::error::{CommandError, EXIT_BAD_INPUT, EXIT_OK};
 use crate::globals::Globals;
@@ -114,8 +114,7 @@ pub fn plan(
     let mut out = plan::describe(&exp, seed, random, &trials, show_commands);
     // What the data preparation would do, and the preflight when the data is there already.
     if crate::preflight::reads_stock(&exp) || exp.data.restricts() || exp.data.names_versions() {
-        let rt = runtime()?;
-        for line in crate::preflight::plan_lines(g, &exp, &rt)? {
+        for line in crate::preflight::plan_lines(&super::stock_options(g), &exp)? {
             out.push_str(&line);
             out.push('\n');
         }

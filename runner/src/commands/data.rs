@@ -1,6 +1,5 @@
 //! `measured data synth|import|ls|show|rm`: the stock database's dataset versions.
 
-use super::runtime;
 use crate::db;
 use crate::db::Db;
 use crate::error::{CommandError, EXIT_OK};
@@ -20,17 +19,16 @@ fn runtime_error(e: impl std::fmt::Display, url: &str) -> CommandError {
 /// `measured data synth`: a synthetic market into the stock database, as a new dataset version
 /// (or the version already holding it).
 pub fn data_synth(g: &Globals, opts: crate::market::SynthOptions) -> Result<u8, CommandError> {
-    let rt = runtime()?;
     let url = g.stock_url();
-    let db = rt.block_on(Db::connect(&url))?;
+    let db = Db::open(&url)?;
     let bar = if g.quiet {
         indicatif::ProgressBar::hidden()
     } else {
         indicatif::ProgressBar::new(0)
     };
-    let result = rt.block_on(crate::market::catalog::ensure_synth(&db, &opts, &bar));
+    let result = db::wait(crate::market::catalog::ensure_synth(&db, &opts, &bar));
     bar.finish_and_clear();
-    rt.block_on(db.close());
+    db.shut();
     match result {
         Ok((_, Some(report))) => {
             println!("{report} into {}", db::redact_url(&url));
@@ -65,19 +63,18 @@ pub fn data_import(g: &Globals, opts: crate::market::ImportOptions) -> Result<u8
             Err(e) => Err(CommandError::BadInput(db::redact_text(&e.to_string(), &url))),
         };
     }
-    let rt = runtime()?;
     // A SQLite file this import creates is removed again when the import fails.
     let created = db::sqlite_path(&url).filter(|p| !p.exists());
-    let db = rt.block_on(Db::connect(&url))?;
-    let result = rt.block_on(crate::market::import(&db, &opts));
+    let db = Db::open(&url)?;
+    let result = db::wait(crate::market::import(&db, &opts));
     let overlaps = match &result {
         Ok(r) => match &r.version {
-            Some(v) if !r.already => rt.block_on(shared_with_others(&db, v)).unwrap_or_default(),
+            Some(v) if !r.already => db::wait(shared_with_others(&db, v)).unwrap_or_default(),
             _ => Vec::new(),
         },
         Err(_) => Vec::new(),
     };
-    rt.block_on(db.close());
+    db.shut();
     if let (Err(_), Some(file)) = (&result, &created) {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut p = file.clone().into_os_string();
@@ -206,10 +203,10 @@ async fn runs_reading(results: &Db, v: &Version) -> Result<Vec<(String, String)>
 }
 
 /// The stock and results databases of `g`, connected (one connection when they are the same).
-fn connect_both(g: &Globals, rt: &tokio::runtime::Runtime) -> Result<(Db, Option<Db>), CommandError> {
-    let stock = rt.block_on(Db::connect(&g.stock_url()))?;
+fn connect_both(g: &Globals) -> Result<(Db, Option<Db>), CommandError> {
+    let stock = db::wait(Db::connect(&g.stock_url()))?;
     let results = if g.stock_database.is_some() {
-        Some(rt.block_on(Db::connect(&g.database))?)
+        Some(Db::open(&g.database)?)
     } else {
         None
     };
@@ -225,15 +222,12 @@ fn dates(v: &Version) -> String {
 
 /// `measured data ls`: every dataset version, with the runs stored here that read it.
 pub fn data_ls(g: &Globals) -> Result<u8, CommandError> {
-    let rt = runtime()?;
     let url = g.stock_url();
-    let (stock, results) = connect_both(g, &rt)?;
-    let all = rt
-        .block_on(versions::list(&stock))
-        .map_err(|e| runtime_error(e, &url))?;
+    let (stock, results) = connect_both(g)?;
+    let all = db::wait(versions::list(&stock)).map_err(|e| runtime_error(e, &url))?;
     let mut rows = Vec::with_capacity(all.len());
     for v in &all {
-        let runs = rt.block_on(runs_reading(results.as_ref().unwrap_or(&stock), v))?;
+        let runs = db::wait(runs_reading(results.as_ref().unwrap_or(&stock), v))?;
         rows.push((v, runs.len()));
     }
     if all.is_empty() {
@@ -259,16 +253,16 @@ pub fn data_ls(g: &Globals) -> Result<u8, CommandError> {
             );
         }
     }
-    rt.block_on(stock.close());
+    stock.shut();
     if let Some(r) = results {
-        rt.block_on(r.close());
+        r.shut();
     }
     Ok(EXIT_OK)
 }
 
 /// The version `name` names, or a bad-input error with a hint.
-fn find(rt: &tokio::runtime::Runtime, stock: &Db, name: &str, url: &str) -> Result<Version, CommandError> {
-    rt.block_on(versions::find(stock, name))
+fn find(stock: &Db, name: &str, url: &str) -> Result<Version, CommandError> {
+    db::wait(versions::find(stock, name))
         .map_err(|e| runtime_error(e, url))?
         .map_err(|e| CommandError::BadInput(e.to_string()))
 }
@@ -276,14 +270,11 @@ fn find(rt: &tokio::runtime::Runtime, stock: &Db, name: &str, url: &str) -> Resu
 /// `measured data show VERSION`: one version in full, with its lineage and the runs that read
 /// it.
 pub fn data_show(g: &Globals, name: &str) -> Result<u8, CommandError> {
-    let rt = runtime()?;
     let url = g.stock_url();
-    let (stock, results) = connect_both(g, &rt)?;
-    let v = find(&rt, &stock, name, &url)?;
-    let all = rt
-        .block_on(versions::list(&stock))
-        .map_err(|e| runtime_error(e, &url))?;
-    let runs = rt.block_on(runs_reading(results.as_ref().unwrap_or(&stock), &v))?;
+    let (stock, results) = connect_both(g)?;
+    let v = find(&stock, name, &url)?;
+    let all = db::wait(versions::list(&stock)).map_err(|e| runtime_error(e, &url))?;
+    let runs = db::wait(runs_reading(results.as_ref().unwrap_or(&stock), &v))?;
     let mut out = vec![
         format!("version:    {} (id {})", printable(&v.label()), v.id),
         format!("origin:     {}", printable(&v.origin_words())),
@@ -338,9 +329,9 @@ pub fn data_show(g: &Globals, name: &str) -> Result<u8, CommandError> {
         out.push(format!("  ... and {} more", runs.len() - SHOWN_RUNS));
     }
     println!("{}", out.join("\n"));
-    rt.block_on(stock.close());
+    stock.shut();
     if let Some(r) = results {
-        rt.block_on(r.close());
+        r.shut();
     }
     Ok(EXIT_OK)
 }
@@ -348,11 +339,10 @@ pub fn data_show(g: &Globals, name: &str) -> Result<u8, CommandError> {
 /// `measured data rm VERSION [--force]`: deletes a version and its bars; refused while a stored
 /// run read it, unless `force`.
 pub fn data_rm(g: &Globals, name: &str, force: bool) -> Result<u8, CommandError> {
-    let rt = runtime()?;
     let url = g.stock_url();
-    let (stock, results) = connect_both(g, &rt)?;
-    let v = find(&rt, &stock, name, &url)?;
-    let runs = rt.block_on(runs_reading(results.as_ref().unwrap_or(&stock), &v))?;
+    let (stock, results) = connect_both(g)?;
+    let v = find(&stock, name, &url)?;
+    let runs = db::wait(runs_reading(results.as_ref().unwrap_or(&stock), &v))?;
     let listed = |runs: &[(String, String)]| {
         let mut s = runs
             .iter()
@@ -375,8 +365,7 @@ pub fn data_rm(g: &Globals, name: &str, force: bool) -> Result<u8, CommandError>
             printable(&v.label())
         )));
     }
-    rt.block_on(versions::remove(&stock, v.id))
-        .map_err(|e| runtime_error(e, &url))?;
+    db::wait(versions::remove(&stock, v.id)).map_err(|e| runtime_error(e, &url))?;
     println!(
         "deleted {} ({} symbols, {} rows) from {}",
         printable(&v.label()),
@@ -391,9 +380,9 @@ pub fn data_rm(g: &Globals, name: &str, force: bool) -> Result<u8, CommandError>
             listed(&runs)
         );
     }
-    rt.block_on(stock.close());
+    stock.shut();
     if let Some(r) = results {
-        rt.block_on(r.close());
+        r.shut();
     }
     Ok(EXIT_OK)
 }

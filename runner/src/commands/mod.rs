@@ -35,18 +35,29 @@ use crate::measure::Fingerprint;
 use crate::record::TrialRecord;
 use crate::store;
 use crate::store::StoredRun;
-use anyhow::Context;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-pub fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-        .map_err(CommandError::Runtime)
+/// The stock database of these options, as the preflight needs it: its URL, whether it was
+/// named apart, the `measured` options that reach it, and whether to speak.
+pub(crate) fn stock_options(g: &Globals) -> crate::preflight::StockOptions {
+    let url = g.stock_url();
+    let shown = db::redact_url(&url);
+    let named = g.stock_database.is_some();
+    let mut words = vec!["measured".to_owned()];
+    if named {
+        words.extend(["--stock-database".to_owned(), shown]);
+    } else if g.database != crate::paths::Root::of_cwd().database(None) {
+        words.extend(["--database".to_owned(), shown]);
+    }
+    crate::preflight::StockOptions {
+        url,
+        named,
+        // Quoting fails only on a NUL byte, which no URL given on a command line holds.
+        command: shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" ")),
+        quiet: g.quiet,
+    }
 }
 
 /// Reads and validates a manifest, including the stage options that depend on the stock
@@ -114,9 +125,9 @@ pub fn templates_dir() -> Option<&'static Path> {
 }
 
 /// Loads a stored run with its validated manifest and trials.
-fn load_stored(rt: &tokio::runtime::Runtime, db: &Db, id: &str) -> Result<StoredRun, CommandError> {
-    let row = rt.block_on(store::load_run(db, id))?;
-    let trials = rt.block_on(store::load_trials(db, &row.id))?;
+fn load_stored(db: &Db, id: &str) -> Result<StoredRun, CommandError> {
+    let row = db::wait(store::load_run(db, id))?;
+    let trials = db::wait(store::load_trials(db, &row.id))?;
     stored_run(row, trials)
 }
 
@@ -169,17 +180,17 @@ pub(crate) fn experiment_env(exp: &Experiment) -> Fingerprint {
 
 /// Opens the results database to read from it; `None` when it is a SQLite file that does not
 /// exist (reading creates neither the file nor its folder).
-fn open_existing(rt: &tokio::runtime::Runtime, url: &str) -> Result<Option<Db>, CommandError> {
+fn open_existing(url: &str) -> Result<Option<Db>, CommandError> {
     if db::is_sqlite_url(url) && db::sqlite_file_id(url).is_none() {
         return Ok(None);
     }
-    Ok(Some(rt.block_on(Db::connect(url))?))
+    Ok(Some(Db::open(url)?))
 }
 
 /// Opens the results database to read run `run` from it; an error naming the database when it
 /// does not exist.
-fn open_for_run(rt: &tokio::runtime::Runtime, url: &str, run: &str) -> Result<Db, CommandError> {
-    open_existing(rt, url)?.ok_or_else(|| {
+fn open_for_run(url: &str, run: &str) -> Result<Db, CommandError> {
+    open_existing(url)?.ok_or_else(|| {
         CommandError::BadInput(format!(
             "no run matches `{run}`: no runs stored yet in {}\n\
              hint: `measured run MANIFEST` stores runs there (results/ under the manifest's git root by default); \

@@ -1,6 +1,6 @@
 //! The queue's commands (cli -> **commands::queue** -> queue/store): `submit`, `worker`, `status`.
 
-use super::{cancel_flag, experiment_env, reproduce_command, runtime};
+use super::{cancel_flag, experiment_env, reproduce_command};
 use crate::cli::{SubmitArgs, WorkerArgs};
 use crate::db;
 use crate::db::Db;
@@ -40,8 +40,8 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-fn connect(rt: &tokio::runtime::Runtime, url: &str) -> Result<(Db, sqlx::PgPool), CommandError> {
-    let db = rt.block_on(Db::connect_with(url, 4))?;
+fn connect(url: &str) -> Result<(Db, sqlx::PgPool), CommandError> {
+    let db = Db::open_with(url, 4)?;
     let pool = match &db {
         Db::Postgres(p) => p.clone(),
         Db::Sqlite(_) => return Err(QueueError::NotPostgres(db::redact_url(url)).into()),
@@ -79,15 +79,14 @@ pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, Com
         );
         return Ok(EXIT_OK);
     }
-    let rt = runtime()?;
-    let (db, pool) = connect(&rt, &g.database)?;
-    let identity = prepared_data(g, &exp, &rt)?;
+    let (db, pool) = connect(&g.database)?;
+    let identity = prepared_data(g, &exp)?;
     let env = experiment_env(&exp);
     let command = reproduce_command("submit", &exp, seed, g);
     // Workers read stock data from their own --stock-database; the run records the one it was
     // submitted with, which is what its reproduce line names.
     let stock = g.stock_url();
-    rt.block_on(store::insert_run(
+    db::wait(store::insert_run(
         &db,
         &store::NewRun {
             id: &run_id,
@@ -103,8 +102,7 @@ pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, Com
             stock_data: identity.as_ref(),
         },
     ))?;
-    rt.block_on(claim::enqueue(&pool, &run_id, o.lease_seconds, &units))
-        .map_err(QueueError::from)?;
+    db::wait(claim::enqueue(&pool, &run_id, o.lease_seconds, &units)).map_err(QueueError::from)?;
     println!("run: {run_id}");
     if !g.quiet {
         eprintln!(
@@ -116,7 +114,7 @@ pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, Com
         );
     }
     let code = match (slurm, script) {
-        (Some(s), Some(text)) => submit_array(g, &rt, &pool, &s, &text, &run_id, &run_dir)?,
+        (Some(s), Some(text)) => submit_array(g, &pool, &s, &text, &run_id, &run_dir)?,
         _ => {
             if !g.quiet {
                 eprintln!("start workers with: measured worker --run {run_id}");
@@ -124,7 +122,7 @@ pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, Com
             EXIT_OK
         }
     };
-    rt.block_on(db.close());
+    db.shut();
     Ok(code)
 }
 
@@ -133,12 +131,11 @@ pub fn submit(g: &Globals, o: &SubmitArgs, results_dir: &Path) -> Result<u8, Com
 fn prepared_data(
     g: &Globals,
     exp: &crate::manifest::Experiment,
-    rt: &tokio::runtime::Runtime,
 ) -> Result<Option<crate::market::DataIdentity>, CommandError> {
-    let prepared = crate::preflight::prepare(g, exp, rt, true, None)?;
+    let prepared = crate::preflight::prepare(&super::stock_options(g), exp, true, None)?;
     let identity = prepared.as_ref().and_then(|p| p.identity.clone());
     if let Some(p) = prepared {
-        rt.block_on(p.db.close());
+        p.db.shut();
     }
     Ok(identity)
 }
@@ -207,7 +204,6 @@ fn units_of(trials: &[plan::ScheduledTrial]) -> Vec<(u32, u32)> {
 /// queued for workers started by hand.
 fn submit_array(
     g: &Globals,
-    rt: &tokio::runtime::Runtime,
     pool: &sqlx::PgPool,
     s: &slurm::SlurmOptions,
     text: &str,
@@ -217,8 +213,7 @@ fn submit_array(
     let path = run_dir.join("worker.sbatch");
     Ok(match slurm::submit(&path, text, s.workers, &g.database) {
         Ok(job) => {
-            rt.block_on(claim::set_slurm_job(pool, run_id, &job))
-                .map_err(QueueError::from)?;
+            db::wait(claim::set_slurm_job(pool, run_id, &job)).map_err(QueueError::from)?;
             println!("slurm job: {job}");
             if !g.quiet {
                 eprintln!(
@@ -247,13 +242,11 @@ pub fn worker(g: &Globals, a: &WorkerArgs, results_dir: &Path) -> Result<u8, Com
             "--lease-seconds must be positive and --max-idle-seconds not negative".into(),
         ));
     }
-    let rt = runtime()?;
-    let (db, pool) = connect(&rt, &g.database)?;
+    let (db, pool) = connect(&g.database)?;
     let run = match &a.run {
         Some(r) => {
-            let id = rt.block_on(store::load_run(&db, r))?.id;
-            if rt
-                .block_on(claim::queue_run(&pool, &id))
+            let id = db::wait(store::load_run(&db, r))?.id;
+            if db::wait(claim::queue_run(&pool, &id))
                 .map_err(QueueError::from)?
                 .is_none()
             {
@@ -274,8 +267,8 @@ pub fn worker(g: &Globals, a: &WorkerArgs, results_dir: &Path) -> Result<u8, Com
         database: g.database.clone(),
     };
     let cancel = cancel_flag();
-    let result = worker::serve(&rt, &pool, &db, g.stock_url(), &o, &cancel);
-    rt.block_on(db.close());
+    let result = worker::serve(&pool, &db, g.stock_url(), &o, &cancel);
+    db.shut();
     let sum = result.map_err(|e| match e {
         QueueError::Tampered(_) | QueueError::UnsafeName(_) => e.into(),
         e => CommandError::Runtime(anyhow::anyhow!(db::redact_text(&e.to_string(), &g.database))),
@@ -293,9 +286,8 @@ pub fn worker(g: &Globals, a: &WorkerArgs, results_dir: &Path) -> Result<u8, Com
 /// `measured status`: the queue state of a submitted run (and its Slurm array).
 pub fn status(g: &Globals, run: &str) -> Result<String, CommandError> {
     require_postgres(&g.database)?;
-    let rt = runtime()?;
-    let (db, pool) = connect(&rt, &g.database)?;
-    let st = rt.block_on(queue_status::load(&db, &pool, run, queue_status::ask_squeue));
-    rt.block_on(db.close());
+    let (db, pool) = connect(&g.database)?;
+    let st = db::wait(queue_status::load(&db, &pool, run, queue_status::ask_squeue));
+    db.shut();
     Ok(queue_status::render(&st?))
 }

@@ -1,7 +1,7 @@
 //! `measured report`, `compare`, `history` and `publish`: reports rendered from stored runs.
 
 use super::run::write_run_report;
-use super::{load_stored, open_existing, open_for_run, runtime, stored_run, templates_dir};
+use super::{load_stored, open_existing, open_for_run, stored_run, templates_dir};
 use crate::cli::HistoryArgs;
 use crate::db;
 use crate::error::{CommandError, EXIT_FAILED, EXIT_OK};
@@ -23,11 +23,10 @@ pub fn report(
     fail_on_regression: bool,
     format: Option<OutputFormat>,
 ) -> Result<u8, CommandError> {
-    let rt = runtime()?;
-    let db = open_for_run(&rt, &g.database, run)?;
-    let stored = load_stored(&rt, &db, run)?;
-    let written = write_run_report(&rt, &db, &g.database, &stored, results_dir)?;
-    rt.block_on(db.close());
+    let db = open_for_run(&g.database, run)?;
+    let stored = load_stored(&db, run)?;
+    let written = write_run_report(&db, &g.database, &stored, results_dir)?;
+    db.shut();
     if let Some(format) = format {
         let out =
             crate::report::report_output(format, &written, templates_dir()).context("cannot render the report")?;
@@ -56,18 +55,17 @@ pub fn compare(
     fail_on_regression: bool,
     format: Option<OutputFormat>,
 ) -> Result<u8, CommandError> {
-    let rt = runtime()?;
-    let db = open_for_run(&rt, &g.database, before)?;
-    let run_a = load_stored(&rt, &db, before)?;
-    let run_b = load_stored(&rt, &db, after)?;
+    let db = open_for_run(&g.database, before)?;
+    let run_a = load_stored(&db, before)?;
+    let run_b = load_stored(&db, after)?;
     let (row_a, row_b) = (&run_a.row, &run_b.row);
     comparable(&run_a, &run_b, before, after)?;
-    let env_a = rt.block_on(store::environment(&db, &row_a.environment_hash))?;
-    let env_b = rt.block_on(store::environment(&db, &row_b.environment_hash))?;
+    let env_a = db::wait(store::environment(&db, &row_a.environment_hash))?;
+    let env_b = db::wait(store::environment(&db, &row_b.environment_hash))?;
     // The experiment's other runs show how much a run's level moves from run to run.
-    let mut others = experiment_runs(g, &rt, &db, &row_a.experiment, false, HISTORY_RUNS)?.runs;
+    let mut others = experiment_runs(g, &db, &row_a.experiment, false, HISTORY_RUNS)?.runs;
     others.retain(|r| r.run_id != row_a.id && r.run_id != row_b.id);
-    rt.block_on(db.close());
+    db.shut();
     let a = crate::rundata::of_run(&run_a, env_a.as_ref(), &g.database);
     let b = crate::rundata::of_run(&run_b, env_b.as_ref(), &g.database);
     let model = match crate::report::compare_runs(&a, &b, options, &others) {
@@ -152,7 +150,6 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
             o.experiment
         )));
     }
-    let rt = runtime()?;
     let none_stored = || {
         CommandError::BadInput(format!(
             "no runs of experiment `{}` stored in {}\nhint: `measured runs` lists the stored runs",
@@ -160,9 +157,9 @@ pub fn history(g: &Globals, o: &HistoryArgs, results_dir: &Path) -> Result<u8, C
             db::redact_url(&g.database)
         ))
     };
-    let db = open_existing(&rt, &g.database)?.ok_or_else(none_stored)?;
-    let loaded = experiment_runs(g, &rt, &db, &o.experiment, o.include_smoke, o.limit);
-    rt.block_on(db.close());
+    let db = open_existing(&g.database)?.ok_or_else(none_stored)?;
+    let loaded = experiment_runs(g, &db, &o.experiment, o.include_smoke, o.limit);
+    db.shut();
     let ExperimentRuns {
         runs,
         notes,
@@ -226,13 +223,12 @@ struct ExperimentRuns {
 /// `include_smoke`.
 fn experiment_runs(
     g: &Globals,
-    rt: &tokio::runtime::Runtime,
     db: &db::Db,
     experiment: &str,
     include_smoke: bool,
     limit: u32,
 ) -> Result<ExperimentRuns, CommandError> {
-    let mut rows = rt.block_on(store::list_runs(db, Some(experiment), limit))?;
+    let mut rows = db::wait(store::list_runs(db, Some(experiment), limit))?;
     rows.reverse();
     let smoke = rows.iter().filter(|r| r.smoke).count();
     rows.retain(|r| include_smoke || !r.smoke);
@@ -246,13 +242,13 @@ fn experiment_runs(
     // Runs of one machine share a fingerprint: read each once.
     let mut envs: BTreeMap<String, Option<Fingerprint>> = BTreeMap::new();
     for row in rows {
-        let trials = rt.block_on(store::load_trials(db, &row.id))?;
+        let trials = db::wait(store::load_trials(db, &row.id))?;
         if store::measured_nothing(&row.status, &trials) {
             out.left_out.push(row.id.clone());
             continue;
         }
         if !envs.contains_key(&row.environment_hash) {
-            let env = rt.block_on(store::environment(db, &row.environment_hash))?;
+            let env = db::wait(store::environment(db, &row.environment_hash))?;
             envs.insert(row.environment_hash.clone(), env);
         }
         let env = envs.get(&row.environment_hash).and_then(Option::as_ref);
@@ -315,16 +311,15 @@ fn write_history(
 
 /// `measured publish`: every stored run as a static site.
 pub fn publish(g: &Globals, o: &crate::publish::PublishOptions) -> Result<u8, CommandError> {
-    let rt = runtime()?;
-    let db = open_existing(&rt, &g.database)?.ok_or_else(|| {
+    let db = open_existing(&g.database)?.ok_or_else(|| {
         CommandError::BadInput(format!(
             "no results database at {}\nhint: `measured run <manifest>` stores runs there",
             db::redact_url(&g.database)
         ))
     })?;
     let started = std::time::Instant::now();
-    let result = crate::publish::publish(&rt, &db, &g.database, o);
-    rt.block_on(db.close());
+    let result = crate::publish::publish(&db, &g.database, o);
+    db.shut();
     let p = result.map_err(|e| match e {
         crate::publish::PublishError::NotASite(_) => CommandError::BadInput(e.to_string()),
         e => CommandError::Runtime(e.into()),

@@ -2,7 +2,7 @@
 
 use super::looks::{planned_through, primary_error, PrimaryCheck, SequentialJudge};
 use super::session::{Keeper, RunSession};
-use super::{cancel_flag, load_with_revs, prepare_revisions, runtime, stored_run, summary_table, templates_dir};
+use super::{cancel_flag, load_with_revs, prepare_revisions, stored_run, summary_table, templates_dir};
 use crate::cli::RunArgs;
 use crate::db;
 use crate::db::Db;
@@ -92,24 +92,23 @@ pub(super) fn run_experiment(
     if let Some(exp) = fresh.as_mut() {
         prepare_revisions(exp, &Default::default(), g.quiet, builds)?;
     }
-    let rt = runtime()?;
     // The declared data is made ready and every load stage checked against it before the run
     // is stored: a run that cannot get its data stores nothing and runs no trial.
     let pin = (!o.data.is_empty()).then(|| crate::preflight::Pin::Named(o.data.clone()));
     let prepared = match &fresh {
-        Some(exp) => crate::preflight::prepare(g, exp, &rt, true, pin.as_ref())?,
+        Some(exp) => crate::preflight::prepare(&super::stock_options(g), exp, true, pin.as_ref())?,
         None => None,
     };
     if o.preflight_only {
         if let Some(p) = prepared {
-            rt.block_on(p.db.close());
+            p.db.shut();
         }
         println!("preflight: ok: the stock data serves every load stage; nothing was run or stored");
         return Ok(Concluded::code(EXIT_OK));
     }
-    let db = rt.block_on(Db::connect(&g.database))?;
-    let result = run_with(g, o, fresh, prepared, (&rt, &db), voice);
-    rt.block_on(db.close());
+    let db = Db::open(&g.database)?;
+    let result = run_with(g, o, fresh, prepared, &db, voice);
+    db.shut();
     result
 }
 
@@ -119,17 +118,17 @@ fn run_with(
     o: &RunArgs,
     fresh: Option<Experiment>,
     prepared: Option<crate::preflight::Prepared>,
-    (rt, db): (&tokio::runtime::Runtime, &Db),
+    db: &Db,
     voice: Voice,
 ) -> Result<Concluded, CommandError> {
     let mut session = match fresh {
-        Some(exp) => RunSession::start(g, o, exp, prepared, rt, db)?,
-        None => RunSession::resume(g, o, rt, db)?,
+        Some(exp) => RunSession::start(g, o, exp, prepared, db)?,
+        None => RunSession::resume(g, o, db)?,
     };
     session.announce(g);
-    let (mut summary, primary_missing) = match execute(g, o, rt, db, &mut session) {
+    let (mut summary, primary_missing) = match execute(g, o, db, &mut session) {
         Ok(executed) => executed,
-        Err(e) => return Err(session.stop_on(g, rt, db, e)),
+        Err(e) => return Err(session.stop_on(g, db, e)),
     };
     if primary_missing.is_some() {
         // Not decided: stopped for a metric the manifest names that nothing produces.
@@ -170,7 +169,7 @@ fn run_with(
         planned: planned as usize,
         primary_missing,
     };
-    conclude(g, o, rt, &db, &ended, voice)
+    conclude(g, o, &db, &ended, voice)
 }
 
 /// Runs the session's trials with the console, the trial sink and any events file listening,
@@ -179,11 +178,10 @@ fn run_with(
 fn execute(
     g: &Globals,
     o: &RunArgs,
-    rt: &tokio::runtime::Runtime,
     db: &Db,
     session: &mut RunSession,
 ) -> Result<(ExecSummary, Option<crate::produced::Unproduced>), CommandError> {
-    let mut judge = sequential_judge(rt, db, g, &session.run_id, &session.env, session.skip.is_empty())?;
+    let mut judge = sequential_judge(db, g, &session.run_id, &session.env, session.skip.is_empty())?;
     // A resumed sequential run may have been decided by the trials stored already.
     if !session.skip.is_empty() {
         if let Some(BlockJudgement {
@@ -238,14 +236,7 @@ struct Ended {
 
 /// Reads back what the database holds, sets the run's final status, prints the summary and
 /// the report, and decides the exit code.
-fn conclude(
-    g: &Globals,
-    o: &RunArgs,
-    rt: &tokio::runtime::Runtime,
-    db: &Db,
-    ended: &Ended,
-    voice: Voice,
-) -> Result<Concluded, CommandError> {
+fn conclude(g: &Globals, o: &RunArgs, db: &Db, ended: &Ended, voice: Voice) -> Result<Concluded, CommandError> {
     let Ended {
         exp,
         run_id,
@@ -254,11 +245,11 @@ fn conclude(
         ..
     } = ended;
     let full = voice == Voice::Full;
-    let stored = rt.block_on(store::load_trials(db, run_id))?;
+    let stored = db::wait(store::load_trials(db, run_id))?;
     let failed = stored.iter().filter(|t| !t.ok).count();
     let status = final_status(summary.outcome, stored.len(), *planned);
     if status != summary.outcome.status() {
-        rt.block_on(store::set_run_status(db, run_id, &status, None))?;
+        db::wait(store::set_run_status(db, run_id, &status, None))?;
     }
     if full {
         println!("{}", summary_table(exp, &stored));
@@ -294,7 +285,7 @@ fn conclude(
     }
     let clean = failed == 0 && unproduced.is_empty();
     if !o.no_report {
-        out.report = Some(print_report(g, rt, db, ended, stored.clone(), voice)?);
+        out.report = Some(print_report(g, db, ended, stored.clone(), voice)?);
     }
     let regressed = out
         .report
@@ -338,15 +329,14 @@ fn exit_code(o: &RunArgs, ended: &Ended, n_stored: usize, clean: bool, regressed
 /// Writes the run's report and, in the full voice, prints its summary.
 fn print_report(
     g: &Globals,
-    rt: &tokio::runtime::Runtime,
     db: &Db,
     ended: &Ended,
     stored: Vec<crate::record::TrialRecord>,
     voice: Voice,
 ) -> Result<crate::report::WrittenReport, CommandError> {
-    let row = rt.block_on(store::load_run(db, &ended.run_id))?;
+    let row = db::wait(store::load_run(db, &ended.run_id))?;
     let run = stored_run(row, stored)?;
-    let written = write_run_report(rt, db, &g.database, &run, &ended.results_dir)?;
+    let written = write_run_report(db, &g.database, &run, &ended.results_dir)?;
     if voice == Voice::Full {
         for line in &written.report.summary {
             println!("  {line}");
@@ -367,18 +357,17 @@ fn print_report(
 /// The judge of a sequential run (`None` for a fixed design): its stored row, spec and, for
 /// a resumed run, the trials already stored, read before any trial runs.
 fn sequential_judge(
-    rt: &tokio::runtime::Runtime,
     db: &Db,
     g: &Globals,
     run_id: &str,
     env: &Fingerprint,
     fresh: bool,
 ) -> Result<Option<SequentialJudge>, CommandError> {
-    let row = rt.block_on(store::load_run(db, run_id))?;
+    let row = db::wait(store::load_run(db, run_id))?;
     let stored = if fresh {
         Vec::new()
     } else {
-        rt.block_on(store::load_trials(db, run_id))?
+        db::wait(store::load_trials(db, run_id))?
     };
     let spec = stored_run(row.clone(), Vec::new())?.spec;
     Ok(SequentialJudge::of(row, spec, env.clone(), &g.database, stored))
@@ -433,13 +422,12 @@ pub fn unstored_message(u: &crate::store::Unstored, results_dir: Option<&Path>, 
 
 /// Renders the report of a run stored in `db` (reached at `database`) into its results folder.
 pub(super) fn write_run_report(
-    rt: &tokio::runtime::Runtime,
     db: &Db,
     database: &str,
     stored: &StoredRun,
     results_dir: &Path,
 ) -> Result<crate::report::WrittenReport, CommandError> {
-    let data = rt.block_on(crate::rundata::of_run_with_hosts(stored, db, database))?;
+    let data = db::wait(crate::rundata::of_run_with_hosts(stored, db, database))?;
     let out = crate::paths::run_dir(results_dir, &stored.row.experiment, &stored.row.id)?;
     Ok(crate::report::write_report(&data, &out, templates_dir()).context("cannot write the report")?)
 }

@@ -1,7 +1,7 @@
 //! `measured runs` and `measured show`: the stored runs, listed and shown one at a time.
 
 use super::summary::truncate;
-use super::{fmt_secs, open_existing, open_for_run, runtime};
+use super::{fmt_secs, open_existing, open_for_run};
 use crate::db;
 use crate::error::CommandError;
 use crate::globals::Globals;
@@ -12,10 +12,9 @@ use std::fmt::Write as _;
 
 /// `measured runs`: stored runs, newest first.
 pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String, CommandError> {
-    let rt = runtime()?;
-    let db = open_existing(&rt, &g.database)?;
+    let db = open_existing(&g.database)?;
     let rows = match &db {
-        Some(db) => rt.block_on(store::list_runs(db, experiment, limit))?,
+        Some(db) => db::wait(store::list_runs(db, experiment, limit))?,
         None => Vec::new(),
     };
     let now = chrono::Utc::now();
@@ -61,7 +60,7 @@ pub fn runs(g: &Globals, experiment: Option<&str>, limit: u32) -> Result<String,
         }
     }
     if let Some(db) = db {
-        rt.block_on(db.close());
+        db.shut();
     }
     Ok(out)
 }
@@ -88,12 +87,11 @@ fn error_note(r: &store::RunRow) -> Option<String> {
 
 /// `measured show`: one run's trials with stage timings.
 pub fn show(g: &Globals, run: &str) -> Result<String, CommandError> {
-    let rt = runtime()?;
-    let db = open_for_run(&rt, &g.database, run)?;
-    let row = rt.block_on(store::load_run(&db, run))?;
-    let trials = rt.block_on(store::load_trials(&db, &row.id))?;
-    let env = rt.block_on(store::environment(&db, &row.environment_hash))?;
-    rt.block_on(db.close());
+    let db = open_for_run(&g.database, run)?;
+    let row = db::wait(store::load_run(&db, run))?;
+    let trials = db::wait(store::load_trials(&db, &row.id))?;
+    let env = db::wait(store::environment(&db, &row.environment_hash))?;
+    db.shut();
     let mut out = String::new();
     show_header(&mut out, &row, &trials, env.as_ref());
     let _ = writeln!(out, "trials: {} of {} stored", trials.len(), row.planned_trials);

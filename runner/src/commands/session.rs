@@ -45,7 +45,6 @@ impl RunSession {
         o: &RunArgs,
         exp: Experiment,
         prepared: Option<Prepared>,
-        rt: &tokio::runtime::Runtime,
         db: &Db,
     ) -> Result<RunSession, CommandError> {
         let results_dir = Root::of_manifest(&exp.path).results_dir(o.results_dir.as_deref());
@@ -74,8 +73,8 @@ impl RunSession {
         header.database = db::database_identity(&g.database);
         let journal = Journal::create(&Journal::path_for(&results_dir, &exp.name, &run_id), &header)
             .map_err(|e| CommandError::Runtime(e.into()))?;
-        rt.block_on(store::insert_run(db, &new))?;
-        let sink = TrialSink::new(db.clone(), &g.database, rt.handle().clone(), &run_id, journal, g.quiet);
+        db::wait(store::insert_run(db, &new))?;
+        let sink = TrialSink::new(db.clone(), &g.database, &run_id, journal, g.quiet);
         let session = Parts {
             exp,
             run_id: run_id.clone(),
@@ -86,15 +85,13 @@ impl RunSession {
             results_dir,
             sink,
         };
-        session
-            .open(g, o, prepared, rt)
-            .map_err(|e| record_stop(g, rt, db, &run_id, e))
+        session.open(g, o, prepared).map_err(|e| record_stop(g, db, &run_id, e))
     }
 
     /// Takes up run `--resume ID` where it stopped: stores what its journals hold, reads its
     /// manifest back (its hash verified), pins the revisions and data versions its first trials
     /// read, and skips the trials already stored.
-    pub fn resume(g: &Globals, o: &RunArgs, rt: &tokio::runtime::Runtime, db: &Db) -> Result<RunSession, CommandError> {
+    pub fn resume(g: &Globals, o: &RunArgs, db: &Db) -> Result<RunSession, CommandError> {
         let id = o.resume.as_deref().unwrap_or_default();
         let given_results = o.results_dir.as_deref();
         // Trials a run could not store before it ended wait in its journal: write them first
@@ -102,33 +99,31 @@ impl RunSession {
         // loaded its manifest is unknown: look under this directory's project.
         if id != "latest" {
             let here = Root::of_cwd().results_dir(given_results);
-            flush_journals(rt, db, &here, id, &g.database, g.quiet)?;
+            flush_journals(db, &here, id, &g.database, g.quiet)?;
         }
-        let mut run = rt.block_on(store::Reopened::load(db, id))?;
+        let mut run = db::wait(store::Reopened::load(db, id))?;
         let row = &run.row;
         // The run's results belong to the project of its manifest, as when it started.
         let results_dir = Root::of_manifest(Path::new(&row.manifest_path)).results_dir(given_results);
-        flush_journals(rt, db, &results_dir, &row.id, &g.database, g.quiet)?;
+        flush_journals(db, &results_dir, &row.id, &g.database, g.quiet)?;
         if run.exp.has_revisions() {
             // The rest of the trials run the commits the first ones ran, wherever the branches
             // point now.
-            let stored = rt.block_on(store::load_trials(db, &run.row.id))?;
+            let stored = db::wait(store::load_trials(db, &run.row.id))?;
             let pinned = crate::gitrev::pinned(&run.exp, &stored);
             prepare_revisions(&mut run.exp, &pinned, g.quiet, &mut Default::default())?;
         }
         // The rest of the trials read the dataset versions the first ones read; a run stored
         // before versions reads the declared data (prepared again if it is gone).
         let pin = run.versions.clone().map(Pin::Stored);
-        let prepared = crate::preflight::prepare(g, &run.exp, rt, false, pin.as_ref())?;
+        let prepared = crate::preflight::prepare(&super::stock_options(g), &run.exp, false, pin.as_ref())?;
         let env = experiment_env(&run.exp);
-        let skip: HashSet<u32> = rt
-            .block_on(store::stored_trial_indices(db, &run.row.id))?
+        let skip: HashSet<u32> = db::wait(store::stored_trial_indices(db, &run.row.id))?
             .into_iter()
             .collect();
         let target = store::SinkTarget {
             db,
             url: &g.database,
-            rt: rt.handle(),
             results_dir: &results_dir,
             journal_name: &run.row.id,
             quiet: g.quiet,
@@ -136,8 +131,8 @@ impl RunSession {
         let sink = run.sink(target, &env, Some(o.lease_seconds))?;
         // Running again only once its journal is open: a resume that cannot start leaves the
         // run as it found it.
-        rt.block_on(store::set_run_status(db, &run.row.id, &store::RunStatus::Running, None))?;
-        rt.block_on(store::beat(db, &run.row.id, chrono::Utc::now(), Some(o.lease_seconds)))?;
+        db::wait(store::set_run_status(db, &run.row.id, &store::RunStatus::Running, None))?;
+        db::wait(store::beat(db, &run.row.id, chrono::Utc::now(), Some(o.lease_seconds)))?;
         let trials = plan::schedule(run.exp.configs.len(), &run.exp.schedule, run.row.seed);
         let session = Parts {
             exp: run.exp,
@@ -149,7 +144,7 @@ impl RunSession {
             results_dir,
             sink,
         };
-        session.open(g, o, prepared, rt)
+        session.open(g, o, prepared)
     }
 
     /// What the executor runs, the services its stages use, and the sink its trials go to.
@@ -170,11 +165,11 @@ impl RunSession {
     /// given is still kept (the sink's thread finishes, the journal stays for `--resume`), and
     /// the run is recorded `stopped` with the error instead of staying `running` until its
     /// lease runs out. Returns `error`, for the command to end with.
-    pub fn stop_on(self, g: &Globals, rt: &tokio::runtime::Runtime, db: &Db, error: CommandError) -> CommandError {
+    pub fn stop_on(self, g: &Globals, db: &Db, error: CommandError) -> CommandError {
         let run_id = self.run_id.clone();
         // Joins the sink's thread and stops the heartbeat before the status is written.
         drop(self);
-        record_stop(g, rt, db, &run_id, error)
+        record_stop(g, db, &run_id, error)
     }
 
     /// The line `measured run` prints as the run starts.
@@ -214,14 +209,8 @@ struct Parts {
 }
 
 impl Parts {
-    fn open(
-        self,
-        g: &Globals,
-        o: &RunArgs,
-        prepared: Option<Prepared>,
-        rt: &tokio::runtime::Runtime,
-    ) -> Result<RunSession, CommandError> {
-        let mut services = Services::new(rt.handle().clone(), g.stock_url(), g.stock_database.is_some());
+    fn open(self, g: &Globals, o: &RunArgs, prepared: Option<Prepared>) -> Result<RunSession, CommandError> {
+        let mut services = Services::new(g.stock_url(), g.stock_database.is_some());
         if let Some(p) = prepared {
             services = services.prepared(p.db, &self.exp.data, p.view);
         }
@@ -247,11 +236,11 @@ impl Parts {
 /// Records that run `run_id` stopped on `error` (its text, with the passwords of the results
 /// and stock databases removed), and returns the error. Should the database not take it, the
 /// run is shown abandoned once its lease runs out, as for a killed process.
-fn record_stop(g: &Globals, rt: &tokio::runtime::Runtime, db: &Db, run_id: &str, error: CommandError) -> CommandError {
+fn record_stop(g: &Globals, db: &Db, run_id: &str, error: CommandError) -> CommandError {
     // The words `measured run` ends with on stderr.
     let text = crate::printable::error_chain(&error);
     let text = db::redact_text(&db::redact_text(&text, &g.database), &g.stock_url());
-    if let Err(e) = rt.block_on(store::set_run_stopped(db, run_id, &text)) {
+    if let Err(e) = db::wait(store::set_run_stopped(db, run_id, &text)) {
         eprintln!(
             "warning: run {run_id}: cannot record that it stopped: {}",
             db::redact_text(&e.to_string(), &g.database)
@@ -304,16 +293,9 @@ fn reproduce_line(g: &Globals, o: &RunArgs, exp: &Experiment, seed: u64, prepare
 /// Writes the journals of run `run` (an id or prefix) found under `results_dir` into `db`,
 /// then deletes each one the database now holds whole. A journal still in use (the run is
 /// running) or of another database stops the resume, and is kept.
-fn flush_journals(
-    rt: &tokio::runtime::Runtime,
-    db: &Db,
-    results_dir: &Path,
-    run: &str,
-    url: &str,
-    quiet: bool,
-) -> Result<(), CommandError> {
+fn flush_journals(db: &Db, results_dir: &Path, run: &str, url: &str, quiet: bool) -> Result<(), CommandError> {
     for path in journal::find(results_dir, Some(run)) {
-        let left = rt.block_on(journal::store_left(db, &path, url)).map_err(|e| {
+        let left = db::wait(journal::store_left(db, &path, url)).map_err(|e| {
             CommandError::Runtime(anyhow::anyhow!(
                 "cannot store the journal {} in {}: {} (the journal is kept)",
                 path.display(),

@@ -5,6 +5,10 @@
 //! the first trial of every config failed with the same error: then repeating it would only
 //! measure the failure again, so the run stops (`[schedule] keep_going = true` runs on). A
 //! cancelled trial (Ctrl-C) is dropped whole, so the store only ever holds finished trials.
+//!
+//! `measured run` and the queue worker run the same loop; the worker adds [`LoopHooks`]: a
+//! stage cache kept across its units, a lost lease that ends the loop, and a trial killed by
+//! `scancel`'s signal taken for the cancellation.
 
 mod events;
 mod reporters;
@@ -90,6 +94,22 @@ impl ExecSummary {
     }
 }
 
+/// What a caller adds to [`execute_with`]'s loop; a local run uses the defaults.
+#[derive(Default)]
+pub struct LoopHooks<'a> {
+    /// The stage cache to use and keep filling (a queue worker keeps one across the units of a
+    /// run); a fresh one for this call when `None`.
+    pub cache: Option<&'a mut StageCache>,
+    /// Once set, the loop ends before its next trial, interrupted (a queue worker that lost its
+    /// unit's lease: the unit's new holder runs the rest).
+    pub halt: Option<&'a AtomicBool>,
+    /// A failed trial whose stage was killed by a signal waits a moment for `cancel`: when it
+    /// comes, the failure was the cancellation (`scancel` signals every process of the task,
+    /// the stage's program too, a moment before the handler sets the flag), and the trial is
+    /// dropped like any cancelled one.
+    pub signal_cancels: bool,
+}
+
 /// Runs every trial of `spec` not in `spec.skip`, in plan order. With a `judge`, the run may
 /// end after any complete measured block.
 pub fn execute(
@@ -97,7 +117,19 @@ pub fn execute(
     services: &Services,
     cancel: &AtomicBool,
     reporters: &mut [&mut dyn Reporter],
+    judge: Option<&mut dyn BlockJudge>,
+) -> Result<ExecSummary, ExecError> {
+    execute_with(spec, services, cancel, reporters, judge, LoopHooks::default())
+}
+
+/// [`execute`], with what a caller adds to the loop.
+pub fn execute_with(
+    spec: &Execution<'_>,
+    services: &Services,
+    cancel: &AtomicBool,
+    reporters: &mut [&mut dyn Reporter],
     mut judge: Option<&mut dyn BlockJudge>,
+    hooks: LoopHooks<'_>,
 ) -> Result<ExecSummary, ExecError> {
     let run_id = spec.run_id;
     let to_run: Vec<&ScheduledTrial> = spec.trials.iter().filter(|t| !spec.skip.contains(&t.index)).collect();
@@ -111,19 +143,21 @@ pub fn execute(
             seed: spec.seed,
         },
     )?;
-    let mut cache = StageCache::default();
+    let mut own_cache = StageCache::default();
+    let cache = hooks.cache.unwrap_or(&mut own_cache);
     let mut summary = ExecSummary::new(Outcome::Finished);
     let mut ran: Vec<TrialRecord> = Vec::new();
     let mut firsts = FirstTrials::new(spec.exp.configs.len(), spec.exp.schedule.keep_going);
     let total = to_run.len();
     for (n, &trial) in to_run.iter().enumerate() {
-        if cancel.load(Ordering::SeqCst) {
+        if cancel.load(Ordering::SeqCst) || hooks.halt.is_some_and(|h| h.load(Ordering::SeqCst)) {
             summary.outcome = Outcome::Interrupted;
             break;
         }
         let config = &spec.exp.configs[trial.config].name;
         emit(reporters, &RunEvent::TrialStarted { run_id, trial, config })?;
-        let Some(record) = run_trial(spec, trial, services, cancel, &mut cache, reporters)? else {
+        let record = run_trial(spec, trial, services, cancel, cache, reporters)?;
+        let Some(record) = record.filter(|r| !(hooks.signal_cancels && killed_by_cancel(r, cancel))) else {
             summary.outcome = Outcome::Interrupted;
             break;
         };
@@ -159,6 +193,22 @@ pub fn execute(
         },
     )?;
     Ok(summary)
+}
+
+/// Whether failed trial `record` died of the signal that cancels the run: its stage's program
+/// was killed by a signal, and `cancel` is set at once or a moment later.
+fn killed_by_cancel(record: &TrialRecord, cancel: &AtomicBool) -> bool {
+    if record.ok {
+        return false;
+    }
+    if cancel.load(Ordering::SeqCst) {
+        return true;
+    }
+    if record.error.as_deref().is_some_and(|e| e.contains("killed by signal")) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        return cancel.load(Ordering::SeqCst);
+    }
+    false
 }
 
 /// A sequential run's look after measured block `block`; `Some((blocks, why))` ends the run.

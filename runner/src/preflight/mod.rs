@@ -6,11 +6,9 @@
 use crate::db;
 use crate::db::Db;
 use crate::error::CommandError;
-use crate::globals::Globals;
 use crate::kinds::{LoadParams, StageKind, StageParams};
 use crate::manifest::{self, Experiment, ManifestError};
 use crate::market::{self, DataIdentity, DataSpec, DataView, LoadError, StockPlace};
-use crate::paths::Root;
 use indexmap::IndexMap;
 use windows::{window_problems, Loaded};
 
@@ -39,23 +37,29 @@ pub fn reads_stock(exp: &Experiment) -> bool {
     exp.stages.iter().any(|s| s.kind == StageKind::Load)
 }
 
-/// The stock database of these options, as the data policy sees it.
-pub fn place(g: &Globals) -> StockPlace {
-    let url = g.stock_url();
-    let shown = db::redact_url(&url);
-    let named = g.stock_database.is_some();
-    let mut words = vec!["measured".to_owned()];
-    if named {
-        words.extend(["--stock-database".to_owned(), shown.clone()]);
-    } else if g.database != Root::of_cwd().database(None) {
-        words.extend(["--database".to_owned(), shown.clone()]);
-    }
-    StockPlace {
-        embedded: !named && db::is_sqlite_url(&url),
-        named,
-        // Quoting fails only on a NUL byte, which no URL given on a command line holds.
-        command: shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" ")),
-        shown,
+/// What the preflight needs of the command line: the stock database it prepares and whether to
+/// speak. The commands build it from their options.
+#[derive(Debug, Clone)]
+pub struct StockOptions {
+    /// The stock database's URL.
+    pub url: String,
+    /// Named apart from the results database (`--stock-database`, `STOCK_DATABASE_URL`).
+    pub named: bool,
+    /// `measured` with the options that reach this database, to print runnable commands.
+    pub command: String,
+    /// Say nothing on stderr.
+    pub quiet: bool,
+}
+
+impl StockOptions {
+    /// The stock database, as the data policy sees it.
+    pub fn place(&self) -> StockPlace {
+        StockPlace {
+            embedded: !self.named && db::is_sqlite_url(&self.url),
+            named: self.named,
+            command: self.command.clone(),
+            shown: db::redact_url(&self.url),
+        }
     }
 }
 
@@ -89,9 +93,8 @@ fn refusal(exp: &Experiment, r: market::Refusal) -> CommandError {
 /// (`run --data`, or a resumed run's own); nothing is prepared then. `None` when nothing
 /// reads or declares stock data.
 pub fn prepare(
-    g: &Globals,
+    stock: &StockOptions,
     exp: &Experiment,
-    rt: &tokio::runtime::Runtime,
     check: bool,
     pin: Option<&Pin>,
 ) -> Result<Option<Prepared>, CommandError> {
@@ -102,40 +105,34 @@ pub fn prepare(
     if !reads_stock(exp) && !exp.data.restricts() && pin.is_none() {
         return Ok(None);
     }
-    let url = g.stock_url();
-    let place = place(g);
+    let url = stock.url.clone();
+    let place = stock.place();
     if place.named {
         if let Some(missing) = crate::stage::missing_named_stock(&url) {
             return Err(CommandError::BadInput(missing.to_string()));
         }
     }
-    let db = rt.block_on(Db::connect_with(&url, 8))?;
+    let db = Db::open_with(&url, 8)?;
     let view = match pin {
-        Some(Pin::Named(names)) => rt.block_on(market::pinned_view(&db, names)).map_err(|e| {
+        Some(Pin::Named(names)) => db::wait(market::pinned_view(&db, names)).map_err(|e| {
             let text = db::redact_text(&e.to_string(), &url);
             match from_manifest {
                 true => unknown_versions(exp, &text),
                 false => CommandError::BadInput(text),
             }
         })?,
-        Some(Pin::Stored(refs)) => rt
-            .block_on(market::stored_view(&db, refs))
-            .map_err(|e| runtime_error(e, &url))?,
+        Some(Pin::Stored(refs)) => db::wait(market::stored_view(&db, refs)).map_err(|e| runtime_error(e, &url))?,
         None => {
-            let steps = rt
-                .block_on(market::decide_data(&db, &exp.data, &place))
+            let steps = db::wait(market::decide_data(&db, &exp.data, &place))
                 .map_err(|e| runtime_error(e, &url))?
                 .map_err(|r| refusal(exp, r))?;
-            let done = rt
-                .block_on(market::apply_data(&db, steps, g.quiet))
-                .map_err(|e| runtime_error(e, &url))?;
-            if !g.quiet {
+            let done = db::wait(market::apply_data(&db, steps, stock.quiet)).map_err(|e| runtime_error(e, &url))?;
+            if !stock.quiet {
                 for line in &done {
                     eprintln!("stock data: {}: {line}", place.shown);
                 }
             }
-            rt.block_on(market::data_view(&db, &exp.data))
-                .map_err(|e| runtime_error(e, &url))?
+            db::wait(market::data_view(&db, &exp.data)).map_err(|e| runtime_error(e, &url))?
         }
     };
     if !reads_stock(exp) {
@@ -145,18 +142,14 @@ pub fn prepare(
             identity: None,
         }));
     }
-    let identity = rt
-        .block_on(market::identify(&db, &view))
-        .map_err(|e| runtime_error(e, &url))?;
+    let identity = db::wait(market::identify(&db, &view)).map_err(|e| runtime_error(e, &url))?;
     if check {
-        let problems = rt
-            .block_on(problems(exp, &db, &view, &identity, &place))
-            .map_err(|e| runtime_error(e, &url))?;
+        let problems = db::wait(problems(exp, &db, &view, &identity, &place)).map_err(|e| runtime_error(e, &url))?;
         if !problems.is_empty() {
             return Err(CommandError::Data(manifest::located(exp, problems)));
         }
     }
-    if !g.quiet {
+    if !stock.quiet {
         eprintln!("stock data: {}: {identity}", place.shown);
     }
     Ok(Some(Prepared {
@@ -168,12 +161,12 @@ pub fn prepare(
 
 /// What `measured plan` says about the data: what a run would prepare, or, when the declared
 /// data is there, the preflight's verdict (an error when unmet). Reads only.
-pub fn plan_lines(g: &Globals, exp: &Experiment, rt: &tokio::runtime::Runtime) -> Result<Vec<String>, CommandError> {
+pub fn plan_lines(stock: &StockOptions, exp: &Experiment) -> Result<Vec<String>, CommandError> {
     if !reads_stock(exp) && !exp.data.restricts() && !exp.data.names_versions() {
         return Ok(Vec::new());
     }
-    let url = g.stock_url();
-    let place = place(g);
+    let url = stock.url.clone();
+    let place = stock.place();
     let later = "preflight: checked once the data is there (`measured run --preflight-only` prepares and \
                  checks it without running a trial)"
         .to_owned();
@@ -201,16 +194,14 @@ hint: \
             later,
         ]);
     }
-    let db = rt.block_on(Db::connect_with(&url, 4))?;
+    let db = Db::open_with(&url, 4)?;
     let result = (|| {
         if exp.data.names_versions() {
-            let view = rt
-                .block_on(market::pinned_view(&db, &exp.data.versions))
+            let view = db::wait(market::pinned_view(&db, &exp.data.versions))
                 .map_err(|e| unknown_versions(exp, &db::redact_text(&e.to_string(), &url)))?;
-            return verdict_lines(exp, rt, &db, &view, &place, &url);
+            return verdict_lines(exp, &db, &view, &place, &url);
         }
-        let steps = rt
-            .block_on(market::decide_data(&db, &exp.data, &place))
+        let steps = db::wait(market::decide_data(&db, &exp.data, &place))
             .map_err(|e| runtime_error(e, &url))?
             .map_err(|r| refusal(exp, r))?;
         if !steps.is_empty() {
@@ -219,30 +210,23 @@ hint: \
             lines.push(later);
             return Ok(lines);
         }
-        let view = rt
-            .block_on(market::data_view(&db, &exp.data))
-            .map_err(|e| runtime_error(e, &url))?;
-        verdict_lines(exp, rt, &db, &view, &place, &url)
+        let view = db::wait(market::data_view(&db, &exp.data)).map_err(|e| runtime_error(e, &url))?;
+        verdict_lines(exp, &db, &view, &place, &url)
     })();
-    rt.block_on(db.close());
+    db.shut();
     result
 }
 
 /// The preflight's verdict on `view` for `measured plan`: an error when a need is unmet.
 fn verdict_lines(
     exp: &Experiment,
-    rt: &tokio::runtime::Runtime,
     db: &Db,
     view: &DataView,
     place: &StockPlace,
     url: &str,
 ) -> Result<Vec<String>, CommandError> {
-    let identity = rt
-        .block_on(market::identify(db, view))
-        .map_err(|e| runtime_error(e, url))?;
-    let problems = rt
-        .block_on(problems(exp, db, view, &identity, place))
-        .map_err(|e| runtime_error(e, url))?;
+    let identity = db::wait(market::identify(db, view)).map_err(|e| runtime_error(e, url))?;
+    let problems = db::wait(problems(exp, db, view, &identity, place)).map_err(|e| runtime_error(e, url))?;
     if !problems.is_empty() {
         return Err(CommandError::Data(manifest::located(exp, problems)));
     }

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::report::RunData;
 use crate::store::StoredRun;
 use crate::store::{self, RunRow, StoreError};
@@ -267,7 +267,6 @@ fn render_run(
 /// Loads the runs of `chunk` from the database; a run whose spec cannot be read is reported
 /// in `skipped`.
 fn load_chunk(
-    rt: &tokio::runtime::Runtime,
     db: &Db,
     database: &str,
     chunk: Vec<(RunRow, String, String)>,
@@ -275,7 +274,7 @@ fn load_chunk(
 ) -> Result<Vec<(RunData, RunRow, String, String)>, PublishError> {
     let mut out = Vec::with_capacity(chunk.len());
     for (row, slug, key) in chunk {
-        let trials = rt.block_on(store::load_trials(db, &row.id))?;
+        let trials = db::wait(store::load_trials(db, &row.id))?;
         let stored = match StoredRun::new(row.clone(), trials) {
             Ok(s) => s,
             Err(e) => {
@@ -283,7 +282,7 @@ fn load_chunk(
                 continue;
             }
         };
-        let data = rt.block_on(crate::rundata::of_run_with_hosts(&stored, db, database))?;
+        let data = db::wait(crate::rundata::of_run_with_hosts(&stored, db, database))?;
         out.push((data, row, slug, key));
     }
     Ok(out)
@@ -292,12 +291,7 @@ fn load_chunk(
 // Long because: the pipeline (list runs, render chunks on scoped threads while the next is read,
 // write pages, remove stale ones) shares the scope's borrows.
 /// Publishes every run stored in `db` (reached at `database`) into `opts.out`.
-pub fn publish(
-    rt: &tokio::runtime::Runtime,
-    db: &Db,
-    database: &str,
-    opts: &PublishOptions,
-) -> Result<Published, PublishError> {
+pub fn publish(db: &Db, database: &str, opts: &PublishOptions) -> Result<Published, PublishError> {
     let out = opts.out.as_path();
     claim_out(out)?;
     let pages = Pages::new(opts.templates_dir.as_deref())?;
@@ -306,7 +300,7 @@ pub fn publish(
         .as_deref()
         .filter(|d| d.join("report.md.j2").is_file());
     let mut summary = Published::default();
-    let rows = rt.block_on(store::list_runs(db, None, u32::MAX))?;
+    let rows = db::wait(store::list_runs(db, None, u32::MAX))?;
     let mut digests: Vec<RunDigest> = Vec::with_capacity(rows.len());
     let mut todo = Vec::new();
     let mut seen_slugs = HashSet::new();
@@ -343,7 +337,7 @@ pub fn publish(
         let loader = scope.spawn(move || -> Result<Vec<String>, PublishError> {
             let mut skipped = Vec::new();
             for chunk in chunks {
-                let loaded = load_chunk(rt, db, database, chunk, &mut skipped)?;
+                let loaded = load_chunk(db, database, chunk, &mut skipped)?;
                 if tx.send(loaded).is_err() {
                     break;
                 }

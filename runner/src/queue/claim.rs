@@ -2,10 +2,12 @@
 //! units, claim one with `FOR UPDATE SKIP LOCKED`, renew and release leases, complete units and
 //! close the run when the last one is done.
 //!
+//! A unit's status is a [`UnitStatus`], bound into each statement: its text is the store's.
+//!
 //! Lease times use the database clock (`now()`), so workers on machines with skewed clocks still
 //! agree on when a lease has expired.
 
-use crate::store::RunStatus;
+use crate::store::{RunStatus, UnitStatus};
 use sqlx::{PgPool, Row};
 
 /// How many times a unit may be claimed before a lost lease marks it failed: a unit that kills
@@ -73,9 +75,9 @@ pub async fn claim(
         "WITH next AS ( \
            SELECT q.run_id, q.unit FROM queue_units q \
            WHERE ($1::TEXT IS NULL OR q.run_id = $1) \
-             AND (q.status = 'queued' OR (q.status = 'running' AND q.lease_expires_at < now() AND q.attempts < $4)) \
+             AND (q.status = $5 OR (q.status = $6 AND q.lease_expires_at < now() AND q.attempts < $4)) \
            ORDER BY q.run_id, q.unit LIMIT 1 FOR UPDATE SKIP LOCKED) \
-         UPDATE queue_units u SET status = 'running', worker = $2, attempts = u.attempts + 1, claimed_at = now(), \
+         UPDATE queue_units u SET status = $6, worker = $2, attempts = u.attempts + 1, claimed_at = now(), \
            lease_expires_at = now() + make_interval(secs => COALESCE($3::DOUBLE PRECISION, \
            (SELECT r.lease_seconds FROM queue_runs r WHERE r.run_id = next.run_id))) \
          FROM next WHERE u.run_id = next.run_id AND u.unit = next.unit \
@@ -85,6 +87,8 @@ pub async fn claim(
     .bind(worker)
     .bind(lease_override)
     .bind(MAX_ATTEMPTS)
+    .bind(UnitStatus::Queued.as_str())
+    .bind(UnitStatus::Running.as_str())
     .fetch_optional(pool)
     .await?;
     row.map(|r| {
@@ -102,12 +106,13 @@ pub async fn claim(
 pub async fn renew(pool: &PgPool, c: &Claimed, worker: &str, lease_seconds: f64) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "UPDATE queue_units SET lease_expires_at = now() + make_interval(secs => $4) \
-         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = 'running'",
+         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = $5",
     )
     .bind(&c.run_id)
     .bind(i64::from(c.unit))
     .bind(worker)
     .bind(lease_seconds)
+    .bind(UnitStatus::Running.as_str())
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -116,12 +121,14 @@ pub async fn renew(pool: &PgPool, c: &Claimed, worker: &str, lease_seconds: f64)
 /// Marks the unit done; `false` when the lease was lost meanwhile (the new holder completes it).
 pub async fn complete(pool: &PgPool, c: &Claimed, worker: &str) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
-        "UPDATE queue_units SET status = 'done', finished_at = now(), lease_expires_at = NULL, error = NULL \
-         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = 'running'",
+        "UPDATE queue_units SET status = $4, finished_at = now(), lease_expires_at = NULL, error = NULL \
+         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = $5",
     )
     .bind(&c.run_id)
     .bind(i64::from(c.unit))
     .bind(worker)
+    .bind(UnitStatus::Done.as_str())
+    .bind(UnitStatus::Running.as_str())
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -131,15 +138,37 @@ pub async fn complete(pool: &PgPool, c: &Claimed, worker: &str) -> Result<bool, 
 /// it used up its attempts. `error` says why (kept for `measured status`).
 pub async fn release(pool: &PgPool, c: &Claimed, worker: &str, error: Option<&str>) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "UPDATE queue_units SET status = CASE WHEN $4::TEXT IS NOT NULL AND attempts >= $5 THEN 'failed' ELSE 'queued' END, \
+        "UPDATE queue_units SET status = CASE WHEN $4::TEXT IS NOT NULL AND attempts >= $5 THEN $6 ELSE $7 END, \
            worker = NULL, lease_expires_at = NULL, error = $4 \
-         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = 'running'",
+         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = $8",
     )
     .bind(&c.run_id)
     .bind(i64::from(c.unit))
     .bind(worker)
     .bind(error)
     .bind(MAX_ATTEMPTS)
+    .bind(UnitStatus::Failed.as_str())
+    .bind(UnitStatus::Queued.as_str())
+    .bind(UnitStatus::Running.as_str())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Marks a unit failed at once, with `error`: its trials stopped on an error every config's
+/// first trial failed with, which running it again would only measure again. Nothing happens
+/// when the lease was lost meanwhile (the new holder decides).
+pub async fn fail(pool: &PgPool, c: &Claimed, worker: &str, error: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE queue_units SET status = $5, finished_at = now(), lease_expires_at = NULL, error = $4 \
+         WHERE run_id = $1 AND unit = $2 AND worker = $3 AND status = $6",
+    )
+    .bind(&c.run_id)
+    .bind(i64::from(c.unit))
+    .bind(worker)
+    .bind(error)
+    .bind(UnitStatus::Failed.as_str())
+    .bind(UnitStatus::Running.as_str())
     .execute(pool)
     .await?;
     Ok(())
@@ -149,13 +178,15 @@ pub async fn release(pool: &PgPool, c: &Claimed, worker: &str, error: Option<&st
 /// they belong to (each may now be drained).
 pub async fn fail_exhausted(pool: &PgPool, run: Option<&str>) -> Result<Vec<String>, sqlx::Error> {
     let mut runs: Vec<String> = sqlx::query_scalar(
-        "UPDATE queue_units SET status = 'failed', \
+        "UPDATE queue_units SET status = $3, \
            error = 'lease of ' || worker || ' expired on attempt ' || attempts || ' of ' || $2 \
-         WHERE ($1::TEXT IS NULL OR run_id = $1) AND status = 'running' AND lease_expires_at < now() AND attempts >= $2 \
+         WHERE ($1::TEXT IS NULL OR run_id = $1) AND status = $4 AND lease_expires_at < now() AND attempts >= $2 \
          RETURNING run_id",
     )
     .bind(run)
     .bind(MAX_ATTEMPTS)
+    .bind(UnitStatus::Failed.as_str())
+    .bind(UnitStatus::Running.as_str())
     .fetch_all(pool)
     .await?;
     runs.sort();
@@ -166,9 +197,11 @@ pub async fn fail_exhausted(pool: &PgPool, run: Option<&str>) -> Result<Vec<Stri
 /// Units not yet done or failed (of `run`, or of every run).
 pub async fn remaining(pool: &PgPool, run: Option<&str>) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
-        "SELECT COUNT(*) FROM queue_units WHERE ($1::TEXT IS NULL OR run_id = $1) AND status IN ('queued', 'running')",
+        "SELECT COUNT(*) FROM queue_units WHERE ($1::TEXT IS NULL OR run_id = $1) AND status IN ($2, $3)",
     )
     .bind(run)
+    .bind(UnitStatus::Queued.as_str())
+    .bind(UnitStatus::Running.as_str())
     .fetch_one(pool)
     .await
 }
@@ -177,16 +210,19 @@ pub async fn remaining(pool: &PgPool, run: Option<&str>) -> Result<i64, sqlx::Er
 /// Concurrent callers are harmless: the status only changes once. Returns the new status.
 pub async fn close_run_if_drained(pool: &PgPool, run_id: &str) -> Result<Option<RunStatus>, sqlx::Error> {
     let status: Option<String> = sqlx::query_scalar(
-        "UPDATE runs SET status = CASE WHEN EXISTS (SELECT 1 FROM queue_units WHERE run_id = $1 AND status = 'failed') \
+        "UPDATE runs SET status = CASE WHEN EXISTS (SELECT 1 FROM queue_units WHERE run_id = $1 AND status = $4) \
            THEN $2 ELSE $3 END, finished_at = now() \
          WHERE id = $1 AND status NOT IN ($3, $2) \
            AND EXISTS (SELECT 1 FROM queue_runs WHERE run_id = $1) \
-           AND NOT EXISTS (SELECT 1 FROM queue_units WHERE run_id = $1 AND status IN ('queued', 'running')) \
+           AND NOT EXISTS (SELECT 1 FROM queue_units WHERE run_id = $1 AND status IN ($5, $6)) \
          RETURNING status",
     )
     .bind(run_id)
     .bind(RunStatus::Failed.as_str())
     .bind(RunStatus::Finished.as_str())
+    .bind(UnitStatus::Failed.as_str())
+    .bind(UnitStatus::Queued.as_str())
+    .bind(UnitStatus::Running.as_str())
     .fetch_optional(pool)
     .await?;
     Ok(status.as_deref().map(RunStatus::parse))
@@ -229,7 +265,7 @@ pub async fn stored_in_unit(pool: &PgPool, run_id: &str, unit: u32) -> Result<Ve
 pub struct UnitRow {
     pub unit: u32,
     pub trials: u32,
-    pub status: String,
+    pub status: UnitStatus,
     pub worker: Option<String>,
     /// Seconds until the lease expires (negative: expired), for running units.
     pub lease_left: Option<f64>,
@@ -250,7 +286,7 @@ pub async fn units(pool: &PgPool, run_id: &str) -> Result<Vec<UnitRow>, sqlx::Er
             Ok(UnitRow {
                 unit: r.try_get::<i64, _>(0)? as u32,
                 trials: r.try_get::<i64, _>(1)? as u32,
-                status: r.try_get(2)?,
+                status: UnitStatus::parse(r.try_get::<&str, _>(2)?),
                 worker: r.try_get(3)?,
                 lease_left: r.try_get(4)?,
                 attempts: r.try_get::<i64, _>(5)? as u32,

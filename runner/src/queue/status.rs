@@ -5,7 +5,7 @@ use super::claim::{self, UnitRow};
 use super::slurm;
 use super::QueueError;
 use crate::db::Db;
-use crate::store::{self, RunStatus};
+use crate::store::{self, RunStatus, UnitStatus};
 use sqlx::PgPool;
 use std::fmt::Write as _;
 
@@ -35,15 +35,15 @@ pub struct QueueStatus {
 }
 
 impl QueueStatus {
-    pub fn count(&self, status: &str) -> usize {
-        self.units.iter().filter(|u| u.status == status).count()
+    pub fn count(&self, status: &UnitStatus) -> usize {
+        self.units.iter().filter(|u| u.status == *status).count()
     }
 
     /// Running units whose lease has not expired: some worker is (probably) alive on them.
     pub fn live_leases(&self) -> usize {
         self.units
             .iter()
-            .filter(|u| u.status == "running" && u.lease_left.is_some_and(|l| l > 0.0))
+            .filter(|u| u.status == UnitStatus::Running && u.lease_left.is_some_and(|l| l > 0.0))
             .count()
     }
 }
@@ -73,7 +73,7 @@ pub async fn load(
         array,
         marked_interrupted: false,
     };
-    let remaining = st.count("queued") + st.count("running");
+    let remaining = st.count(&UnitStatus::Queued) + st.count(&UnitStatus::Running);
     if st.run.status == RunStatus::Running && remaining > 0 && st.live_leases() == 0 && st.array == ArrayState::Gone {
         st.marked_interrupted = claim::mark_interrupted(pool, &st.run.id).await?;
         if st.marked_interrupted {
@@ -100,10 +100,10 @@ pub fn render(st: &QueueStatus) -> String {
     let _ = writeln!(
         out,
         "units: {} queued, {} running, {} done, {} failed (of {}; lease {} s)",
-        st.count("queued"),
-        st.count("running"),
-        st.count("done"),
-        st.count("failed"),
+        st.count(&UnitStatus::Queued),
+        st.count(&UnitStatus::Running),
+        st.count(&UnitStatus::Done),
+        st.count(&UnitStatus::Failed),
         st.units.len(),
         st.lease_seconds
     );
@@ -112,7 +112,7 @@ pub fn render(st: &QueueStatus) -> String {
         "trials: {} of {} stored, {} failed",
         r.stored_trials, r.planned_trials, r.failed_trials
     );
-    let running: Vec<&UnitRow> = st.units.iter().filter(|u| u.status == "running").collect();
+    let running: Vec<&UnitRow> = st.units.iter().filter(|u| u.status == UnitStatus::Running).collect();
     if running.is_empty() {
         out.push_str("leases: none\n");
     } else {
@@ -133,7 +133,7 @@ pub fn render(st: &QueueStatus) -> String {
             );
         }
     }
-    for u in st.units.iter().filter(|u| u.status == "failed") {
+    for u in st.units.iter().filter(|u| u.status == UnitStatus::Failed) {
         let _ = writeln!(
             out,
             "failed unit {} ({} trials): {}",
@@ -156,7 +156,7 @@ pub fn render(st: &QueueStatus) -> String {
         }
         (None, _) => {}
     }
-    let remaining = st.count("queued") + st.count("running");
+    let remaining = st.count(&UnitStatus::Queued) + st.count(&UnitStatus::Running);
     if st.marked_interrupted {
         let _ = writeln!(
             out,

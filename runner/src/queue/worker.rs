@@ -1,11 +1,12 @@
 //! The worker loop (queue -> **worker** -> exec -> store): claims a unit, keeps its lease alive
-//! from a background task, runs the unit's trials with `exec::run_trial` and stores each one in
-//! its own transaction, exactly as a local run does; repeats until no unit remains.
+//! from a background task, runs the unit's trials through the executor's trial loop
+//! (`exec::execute_with`, the loop of a local run, with its events and first-failure stop) and
+//! keeps each finished trial at once, as a local run does; repeats until no unit remains.
 
 use super::claim::{self, Claimed};
 use super::QueueError;
 use crate::db;
-use crate::exec::{self, Execution, StageCache};
+use crate::exec::{self, ExecError, ExecSummary, Execution, LoopHooks, Outcome, Reporter, RunEvent, StageCache};
 use crate::manifest::Experiment;
 use crate::measure::Fingerprint;
 use crate::plan::{self, ScheduledTrial};
@@ -13,7 +14,7 @@ use crate::stage::Services;
 use crate::store;
 use crate::store::journal;
 use crate::store::retry::{self, GaveUp, Progress};
-use crate::store::{Kept, TrialSink};
+use crate::store::{Kept, TrialSink, Unstored};
 use sqlx::PgPool;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -56,7 +57,7 @@ pub struct WorkerSummary {
     /// Units whose lease this worker lost before completing them.
     pub lost_units: u32,
     pub interrupted: bool,
-    /// Running trials (`exec::run_trial`).
+    /// Running trials (the executor's loop, storing left out).
     pub run_seconds: f64,
     /// Storing trials (`store::insert_trial`), as a local run does too.
     pub store_seconds: f64,
@@ -124,8 +125,18 @@ pub fn worker_id(env: &Fingerprint) -> String {
 }
 
 /// Serves units until none remain (or the idle limit passes, or `cancel` is set).
+///
+/// A unit whose trials stop on an error (the first trial of every config failed alike) is
+/// failed at once with that error, as `measured run` records such a run stopped: running it
+/// again would only measure the failure again. A worker that itself stops on an error (a
+/// finished trial it cannot store, a run it cannot open, a database that does not answer)
+/// gives its unit back with the error `measured run` would record, its causes on one line and
+/// the databases' passwords removed, and returns the error: the unit is queued again for
+/// another worker, or failed once it has used its attempts (`measured status` shows the error).
+/// Either way the run's own status is left to the queue: it stays running while units remain,
+/// and is failed when the last one ends with a failed unit among them; a worker never records
+/// a run that other workers still serve as stopped.
 pub fn serve(
-    rt: &tokio::runtime::Runtime,
     pool: &PgPool,
     db: &db::Db,
     stock_url: String,
@@ -133,13 +144,13 @@ pub fn serve(
     cancel: &Arc<AtomicBool>,
 ) -> Result<WorkerSummary, QueueError> {
     let env = Fingerprint::collect(Path::new("."));
-    rt.block_on(store::upsert_environment(db, &env))?;
-    flush_left_journals(rt, db, o)?;
+    db::wait(store::upsert_environment(db, &env))?;
+    flush_left_journals(db, o)?;
     let me = worker_id(&env);
     let w = Worker {
-        rt,
         pool,
-        services: Services::new(rt.handle().clone(), stock_url, o.stock_named),
+        services: Services::new(stock_url.clone(), o.stock_named),
+        stock_url,
         env,
         me: me.clone(),
         cancel,
@@ -155,9 +166,7 @@ pub fn serve(
     // Poll for expired leases a few times per lease, so a dead worker's unit moves on soon.
     let lease = match (&o.run, o.lease_seconds) {
         (_, Some(l)) => l,
-        (Some(r), None) => rt
-            .block_on(claim::queue_run(pool, r))?
-            .map_or(super::DEFAULT_LEASE_SECONDS, |q| q.0),
+        (Some(r), None) => db::wait(claim::queue_run(pool, r))?.map_or(super::DEFAULT_LEASE_SECONDS, |q| q.0),
         (None, None) => super::DEFAULT_LEASE_SECONDS,
     };
     let poll = Duration::from_secs_f64((lease / 4.0).clamp(0.1, 1.0));
@@ -189,22 +198,16 @@ pub fn serve(
             continue;
         };
         if !runs.contains_key(&c.run_id) {
-            match load_run_state(rt, pool, db, &c.run_id, o, &w.env) {
+            match load_run_state(pool, db, &c.run_id, o, &w.env) {
                 Ok(state) => {
                     runs.insert(c.run_id.clone(), state);
                 }
-                Err(e) => {
-                    let _ = rt.block_on(claim::release(pool, &c, &me, Some(&e.to_string())));
-                    return Err(e);
-                }
+                Err(e) => return Err(w.give_back(&c, e)),
             }
         }
         let state = runs.get_mut(&c.run_id).expect("inserted above");
-        let result = run_unit(&w, &c, state, &mut sum);
-        if let Err(e) = result {
-            let msg = e.to_string();
-            let _ = rt.block_on(claim::release(pool, &c, &me, Some(&msg)));
-            return Err(e);
+        if let Err(e) = run_unit(&w, &c, state, &mut sum) {
+            return Err(w.give_back(&c, e));
         }
         idle_since = Instant::now();
     }
@@ -218,9 +221,9 @@ pub fn serve(
 /// Stores the journals a worker of this folder left behind (its database was unreachable),
 /// for the run it serves or, with `--any`, for every run; deletes each once stored. Journals
 /// of live workers and of other databases are left alone.
-fn flush_left_journals(rt: &tokio::runtime::Runtime, db: &db::Db, o: &WorkerOptions) -> Result<(), QueueError> {
+fn flush_left_journals(db: &db::Db, o: &WorkerOptions) -> Result<(), QueueError> {
     for path in journal::find(&o.results_dir, o.run.as_deref()) {
-        let left = rt.block_on(journal::store_left(db, &path, &o.database))?;
+        let left = db::wait(journal::store_left(db, &path, &o.database))?;
         if matches!(left, journal::Left::Stored { .. }) && !o.quiet {
             eprintln!("{left}");
         }
@@ -242,7 +245,6 @@ fn drained(w: &Worker<'_>, run: Option<&str>) -> Result<bool, QueueError> {
 }
 
 fn load_run_state(
-    rt: &tokio::runtime::Runtime,
     pool: &PgPool,
     db: &db::Db,
     run_id: &str,
@@ -250,11 +252,10 @@ fn load_run_state(
     env: &Fingerprint,
 ) -> Result<RunState, QueueError> {
     let lease_override = o.lease_seconds;
-    let run = rt.block_on(store::Reopened::load(db, run_id))?;
+    let run = db::wait(store::Reopened::load(db, run_id))?;
     let target = store::SinkTarget {
         db,
         url: &o.database,
-        rt: rt.handle(),
         results_dir: &o.results_dir,
         journal_name: &format!("{}.worker-{}", run.row.id, std::process::id()),
         quiet: o.quiet,
@@ -263,12 +264,10 @@ fn load_run_state(
     let mut exp = run.exp;
     // Every unit reads the dataset versions the run was submitted with.
     exp.data.pinned = run.versions;
-    let (lease, _) = rt
-        .block_on(claim::queue_run(pool, run_id))?
-        .ok_or_else(|| QueueError::NoQueue(run_id.to_owned()))?;
+    let (lease, _) = db::wait(claim::queue_run(pool, run_id))?.ok_or_else(|| QueueError::NoQueue(run_id.to_owned()))?;
     let trials = plan::schedule(exp.configs.len(), &exp.schedule, run.row.seed);
     // A worker that picks up an interrupted run (`scancel`, then a worker by hand) revives it.
-    rt.block_on(claim::reopen_run(pool, run_id))?;
+    db::wait(claim::reopen_run(pool, run_id))?;
     Ok(RunState {
         exp,
         trials,
@@ -288,14 +287,14 @@ struct Heartbeat {
 }
 
 impl Heartbeat {
-    fn start(rt: &tokio::runtime::Runtime, pool: &PgPool, c: &Claimed, worker: &str, lease: f64) -> Self {
+    fn start(pool: &PgPool, c: &Claimed, worker: &str, lease: f64) -> Self {
         let lost = Arc::new(AtomicBool::new(false));
         let busy_micros = Arc::new(AtomicU64::new(0));
         let (pool, c, worker) = (pool.clone(), c.clone(), worker.to_owned());
         let (lost2, busy2) = (lost.clone(), busy_micros.clone());
         // Three renewals per lease: one slow or failed renewal does not lose the unit.
         let every = Duration::from_secs_f64((lease / 3.0).max(0.05));
-        let task = rt.spawn(async move {
+        let task = db::spawn(async move {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 tick.tick().await;
@@ -327,9 +326,10 @@ impl Heartbeat {
 
 /// What stays the same for every unit one worker runs.
 struct Worker<'a> {
-    rt: &'a tokio::runtime::Runtime,
     pool: &'a PgPool,
     services: Services,
+    /// The stock database's URL, for redacting its password from errors.
+    stock_url: String,
     env: Fingerprint,
     me: String,
     cancel: &'a AtomicBool,
@@ -340,6 +340,16 @@ struct Worker<'a> {
 }
 
 impl Worker<'_> {
+    /// Gives unit `c` back after this worker stopped on `e`, with the error's text as `measured
+    /// run` records it (see [`serve`]); returns `e`. Should the database not take it, the unit
+    /// is claimed again once its lease expires.
+    fn give_back(&self, c: &Claimed, e: QueueError) -> QueueError {
+        let text = crate::printable::error_chain(&e);
+        let text = db::redact_text(&db::redact_text(&text, &self.database), &self.stock_url);
+        let _ = db::wait(claim::release(self.pool, c, &self.me, Some(&text)));
+        e
+    }
+
     /// Runs one queue statement, retrying while the database is unreachable (a restart, a
     /// network blip), for up to `db_wait`. Other errors return at once.
     fn call<T, Fut>(&self, what: &str, f: impl FnMut() -> Fut) -> Result<T, QueueError>
@@ -351,15 +361,7 @@ impl Worker<'_> {
             Progress::Failing(e) => eprintln!("worker {}: cannot {what} ({e}); retrying", self.me),
             Progress::Answers => eprintln!("worker {}: the database answers again", self.me),
         };
-        retry::retry(
-            self.rt.handle(),
-            &self.database,
-            self.db_wait,
-            store::is_unreachable,
-            told,
-            f,
-        )
-        .map_err(|r| match r {
+        retry::retry(&self.database, self.db_wait, store::is_unreachable, told, f).map_err(|r| match r {
             GaveUp::Fatal(e) => e.into(),
             GaveUp::Waited(error) => QueueError::Unreachable {
                 what: what.to_owned(),
@@ -370,20 +372,18 @@ impl Worker<'_> {
     }
 }
 
+/// Runs claimed unit `c` while a heartbeat keeps its lease, then completes it, fails it (its
+/// trials stopped on an error), gives it back (cancelled) or leaves it to its new holder.
 fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerSummary) -> Result<(), QueueError> {
     let Worker {
-        rt,
-        pool,
-        cancel,
-        quiet,
-        ..
+        pool, cancel, quiet, ..
     } = *w;
     let me = w.me.as_str();
-    let heartbeat = Heartbeat::start(rt, pool, c, me, state.lease);
-    let result = run_unit_trials(w, c, state, sum, &heartbeat.lost);
+    let heartbeat = Heartbeat::start(pool, c, me, state.lease);
+    let result = unit_loop(w, c, state, sum, &heartbeat.lost);
     let lost = heartbeat.lost.load(Ordering::SeqCst);
     sum.heartbeat_seconds += heartbeat.stop();
-    result?;
+    let ran = result?;
     if cancel.load(Ordering::SeqCst) {
         // Back to the queue at once: the next worker need not wait for the lease to expire.
         w.call("release a unit", || claim::release(pool, c, me, None))?;
@@ -391,9 +391,27 @@ fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerS
         return Ok(());
     }
     let t = Instant::now();
-    let completed = !lost && w.call("complete a unit", || claim::complete(pool, c, me))?;
-    if completed {
-        sum.units += 1;
+    let ended = match (lost, &ran.stopped) {
+        (true, _) => false,
+        (false, Some(error)) => {
+            if !quiet {
+                eprintln!(
+                    "worker {me}: unit {} of run {} stopped: the first trial of every config failed with: {}",
+                    c.unit,
+                    c.run_id,
+                    exec::failure_text(error)
+                );
+            }
+            w.call("fail a unit", || claim::fail(pool, c, me, error))?;
+            true
+        }
+        (false, None) => {
+            let completed = w.call("complete a unit", || claim::complete(pool, c, me))?;
+            sum.units += u32::from(completed);
+            completed
+        }
+    };
+    if ended {
         if let Some(status) = w.call("close a run", || claim::close_run_if_drained(pool, &c.run_id))? {
             if !quiet {
                 eprintln!("run {}: last unit done, run {status}", c.run_id);
@@ -409,102 +427,116 @@ fn run_unit(w: &Worker<'_>, c: &Claimed, state: &mut RunState, sum: &mut WorkerS
     Ok(())
 }
 
-fn run_unit_trials(
+/// Runs the trials of unit `c` not stored yet through the executor's loop, keeping each at
+/// once; the loop ends early when `cancel` is set, when `lost` is (the lease went to another
+/// worker), or when the first trial of every config failed alike.
+fn unit_loop(
     w: &Worker<'_>,
     c: &Claimed,
     state: &mut RunState,
     sum: &mut WorkerSummary,
     lost: &AtomicBool,
-) -> Result<(), QueueError> {
-    let Worker {
-        pool, cancel, quiet, ..
-    } = *w;
-    let (me, env, services) = (w.me.as_str(), &w.env, &w.services);
+) -> Result<ExecSummary, QueueError> {
+    let me = w.me.as_str();
     // Only a re-claimed unit can have stored trials: skip the look-up on the first claim.
     let skip: HashSet<u32> = if c.attempts > 1 {
         let t = Instant::now();
         let s = w.call("read a unit's stored trials", || {
-            claim::stored_in_unit(pool, &c.run_id, c.unit)
+            claim::stored_in_unit(w.pool, &c.run_id, c.unit)
         })?;
         sum.claim_seconds += t.elapsed().as_secs_f64();
         s.into_iter().collect()
     } else {
         HashSet::new()
     };
+    let trials: Vec<ScheduledTrial> = state.trials.iter().filter(|t| t.block == c.unit).copied().collect();
+    sum.already_stored += trials.iter().filter(|t| skip.contains(&t.index)).count() as u32;
     let spec = Execution {
         run_id: &c.run_id,
         exp: &state.exp,
-        trials: &state.trials,
+        trials: &trials,
         seed: state.seed,
         skip: &skip,
-        env,
+        env: &w.env,
         worker: me.to_owned(),
     };
-    let unit_trials = state.trials.iter().filter(|t| t.block == c.unit);
-    for trial in unit_trials {
-        if skip.contains(&trial.index) {
-            sum.already_stored += 1;
-            continue;
-        }
-        if cancel.load(Ordering::SeqCst) || lost.load(Ordering::SeqCst) {
+    let hooks = LoopHooks {
+        cache: Some(&mut state.cache),
+        halt: Some(lost),
+        signal_cancels: true,
+    };
+    let mut keeper = UnitKeeper {
+        sink: &mut state.sink,
+        db_wait: w.db_wait,
+        quiet: w.quiet,
+        sum,
+        store_seconds: 0.0,
+        unstored: None,
+    };
+    let t = Instant::now();
+    let result = exec::execute_with(&spec, &w.services, w.cancel, &mut [&mut keeper], None, hooks);
+    let (store_seconds, unstored) = (keeper.store_seconds, keeper.unstored.take());
+    sum.run_seconds += t.elapsed().as_secs_f64() - store_seconds;
+    let ran = result.map_err(|e| match unstored {
+        Some(u) => QueueError::Unstored {
+            run: u.run_id,
+            journal: u.journal,
+            error: u.error,
+        },
+        None => QueueError::Exec(e.to_string()),
+    })?;
+    if ran.outcome == Outcome::Finished && !w.quiet {
+        eprintln!(
+            "worker {me}: unit {} of run {} done (attempt {})",
+            c.unit, c.run_id, c.attempts
+        );
+    }
+    Ok(ran)
+}
+
+/// A worker's one reporter: keeps each finished trial at once, on disk and then in the
+/// database (waiting up to `db_wait` for it), and counts it.
+struct UnitKeeper<'a> {
+    sink: &'a mut TrialSink,
+    db_wait: Duration,
+    quiet: bool,
+    sum: &'a mut WorkerSummary,
+    /// Time spent storing this unit's trials.
+    store_seconds: f64,
+    /// Why a finished trial could not be stored: the worker's error.
+    unstored: Option<Unstored>,
+}
+
+impl Reporter for UnitKeeper<'_> {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<(), ExecError> {
+        let RunEvent::TrialFinished { trial: record, .. } = event else {
             return Ok(());
-        }
-        let t = Instant::now();
-        let record = exec::run_trial(&spec, trial, services, cancel, &mut state.cache, &mut [])
-            .map_err(|e| QueueError::Exec(e.to_string()))?;
-        sum.run_seconds += t.elapsed().as_secs_f64();
-        let Some(record) = record else {
-            return Ok(()); // cancelled mid-trial: nothing of it is kept
         };
-        if !record.ok && stopped_by_cancel(&record, cancel) {
-            return Ok(());
-        }
         let t = Instant::now();
         // On disk before the database is asked: a finished unit is not lost when its store fails.
-        let kept = state
-            .sink
-            .keep_now(&record, w.db_wait)
-            .map_err(|u| QueueError::Unstored {
-                run: u.run_id,
-                journal: u.journal,
-                error: u.error,
-            })?;
+        let kept = self.sink.keep_now(record, self.db_wait).map_err(|u| {
+            let error = ExecError::Keep(u.error.clone().into());
+            self.unstored = Some(u);
+            error
+        })?;
         match kept {
             Kept::Stored => {
-                sum.trials += 1;
+                self.sum.trials += 1;
                 if !record.ok {
-                    sum.failed_trials += 1;
-                    if !quiet {
-                        let text = crate::exec::failure_text(record.error.as_deref().unwrap_or_default());
+                    self.sum.failed_trials += 1;
+                    if !self.quiet {
+                        let text = exec::failure_text(record.error.as_deref().unwrap_or_default());
                         eprintln!("trial {} ({}) failed: {text}", record.index, record.config);
                     }
                 }
             }
             // Unique keys: a trial is stored once. Another worker that took over this unit
             // after our lease lapsed stored it first; its result stands.
-            Kept::AlreadyHeld => sum.duplicates += 1,
+            Kept::AlreadyHeld => self.sum.duplicates += 1,
         }
-        sum.store_seconds += t.elapsed().as_secs_f64();
+        let seconds = t.elapsed().as_secs_f64();
+        self.store_seconds += seconds;
+        self.sum.store_seconds += seconds;
+        Ok(())
     }
-    if !quiet {
-        eprintln!(
-            "worker {me}: unit {} of run {} done (attempt {})",
-            c.unit, c.run_id, c.attempts
-        );
-    }
-    Ok(())
-}
-
-/// `scancel` signals every process of the task, the stage's program too: it may die of the
-/// signal a moment before the worker's handler sets the cancel flag. Such a failure is the
-/// cancellation, not a result, so it is dropped like any cancelled trial (and re-run later).
-fn stopped_by_cancel(record: &crate::record::TrialRecord, cancel: &AtomicBool) -> bool {
-    if cancel.load(Ordering::SeqCst) {
-        return true;
-    }
-    if record.error.as_deref().is_some_and(|e| e.contains("killed by signal")) {
-        std::thread::sleep(Duration::from_millis(100));
-        return cancel.load(Ordering::SeqCst);
-    }
-    false
 }

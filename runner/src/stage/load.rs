@@ -19,9 +19,7 @@ impl Stage for LoadStage {
     fn run(&self, ctx: &mut StageCtx<'_>, _inputs: &Inputs) -> Result<Artifact, StageError> {
         let db = ctx.services.stock_db()?;
         let view = ctx.services.view(ctx.data)?;
-        let bars = ctx
-            .services
-            .block_on(load_within(db, &self.params, &view, &mut ctx.rec))?;
+        let bars = crate::db::wait(load_within(db, &self.params, &view, &mut ctx.rec))?;
         ctx.content_hash = Some(bars.content_hash.clone());
         Ok(Artifact::Bars(Arc::new(bars)))
     }

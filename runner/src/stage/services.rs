@@ -1,17 +1,17 @@
-//! Shared services a stage may use while it runs (given by exec to every stage): the async runtime and the
-//! stock database, connected on first use.
+//! Shared services a stage may use while it runs (given by exec to every stage): the stock
+//! database, connected on first use, and the versions a manifest's loads read. A stage waits on
+//! the stock database through `crate::db::wait`.
 
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::market::{DataSpec, DataView, StockError};
-use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The dataset versions a manifest's loads read, or why its declared data is not what the
 /// stock database holds.
 type View = Result<Arc<DataView>, StockError>;
 
+/// What every stage of a run (or of a worker's runs) shares: the stock database and its views.
 pub struct Services {
-    rt: tokio::runtime::Handle,
     stock_url: String,
     /// The stock database was named on its own (`--stock-database`, `STOCK_DATABASE_URL`):
     /// it must exist and hold data. Only the results database doubles as a demo market.
@@ -24,9 +24,8 @@ pub struct Services {
 impl Services {
     /// `stock_url` is where stages read market data from (connected only when needed);
     /// `named` when the user named it apart from the results database.
-    pub fn new(rt: tokio::runtime::Handle, stock_url: String, named: bool) -> Self {
+    pub fn new(stock_url: String, named: bool) -> Self {
         Self {
-            rt,
             stock_url,
             named,
             stock: OnceLock::new(),
@@ -55,19 +54,14 @@ impl Services {
         }
         let v = match self.stock_db() {
             Ok(db) => match &data.pinned {
-                Some(refs) => self.block_on(crate::market::stored_view(db, refs)),
-                None => self.block_on(crate::market::data_view(db, data)),
+                Some(refs) => db::wait(crate::market::stored_view(db, refs)),
+                None => db::wait(crate::market::data_view(db, data)),
             }
             .map(Arc::new),
             Err(e) => Err(e),
         };
         known.push((data.clone(), v.clone()));
         v
-    }
-
-    /// Runs async work (database access) from a stage's synchronous code.
-    pub fn block_on<F: Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
     }
 
     /// The stock database, connected (and migrated) on first use. When it is the results
@@ -77,7 +71,7 @@ impl Services {
     pub fn stock_db(&self) -> Result<&Db, StockError> {
         self.stock
             .get_or_init(|| {
-                self.block_on(async {
+                db::wait(async {
                     let shown = crate::db::redact_url(&self.stock_url);
                     if let Some(missing) = self.named.then(|| missing_named_stock(&self.stock_url)).flatten() {
                         return Err(missing);

@@ -124,27 +124,15 @@ mod tests {
     #[test]
     fn each_trial_is_in_the_journal_when_keep_returns_and_in_the_database_after_finish() {
         let dir = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
         let url = dir.path().join("r.sqlite").display().to_string();
-        let db = rt.block_on(Db::connect(&url)).unwrap();
+        let db = Db::open(&url).unwrap();
         let run = header("run-1");
-        rt.block_on(async {
+        crate::db::wait(async {
             crate::store::insert_run_header(&db, &run).await.unwrap();
             crate::store::upsert_environment(&db, &run.env).await.unwrap();
         });
         let path = Journal::path_for(dir.path(), "exp", "run-1");
-        let sink = TrialSink::new(
-            db,
-            &url,
-            rt.handle().clone(),
-            "run-1",
-            Journal::create(&path, &run).unwrap(),
-            true,
-        );
+        let sink = TrialSink::new(db, &url, "run-1", Journal::create(&path, &run).unwrap(), true);
         let mut kept = BackgroundSink::start(sink).unwrap();
         for i in 0..5u32 {
             kept.keep(&trial(i, &run.env.hash)).unwrap();
@@ -158,12 +146,12 @@ mod tests {
         let db = kept
             .finish(&crate::store::RunStatus::Finished, None, Duration::from_secs(30))
             .unwrap();
-        let stored = rt.block_on(crate::store::stored_trial_indices(&db, "run-1")).unwrap();
+        let stored = crate::db::wait(crate::store::stored_trial_indices(&db, "run-1")).unwrap();
         assert_eq!(stored.len(), 5, "{stored:?}");
         assert!(
             !path.exists(),
             "the journal is removed once the database holds all of it"
         );
-        rt.block_on(db.close());
+        db.shut();
     }
 }

@@ -2,8 +2,8 @@
 //! metrics and environments, on SQLite or Postgres. `sink` is the one path a finished trial
 //! takes (the `journal`, then the database, by the one `retry` policy); `results` writes and
 //! `read` reads back; `spec` is what a run is about, in the versioned form stored with it;
-//! `status` is a run's status, text only at the SQL and journal boundary; `reopen` is the one
-//! way a stored run is opened to continue it (`--resume`, the queue worker).
+//! `status` is a run's status (and a queue unit's), text only at the SQL and journal boundary;
+//! `reopen` is the one way a stored run is opened to continue it (`--resume`, the queue worker).
 
 mod background;
 pub mod journal;
@@ -26,4 +26,4 @@ pub use results::{
 };
 pub use run::StoredRun;
 pub use sink::{Kept, TrialSink, Unstored};
-pub use status::{measured_nothing, RunStatus};
+pub use status::{measured_nothing, RunStatus, UnitStatus};

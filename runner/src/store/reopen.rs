@@ -71,14 +71,7 @@ impl Reopened {
             &Journal::path_for(to.results_dir, &row.experiment, to.journal_name),
             &header,
         )?;
-        Ok(TrialSink::new(
-            to.db.clone(),
-            to.url,
-            to.rt.clone(),
-            &row.id,
-            journal,
-            to.quiet,
-        ))
+        Ok(TrialSink::new(to.db.clone(), to.url, &row.id, journal, to.quiet))
     }
 }
 
@@ -87,7 +80,6 @@ pub struct SinkTarget<'a> {
     pub db: &'a Db,
     /// The results database's URL.
     pub url: &'a str,
-    pub rt: &'a tokio::runtime::Handle,
     pub results_dir: &'a Path,
     /// The journal's name: the run id, or a worker's own name for its share of the run.
     pub journal_name: &'a str,

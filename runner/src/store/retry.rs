@@ -51,12 +51,11 @@ pub enum Unanswered {
 /// Runs database work for at most `limit`; an error (its password redacted) or no answer
 /// becomes an [`Unanswered`].
 pub fn answer<T, E: std::fmt::Display>(
-    rt: &tokio::runtime::Handle,
     url: &str,
     limit: Duration,
     work: impl std::future::Future<Output = Result<T, E>>,
 ) -> Result<T, Unanswered> {
-    match rt.block_on(async { tokio::time::timeout(limit, work).await }) {
+    match db::wait(async { tokio::time::timeout(limit, work).await }) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(Unanswered::Failed(db::redact_text(&e.to_string(), url))),
         Err(_) => Err(Unanswered::Silent(limit)),
@@ -82,7 +81,6 @@ pub enum GaveUp<E> {
 /// Runs `f`, retrying by the policy while it fails with a `retryable` error or gets no answer
 /// within [`ATTEMPT`], for up to `wait`.
 pub fn retry<T, E, Fut>(
-    rt: &tokio::runtime::Handle,
     url: &str,
     wait: Duration,
     retryable: impl Fn(&E) -> bool,
@@ -97,7 +95,7 @@ where
     let mut backoff = Backoff::default();
     let mut failed = false;
     loop {
-        let error = match rt.block_on(async { tokio::time::timeout(ATTEMPT, f()).await }) {
+        let error = match db::wait(async { tokio::time::timeout(ATTEMPT, f()).await }) {
             Ok(Ok(v)) => {
                 if failed {
                     told(Progress::Answers);
@@ -125,13 +123,6 @@ where
 mod tests {
     use super::*;
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap()
-    }
-
     #[test]
     fn the_backoff_doubles_up_to_its_ceiling() {
         let waits: Vec<u128> = std::iter::successors(Some(Backoff::default()), |b| Some(b.next()))
@@ -143,11 +134,9 @@ mod tests {
 
     #[test]
     fn a_retry_tells_the_first_failure_once_and_then_the_answer() {
-        let rt = runtime();
         let mut calls = 0;
         let mut told = Vec::new();
         let got = retry(
-            rt.handle(),
             "postgres://u:secret@h/db",
             Duration::from_secs(5),
             |_: &String| true,
@@ -180,10 +169,8 @@ mod tests {
 
     #[test]
     fn a_fatal_error_is_not_retried_and_a_lasting_one_gives_up() {
-        let rt = runtime();
         let mut calls = 0;
         let fatal = retry(
-            rt.handle(),
             "",
             Duration::from_secs(5),
             |_: &String| false,
@@ -196,7 +183,6 @@ mod tests {
         assert!(matches!(fatal, Err(GaveUp::Fatal(e)) if e == "bad SQL"));
         assert_eq!(calls, 1);
         let lasting = retry(
-            rt.handle(),
             "",
             Duration::from_millis(600),
             |_: &String| true,

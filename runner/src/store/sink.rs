@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 pub struct TrialSink {
     url: String,
     db: Arc<Mutex<Db>>,
-    rt: tokio::runtime::Handle,
     run_id: String,
     journal: Journal,
     /// Finished trials not yet acknowledged by the database, oldest first.
@@ -71,12 +70,11 @@ pub enum Kept {
 
 impl TrialSink {
     /// A sink for run `run_id` in the database `db` (reached at `url`), journaling to `journal`.
-    pub fn new(db: Db, url: &str, rt: tokio::runtime::Handle, run_id: &str, journal: Journal, quiet: bool) -> Self {
+    pub fn new(db: Db, url: &str, run_id: &str, journal: Journal, quiet: bool) -> Self {
         Self {
             sqlite_id: db::sqlite_file_id(url),
             url: url.to_owned(),
             db: Arc::new(Mutex::new(db)),
-            rt,
             run_id: run_id.to_owned(),
             journal,
             pending: VecDeque::new(),
@@ -98,7 +96,7 @@ impl TrialSink {
     /// Beats the run's heartbeat every quarter of `lease` while the sink lives.
     pub fn beating(mut self, lease: Duration) -> Self {
         let (db, id) = (self.db.clone(), self.run_id.clone());
-        self.heartbeat = Some(self.rt.spawn(async move {
+        self.heartbeat = Some(db::spawn(async move {
             let mut tick = tokio::time::interval(lease / 4);
             loop {
                 tick.tick().await;
@@ -206,11 +204,8 @@ impl TrialSink {
         let old = self.current_db();
         // Closing the last connection checkpoints into the old file and removes its WAL, so
         // the new file does not pick up the old one's log.
-        self.rt.block_on(old.close());
-        let db = self
-            .rt
-            .block_on(Db::connect(&self.url))
-            .map_err(|e| Unanswered::Failed(db::redact_text(&e.to_string(), &self.url)))?;
+        old.shut();
+        let db = Db::open(&self.url).map_err(|e| Unanswered::Failed(db::redact_text(&e.to_string(), &self.url)))?;
         self.sqlite_id = db::sqlite_file_id(&self.url);
         if let Ok(mut d) = self.db.lock() {
             *d = db;
@@ -264,7 +259,7 @@ impl TrialSink {
     fn probe(&self) -> Result<(), Unanswered> {
         let db = self.current_db();
         let ping = async { crate::on_pool!(&db, |pool| sqlx::query("SELECT 1").execute(pool).await.map(|_| ())) };
-        retry::answer(&self.rt, &self.url, retry::PROBE, ping)
+        retry::answer(&self.url, retry::PROBE, ping)
     }
 
     /// One attempt: the environment, then the pending trials oldest first (or the whole
@@ -297,7 +292,7 @@ impl TrialSink {
             }
             Ok::<(), JournalError>(())
         };
-        let answered = retry::answer(&self.rt, &self.url, retry::ATTEMPT, attempt);
+        let answered = retry::answer(&self.url, retry::ATTEMPT, attempt);
         if answered.is_ok() {
             self.replay = false;
             if replaying {
@@ -325,7 +320,7 @@ impl TrialSink {
         self.check_replaced().map_err(|e| self.unstored(e.to_string()))?;
         let db = self.current_db();
         let contents = journal::read(self.journal.path()).map_err(|e| self.unstored(e.to_string()))?;
-        let restored = match retry::answer(&self.rt, &self.url, retry::ATTEMPT, journal::flush(&db, &contents)) {
+        let restored = match retry::answer(&self.url, retry::ATTEMPT, journal::flush(&db, &contents)) {
             Ok(flushed) => flushed.inserted,
             Err(e) => return Err(self.unstored(e.to_string())),
         };

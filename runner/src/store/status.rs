@@ -1,6 +1,7 @@
 //! A run's status (store -> **status** -> commands, rundata, publish, queue): one enum for the
 //! whole crate, turned into text only where a run row or a journal line is written or read.
 //! The text is the one every earlier version stored, so existing databases and journals read.
+//! A queue unit's status (`queue_units.status`) is its own enum here too, for the same reason.
 
 use std::fmt;
 
@@ -80,6 +81,52 @@ impl<'de> serde::Deserialize<'de> for RunStatus {
     }
 }
 
+/// Where one unit of a queued run stands (`queue_units.status`). Read with
+/// [`UnitStatus::parse`], bound into the queue's SQL and shown with [`UnitStatus::as_str`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnitStatus {
+    /// Waiting for a worker to claim it.
+    Queued,
+    /// A worker holds its lease (or did, until the lease expired).
+    Running,
+    /// Every trial of it is stored.
+    Done,
+    /// It used up its attempts, or its trials stopped on an error common to every config.
+    Failed,
+    /// A status this version does not know (written by a newer one), kept as it reads.
+    Other(String),
+}
+
+impl UnitStatus {
+    /// The text stored in `queue_units.status` (and shown).
+    pub fn as_str(&self) -> &str {
+        match self {
+            UnitStatus::Queued => "queued",
+            UnitStatus::Running => "running",
+            UnitStatus::Done => "done",
+            UnitStatus::Failed => "failed",
+            UnitStatus::Other(text) => text,
+        }
+    }
+
+    /// The status a stored text names.
+    pub fn parse(text: &str) -> UnitStatus {
+        match text {
+            "queued" => UnitStatus::Queued,
+            "running" => UnitStatus::Running,
+            "done" => UnitStatus::Done,
+            "failed" => UnitStatus::Failed,
+            other => UnitStatus::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for UnitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Whether a stored run has nothing to compare: it stopped (every config's first trial failed
 /// alike, or its primary metric was never produced), or no measured trial of it succeeded.
 /// Comparisons, `history` and the site's verdicts leave such a run out and say so.
@@ -92,7 +139,7 @@ pub(super) const ABANDONED: &str = "abandoned";
 
 #[cfg(test)]
 mod tests {
-    use super::RunStatus;
+    use super::{RunStatus, UnitStatus};
 
     /// Every status reads back as the text it was stored as, unknown ones included.
     #[test]
@@ -112,5 +159,14 @@ mod tests {
         let json = serde_json::to_string(&RunStatus::Stopped).unwrap();
         assert_eq!(json, "\"stopped\"");
         assert_eq!(serde_json::from_str::<RunStatus>(&json).unwrap(), RunStatus::Stopped);
+    }
+
+    /// Every unit status reads back as the text it was stored as, unknown ones included.
+    #[test]
+    fn unit_statuses_read_back_as_stored() {
+        for text in ["queued", "running", "done", "failed", "paused"] {
+            assert_eq!(UnitStatus::parse(text).as_str(), text);
+        }
+        assert_eq!(UnitStatus::parse("done"), UnitStatus::Done);
     }
 }

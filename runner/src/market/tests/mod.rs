@@ -17,21 +17,13 @@ use chrono::NaiveDate;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub(super) fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
-
 /// Runs `body` on a fresh SQLite file.
 pub(super) fn on_sqlite<F, Fut>(body: F)
 where
     F: FnOnce(Db) -> Fut,
     Fut: Future<Output = ()>,
 {
-    runtime().block_on(async {
+    crate::db::wait(async {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::connect(dir.path().join("t.sqlite").to_str().expect("utf-8"))
             .await
@@ -55,7 +47,7 @@ where
             "MEASURED_TEST_DATABASE_URL is not set: Postgres tests need a server; run \
              `eval \"$(scripts/pg-start.sh /tmp/measured-pg)\"` (or the project's test script) first",
         );
-    runtime().block_on(async {
+    crate::db::wait(async {
         let admin_pool = sqlx::PgPool::connect(&admin).await.expect("admin connection");
         // A generated name (process id + counter), never user input.
         let name = format!(

@@ -135,11 +135,7 @@ fn a_corrupt_line_before_the_end_is_an_error_not_a_silent_skip() {
 #[test]
 fn flush_restores_a_lost_run_and_stores_each_trial_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    crate::db::wait(async {
         let db = Db::connect(dir.path().join("r.sqlite").to_str().unwrap())
             .await
             .unwrap();
