@@ -83,3 +83,15 @@ impl From<crate::db::DbError> for CommandError {
         CommandError::Runtime(e.into())
     }
 }
+
+impl From<crate::preflight::PreflightError> for CommandError {
+    fn from(e: crate::preflight::PreflightError) -> Self {
+        use crate::preflight::PreflightError;
+        match e {
+            PreflightError::BadInput(message) => CommandError::BadInput(message),
+            PreflightError::Data(errors) => CommandError::Data(errors),
+            PreflightError::Connect(e) => e.into(),
+            PreflightError::Database(message) => CommandError::Runtime(anyhow::anyhow!(message)),
+        }
+    }
+}

@@ -4,10 +4,9 @@
 //! message and the fix before anything is stored, instead of failing every trial.
 
 use crate::db;
-use crate::db::Db;
-use crate::error::CommandError;
+use crate::db::{Db, DbError};
 use crate::kinds::{LoadParams, StageKind, StageParams};
-use crate::manifest::{self, Experiment, ManifestError};
+use crate::manifest::{self, Experiment, ManifestError, ManifestErrors};
 use crate::market::{self, DataIdentity, DataSpec, DataView, LoadError, StockPlace};
 use indexmap::IndexMap;
 use windows::{window_problems, Loaded};
@@ -37,6 +36,26 @@ pub fn reads_stock(exp: &Experiment) -> bool {
     exp.stages.iter().any(|s| s.kind == StageKind::Load)
 }
 
+/// Why the stock database cannot serve a run, or cannot be prepared for it. The commands map
+/// each to their exit status: a request that cannot be met is bad input (2), the rest failures (1).
+#[derive(Debug, thiserror::Error)]
+pub enum PreflightError {
+    /// What was asked cannot be: a stock database named apart that does not exist, `--data`
+    /// naming a version the database lacks.
+    #[error("{0}")]
+    BadInput(String),
+    /// The stock data cannot serve the manifest (not there, not what it declares), located
+    /// like a manifest error.
+    #[error("{0}")]
+    Data(ManifestErrors),
+    /// The stock database cannot be reached or migrated.
+    #[error(transparent)]
+    Connect(#[from] DbError),
+    /// The stock database failed a query: its message, any password redacted.
+    #[error("{0}")]
+    Database(String),
+}
+
 /// What the preflight needs of the command line: the stock database it prepares and whether to
 /// speak. The commands build it from their options.
 #[derive(Debug, Clone)]
@@ -63,15 +82,15 @@ impl StockOptions {
     }
 }
 
-fn runtime_error(e: impl std::fmt::Display, url: &str) -> CommandError {
-    CommandError::Runtime(anyhow::anyhow!(db::redact_text(&e.to_string(), url)))
+fn runtime_error(e: impl std::fmt::Display, url: &str) -> PreflightError {
+    PreflightError::Database(db::redact_text(&e.to_string(), url))
 }
 
 /// `[data] versions` naming a version the stock database lacks: located at the list.
-fn unknown_versions(exp: &Experiment, text: &str) -> CommandError {
+fn unknown_versions(exp: &Experiment, text: &str) -> PreflightError {
     let (message, hint) = split_hint(text);
     let span = manifest::span_of(exp, &exp.data.versions_at, false);
-    CommandError::Data(manifest::located(
+    PreflightError::Data(manifest::located(
         exp,
         vec![ManifestError::new(message, span)
             .label("not in the stock database")
@@ -79,10 +98,10 @@ fn unknown_versions(exp: &Experiment, text: &str) -> CommandError {
     ))
 }
 
-fn refusal(exp: &Experiment, r: market::Refusal) -> CommandError {
+fn refusal(exp: &Experiment, r: market::Refusal) -> PreflightError {
     // A table (`data.synth`) is pointed at by its key, a value in it (`sha256`) by the value.
     let span = manifest::span_of(exp, &r.at, r.at.len() <= 2);
-    CommandError::Data(manifest::located(
+    PreflightError::Data(manifest::located(
         exp,
         vec![ManifestError::new(r.message, span).label(r.label).hint(r.hint)],
     ))
@@ -97,7 +116,7 @@ pub fn prepare(
     exp: &Experiment,
     check: bool,
     pin: Option<&Pin>,
-) -> Result<Option<Prepared>, CommandError> {
+) -> Result<Option<Prepared>, PreflightError> {
     // `[data] versions` pins the data as `--data` does; `--data` wins over it.
     let declared = exp.data.names_versions().then(|| Pin::Named(exp.data.versions.clone()));
     let from_manifest = pin.is_none() && declared.is_some();
@@ -109,7 +128,7 @@ pub fn prepare(
     let place = stock.place();
     if place.named {
         if let Some(missing) = crate::stage::missing_named_stock(&url) {
-            return Err(CommandError::BadInput(missing.to_string()));
+            return Err(PreflightError::BadInput(missing.to_string()));
         }
     }
     let db = Db::open_with(&url, 8)?;
@@ -118,7 +137,7 @@ pub fn prepare(
             let text = db::redact_text(&e.to_string(), &url);
             match from_manifest {
                 true => unknown_versions(exp, &text),
-                false => CommandError::BadInput(text),
+                false => PreflightError::BadInput(text),
             }
         })?,
         Some(Pin::Stored(refs)) => db::wait(market::stored_view(&db, refs)).map_err(|e| runtime_error(e, &url))?,
@@ -146,7 +165,7 @@ pub fn prepare(
     if check {
         let problems = db::wait(problems(exp, &db, &view, &identity, &place)).map_err(|e| runtime_error(e, &url))?;
         if !problems.is_empty() {
-            return Err(CommandError::Data(manifest::located(exp, problems)));
+            return Err(PreflightError::Data(manifest::located(exp, problems)));
         }
     }
     if !stock.quiet {
@@ -161,7 +180,7 @@ pub fn prepare(
 
 /// What `measured plan` says about the data: what a run would prepare, or, when the declared
 /// data is there, the preflight's verdict (an error when unmet). Reads only.
-pub fn plan_lines(stock: &StockOptions, exp: &Experiment) -> Result<Vec<String>, CommandError> {
+pub fn plan_lines(stock: &StockOptions, exp: &Experiment) -> Result<Vec<String>, PreflightError> {
     if !reads_stock(exp) && !exp.data.restricts() && !exp.data.names_versions() {
         return Ok(Vec::new());
     }
@@ -172,7 +191,7 @@ pub fn plan_lines(stock: &StockOptions, exp: &Experiment) -> Result<Vec<String>,
         .to_owned();
     if db::is_sqlite_url(&url) && db::sqlite_file_id(&url).is_none() {
         if let Some(missing) = place.named.then(|| crate::stage::missing_named_stock(&url)).flatten() {
-            return Err(CommandError::BadInput(missing.to_string()));
+            return Err(PreflightError::BadInput(missing.to_string()));
         }
         if exp.data.names_versions() {
             return Err(unknown_versions(
@@ -224,11 +243,11 @@ fn verdict_lines(
     view: &DataView,
     place: &StockPlace,
     url: &str,
-) -> Result<Vec<String>, CommandError> {
+) -> Result<Vec<String>, PreflightError> {
     let identity = db::wait(market::identify(db, view)).map_err(|e| runtime_error(e, url))?;
     let problems = db::wait(problems(exp, db, view, &identity, place)).map_err(|e| runtime_error(e, url))?;
     if !problems.is_empty() {
-        return Err(CommandError::Data(manifest::located(exp, problems)));
+        return Err(PreflightError::Data(manifest::located(exp, problems)));
     }
     Ok(vec![
         format!("stock data: {}: {identity}", place.shown),
