@@ -25,9 +25,8 @@ pub const DEFAULT_SQLITE_PATH: &str = "results/measured.sqlite";
 
 /// The process's one async runtime, built on first use: two worker threads (the store's
 /// background tasks, a heartbeat) with timers and I/O. It lives as long as the process.
-/// [`wait`] and [`spawn`] are the way into it; the queue's commands and worker still hold it
-/// themselves.
-pub fn runtime() -> &'static tokio::runtime::Runtime {
+/// [`wait`] and [`spawn`] are the only way into it.
+fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
