@@ -30,8 +30,8 @@ pub(crate) use assemble::{commit_label, direction_of, machine_key, metric_sample
 pub use error::ReportError;
 pub(crate) use model::QUALITY_AGAINST;
 pub use model::{
-    ClaimSpec, CompareSpec, ConfigData, ConfigFacts, DifferingFact, FactValue, GuardSpec, History, Interval, Question,
-    Report, RunData, RunDesign, StageData, StageNoteRow, TrialData,
+    ConfigData, ConfigFacts, DifferingFact, FactValue, History, Interval, Question, Report, RunData, RunDesign,
+    StageData, StageNoteRow, TrialData,
 };
 pub(crate) use prose::ci_label;
 pub use render::{

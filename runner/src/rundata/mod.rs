@@ -10,7 +10,6 @@ use crate::report::{
 };
 use crate::store::spec::{StoredSpec, PAIRED_SINCE};
 use crate::store::{self, RunRow, RunStatus, StoreError, StoredRun};
-use spec::compare_spec;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The report input of a stored run, with `env` the fingerprint of the machine that started
@@ -219,7 +218,7 @@ pub fn run_data(
         data_hashes: data_hashes(trials),
         stock_data: crate::market::DataIdentity::from_json(row.stock_data.as_deref()),
         configs,
-        compare: compare_spec(&spec.compare),
+        compare: spec.compare.clone(),
         reproduce: row.command.clone(),
         results_database: crate::db::redact_url(database),
         stock_database: row.stock_database.clone(),
@@ -497,8 +496,6 @@ pub(crate) fn data_hashes(trials: &[TrialRecord]) -> BTreeMap<String, String> {
         })
         .collect()
 }
-
-mod spec;
 
 #[cfg(test)]
 mod tests;

@@ -103,6 +103,7 @@ mod resolution;
 mod runs;
 mod scaling;
 mod sequential;
+mod spec;
 mod summary;
 
 #[cfg(test)]
@@ -129,6 +130,7 @@ pub use resolution::{resolution, Resolution};
 pub use runs::{level_test, moved, ratio_of_ratios, steps, LevelTest, RunSpread, SpreadSource, StepCall, STEP_WINDOW};
 pub use scaling::{amdahl_fit, cost_exponent, power_fit, serial_fraction, speedup, AmdahlFit, Estimate, PowerFit};
 pub use sequential::{spent, Look, LookLevel, SequentialPlan, LOOK_GROWTH};
+pub use spec::{ClaimSpec, CompareSpec, GuardSpec};
 pub use summary::{median, Summary};
 
 use serde::{Deserialize, Serialize};

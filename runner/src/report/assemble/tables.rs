@@ -143,7 +143,7 @@ pub(crate) fn failed_trials(run: &RunData) -> Vec<FailedTrialRow> {
 
 /// The note on the configs of a claim's variant that its conditions leave out (`context`, as
 /// `(candidate, baseline)` pairs); `None` when there are none.
-fn context_note(run: &RunData, spec: &crate::report::model::ClaimSpec, context: &[(usize, usize)]) -> Option<String> {
+fn context_note(run: &RunData, spec: &crate::stats::ClaimSpec, context: &[(usize, usize)]) -> Option<String> {
     if context.is_empty() {
         return None;
     }
@@ -167,7 +167,7 @@ fn context_note(run: &RunData, spec: &crate::report::model::ClaimSpec, context: 
 /// as context. `None` when the claim is judged there.
 fn not_judged_at(
     run: &RunData,
-    spec: &crate::report::model::ClaimSpec,
+    spec: &crate::stats::ClaimSpec,
     cand: &ConfigData,
     base: &ConfigData,
 ) -> Option<(ClaimVerdict, String)> {
@@ -218,7 +218,7 @@ pub(crate) fn ran_facts(config: &ConfigData) -> (crate::stats::RanFacts, Vec<Str
 /// given: it is computed once, there.
 fn value_claim_row(
     run: &RunData,
-    spec: &crate::report::model::ClaimSpec,
+    spec: &crate::stats::ClaimSpec,
     cand: &ConfigData,
     result: Option<&ResultRow>,
     settings: &crate::stats::CompareSettings,
@@ -309,12 +309,7 @@ fn median_of(config: &ConfigData, metric: &str) -> f64 {
 }
 
 /// A claim row with no measurement yet: what the claim says, and a verdict with its reason.
-fn blank_claim_row(
-    spec: &crate::report::model::ClaimSpec,
-    config: String,
-    verdict: ClaimVerdict,
-    reason: String,
-) -> ClaimRow {
+fn blank_claim_row(spec: &crate::stats::ClaimSpec, config: String, verdict: ClaimVerdict, reason: String) -> ClaimRow {
     ClaimRow {
         claim: spec.text.clone(),
         quote: spec.quote.clone(),
@@ -337,7 +332,7 @@ fn blank_claim_row(
 /// The (candidate, baseline) config pairs a claim is about: a value claim, each of its variant's
 /// configs on its own, baseline or not (as `(i, i)`); a speedup claim, each of its variant's
 /// configs against the config it is compared with.
-fn claim_pairs(run: &RunData, spec: &crate::report::model::ClaimSpec, plan: &[(usize, usize)]) -> Vec<(usize, usize)> {
+fn claim_pairs(run: &RunData, spec: &crate::stats::ClaimSpec, plan: &[(usize, usize)]) -> Vec<(usize, usize)> {
     if spec.claim.unit == ClaimUnit::Value {
         (0..run.configs.len())
             .filter(|&i| run.configs[i].variant == spec.variant)
@@ -354,7 +349,7 @@ fn claim_pairs(run: &RunData, spec: &crate::report::model::ClaimSpec, plan: &[(u
 /// The verdict of a claim made at parameter values none of the run's configs has.
 fn params_not_reproduced(
     run: &RunData,
-    spec: &crate::report::model::ClaimSpec,
+    spec: &crate::stats::ClaimSpec,
     context: &[(usize, usize)],
 ) -> (ClaimVerdict, String) {
     let had: Vec<String> = context

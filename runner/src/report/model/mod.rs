@@ -1,7 +1,8 @@
 //! The typed report model (run data -> assemble -> **model** -> render): what `report.json` and the
 //! comparison's JSON hold, what `render` formats and what each chart draws (`charts`, kept out of
-//! the JSON); also the run data `rundata` loads, with the run's `[compare]` settings (`spec`),
-//! which `assemble` reads. Types only: nothing here uses the rest of `report`, nor the store.
+//! the JSON); also the run data `rundata` loads, with the run's `[compare]` settings (the
+//! statistics' `CompareSpec`, which the store keeps with the run), which `assemble` reads. Types
+//! only: nothing here uses the rest of `report`, nor the store.
 //!
 //! Values are data, never presentation. Numbers are JSON numbers in the metric's own unit,
 //! named in a `unit` field beside them or, where it never varies, in the field name
@@ -20,7 +21,6 @@ mod report;
 mod run;
 mod scaling;
 mod sections;
-mod spec;
 
 pub use charts::*;
 pub use compare::*;
@@ -29,7 +29,6 @@ pub use report::*;
 pub use run::*;
 pub use scaling::*;
 pub use sections::*;
-pub use spec::*;
 
 /// An interval `(low, high)`.
 pub type Interval = (f64, f64);

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::report::StageNoteRow;
-use super::spec::CompareSpec;
 use crate::metrics::Metric;
+use crate::stats::CompareSpec;
 
 /// One stored run, as the store hands it to the report (warm-up trials already excluded).
 #[derive(Debug, Clone, PartialEq)]

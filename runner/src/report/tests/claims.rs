@@ -1,9 +1,9 @@
 //! Claims bound to the configs that meet their conditions: a claim made on 8 cores is judged
 //! at the 8-thread config only, and only on a machine with the cores for it.
 
-use crate::report::model::ClaimSpec;
 use crate::report::tests::{base_run, metric};
 use crate::report::*;
+use crate::stats::ClaimSpec;
 use crate::stats::{Claim, ClaimConditions, ClaimVerdict};
 
 /// A normalization run at 1, 2, 4 and 8 threads, sequential against parallel, on a machine

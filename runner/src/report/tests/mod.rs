@@ -19,9 +19,9 @@ use super::render::compare_view::CompareReport;
 use super::render::view::view;
 use super::*;
 use crate::metrics::Metric;
-use crate::report::model::CompareSpec;
-use crate::report::model::{ClaimSpec, GuardSpec};
+use crate::stats::CompareSpec;
 use crate::stats::{Claim, GuardVerdict, Tolerance, Verdict};
+use crate::stats::{ClaimSpec, GuardSpec};
 use bandwidth::transfer_run;
 pub(super) use files::write_and_check;
 

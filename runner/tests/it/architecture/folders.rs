@@ -60,6 +60,25 @@ pub fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
+/// Whether an item is test code (`#[cfg(test)]`).
+pub fn is_test_item(item: &syn::Item) -> bool {
+    let attrs: &[syn::Attribute] = match item {
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Enum(i) => &i.attrs,
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Static(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        syn::Item::Trait(i) => &i.attrs,
+        syn::Item::Type(i) => &i.attrs,
+        syn::Item::Use(i) => &i.attrs,
+        syn::Item::Macro(i) => &i.attrs,
+        _ => &[],
+    };
+    is_cfg_test(attrs)
+}
+
 /// The paths a `use` tree spells out, each as its segments (a glob or rename ends the path).
 fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, Option<String>)>) {
     match tree {
@@ -101,24 +120,9 @@ struct Collector {
 
 impl<'ast> Visit<'ast> for Collector {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs = match item {
-            syn::Item::Const(i) => &i.attrs,
-            syn::Item::Enum(i) => &i.attrs,
-            syn::Item::Fn(i) => &i.attrs,
-            syn::Item::Impl(i) => &i.attrs,
-            syn::Item::Mod(i) => &i.attrs,
-            syn::Item::Static(i) => &i.attrs,
-            syn::Item::Struct(i) => &i.attrs,
-            syn::Item::Trait(i) => &i.attrs,
-            syn::Item::Type(i) => &i.attrs,
-            syn::Item::Use(i) => &i.attrs,
-            syn::Item::Macro(i) => &i.attrs,
-            _ => return syn::visit::visit_item(self, item),
-        };
-        if is_cfg_test(attrs) {
-            return;
+        if !is_test_item(item) {
+            syn::visit::visit_item(self, item);
         }
-        syn::visit::visit_item(self, item);
     }
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {

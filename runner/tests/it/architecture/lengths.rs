@@ -6,7 +6,7 @@
 //! for nothing. Each function `syn` lists must be found by the lexer, in order, or the check
 //! fails, so that a form the lexer misreads cannot pass unseen.
 
-use super::folders::is_cfg_test;
+use super::folders::{is_cfg_test, is_test_item};
 use syn::ext::IdentExt;
 use syn::visit::Visit;
 
@@ -25,14 +25,7 @@ struct Lister {
 
 impl<'ast> Visit<'ast> for Lister {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let test = match item {
-            syn::Item::Fn(i) => is_cfg_test(&i.attrs),
-            syn::Item::Impl(i) => is_cfg_test(&i.attrs),
-            syn::Item::Mod(i) => is_cfg_test(&i.attrs),
-            syn::Item::Trait(i) => is_cfg_test(&i.attrs),
-            _ => false,
-        };
-        if !test {
+        if !is_test_item(item) {
             syn::visit::visit_item(self, item);
         }
     }

@@ -12,7 +12,7 @@
 //! Test code is left out, as in the module graphs, except for `block_on`, which is counted in
 //! every file.
 
-use super::folders::{self, is_cfg_test, SourceFile};
+use super::folders::{self, is_cfg_test, is_test_item, SourceFile};
 use super::{is_test_file, parsed_sources, sources};
 use proc_macro2::{TokenStream, TokenTree};
 use std::collections::BTreeSet;
@@ -102,18 +102,6 @@ impl<'ast> Visit<'ast> for Scan {
     fn visit_attribute(&mut self, _: &'ast syn::Attribute) {}
 
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs: &[syn::Attribute] = match item {
-            syn::Item::Const(i) => &i.attrs,
-            syn::Item::Enum(i) => &i.attrs,
-            syn::Item::Fn(i) => &i.attrs,
-            syn::Item::Impl(i) => &i.attrs,
-            syn::Item::Mod(i) => &i.attrs,
-            syn::Item::Static(i) => &i.attrs,
-            syn::Item::Struct(i) => &i.attrs,
-            syn::Item::Use(i) => &i.attrs,
-            syn::Item::Macro(i) => &i.attrs,
-            _ => &[],
-        };
         let other_status = match item {
             syn::Item::Impl(i) => {
                 let ty = text_of(&i.self_ty);
@@ -121,7 +109,7 @@ impl<'ast> Visit<'ast> for Scan {
             }
             _ => false,
         };
-        if (self.with_tests || !is_cfg_test(attrs)) && !(self.without_other_statuses && other_status) {
+        if (self.with_tests || !is_test_item(item)) && !(self.without_other_statuses && other_status) {
             syn::visit::visit_item(self, item);
         }
     }

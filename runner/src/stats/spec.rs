@@ -1,12 +1,13 @@
-//! What a run compares, as the report reads it (run data -> assemble): the `[compare]` settings
-//! with their guards and claims. `rundata` fills them from the run's stored spec, so the report
-//! never reads the store's types.
+//! What a run compares: its `[compare]` settings (baseline, primary metric, statistical
+//! settings, guards and claims), as the store builds them from a validated manifest and keeps them with the run
+//! (serialized inside its spec: a field added later needs `#[serde(default)]` so that older
+//! runs still read) and the report reads them. Made of this module's own types only, so the
+//! store and the report share them without either using the other.
 
-use crate::stats::{Claim, ClaimConditions, ClaimVerdict, Direction, MadeOn, Tolerance};
+use super::{Claim, ClaimConditions, ClaimVerdict, Direction, MadeOn, Tolerance};
 
-/// A run's `[compare]` settings: its baseline, primary metric, statistical settings, guards and
-/// claims.
-#[derive(Debug, Clone, PartialEq)]
+/// The `[compare]` section, validated.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompareSpec {
     /// Baseline variant name.
     pub baseline: String,
@@ -14,32 +15,33 @@ pub struct CompareSpec {
     pub primary: String,
     /// Overrides the direction inferred from the primary metric's unit.
     pub direction: Option<Direction>,
-    /// Significance level of every test.
     pub alpha: f64,
-    /// Relative change under which a difference counts as equivalent.
     pub band: f64,
-    /// Bootstrap resamples per interval.
     pub resamples: usize,
-    /// Seed of the bootstrap.
     pub seed: u64,
     pub guards: Vec<GuardSpec>,
     pub claims: Vec<ClaimSpec>,
-    /// The report also compares neighbouring sweep points.
+    /// `[compare] sweep = "neighbours"`: the report also compares neighbouring sweep points.
+    #[serde(default)]
     pub sweep_neighbours: bool,
-    /// Whether the trained model's quality is under test: a model no better than predicting
-    /// zero is then a failed guard.
+    /// Whether the trained model's quality is under test (`[compare] quality`, default
+    /// `"under_test"`): a model no better than predicting zero is then a failed guard. Runs
+    /// stored before the key existed read as under test.
+    #[serde(default = "under_test")]
     pub quality_under_test: bool,
 }
 
-/// A guard: `metric` may not get worse by more than `tolerance`.
-#[derive(Debug, Clone, PartialEq)]
+fn under_test() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GuardSpec {
     pub metric: String,
     pub tolerance: Tolerance,
 }
 
-/// A claim the run tests: what its source says `variant` does to `metric`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClaimSpec {
     pub metric: String,
     pub variant: String,
@@ -50,19 +52,27 @@ pub struct ClaimSpec {
     /// claims named their sources hold the manifest's free text).
     pub source: Option<String>,
     /// What the claim was made under (empty: anywhere).
+    #[serde(default)]
     pub requires: ClaimConditions,
     /// The claim word for word, as its source states it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quote: Option<String>,
     /// The change the claim is about, and the change its variant makes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant_change: Option<String>,
     /// What the source measured, when it is not `metric`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_metric: Option<String>,
     /// Why the experiment cannot test the claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untestable: Option<String>,
     /// Where the experiment deliberately measures differently from the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub differs: Option<String>,
     /// A value claim's hardware: judged only there, context elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub made_on: Option<MadeOn>,
 }
 
